@@ -1,0 +1,1 @@
+"""flower: continuity for long-running Claude agent workflows."""
