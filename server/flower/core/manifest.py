@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import json
+import logging
+import os
+import re
+import secrets
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from flower.core.durable import move_aside, stamp, write_atomic
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,3 +47,198 @@ class StepResult:
     def row(self, run: str) -> dict:
         """The manifest row: every field plus `duration_s` (asdict() misses properties) and `run`."""
         return {**dataclasses.asdict(self), "duration_s": round(self.duration_s, 3), "run": run}
+
+
+# --- step names (S7) -------------------------------------------------------------------------
+
+def retry_name(step: str, n: int) -> str:
+    """`<step>#retry<n>`: an ordinary retry of the step."""
+    return f"{step}#retry{n}"
+
+
+def round_name(step: str, n: int) -> str:
+    """`<step>#round<n>`: the judge failed the step and it went back to continue."""
+    return f"{step}#round{n}"
+
+
+def judge_name(step: str, n: int) -> str:
+    """`<step>·判定#<n>`: the judge's n-th round on the step."""
+    return f"{step}·判定#{n}"
+
+
+_NAME = re.compile(r"^(?P<step>.*?)(?:#retry(?P<retry>\d+)|#round(?P<round>\d+)|·判定#(?P<judge>\d+))$", re.S)
+
+
+def parse_name(name: str) -> tuple[str, str, int]:
+    """Split a manifest step name into `(step, kind, n)`, kind one of first/retry/round/judge (S7).
+
+    `parse_name("干活#retry2") == ("干活", "retry", 2)`; a plain name gives `(name, "first", 0)`.
+    """
+    m = _NAME.match(name)
+    if m:
+        for kind in ("retry", "round", "judge"):
+            if m.group(kind) is not None:
+                return m.group("step"), kind, int(m.group(kind))
+    return name, "first", 0
+
+
+# --- the process mark ------------------------------------------------------------------------
+
+_mark: tuple[int, str] | None = None
+
+
+def run_mark() -> str:
+    """This process's mark, `YYYYmmdd-HHMMSS-<6 hex>`, the `run` of each of its manifest rows (S6).
+
+    Fixed for the life of the process; a forked child gets its own, so two processes
+    never share one and never replace each other's rows.
+    """
+    global _mark
+    pid = os.getpid()
+    if _mark is None or _mark[0] != pid:
+        _mark = (pid, f"{stamp()}-{secrets.token_hex(3)}")
+    return _mark[1]
+
+
+# --- the manifest file -----------------------------------------------------------------------
+
+MANIFEST_FILE = "manifest.json"
+LOCK_TIMEOUT_S = 10.0
+
+
+class Manifest:
+    """`<run_dir>/manifest.json`: a JSON list of rows, shared by every process that runs here.
+
+    Appending, never overwriting (S8): each write re-reads the file under an exclusive lock
+    on `manifest.json.lock`, keeps other processes' rows, and replaces this process's rows
+    (those whose `run` is this mark) by its current list. Writes are atomic and a failing
+    disk is logged, never raised: a manifest failure must not break a run.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, run: str | None = None) -> None:
+        self.run_dir = Path(os.path.abspath(run_dir))
+        self.run = run or run_mark()
+        self._mine: list[tuple[StepResult, dict]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        """`<run_dir>/manifest.json`."""
+        return self.run_dir / MANIFEST_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        """The sidecar lock file held across each read-modify-replace."""
+        return self.run_dir / (MANIFEST_FILE + ".lock")
+
+    def add(self, result: StepResult) -> bool:
+        """Add the result's row to this process's rows and write; False if the write failed.
+
+        Adding the same StepResult object again replaces its earlier row (a row can be
+        written when a step starts and rewritten when it ends). A failed write is retried
+        with the next add, since this process's rows are kept in memory.
+        """
+        with self._lock:
+            row = result.row(self.run)
+            for i, (r, _) in enumerate(self._mine):
+                if r is result:
+                    self._mine[i] = (result, row)
+                    break
+            else:
+                self._mine.append((result, row))
+            return self._write_locked()
+
+    def flush(self) -> bool:
+        """Write this process's rows again (e.g. after an earlier failed write)."""
+        with self._lock:
+            return self._write_locked()
+
+    def rows(self) -> list[dict]:
+        """Every row in the file, all processes; [] if it is missing or unreadable."""
+        try:
+            raw = self.path.read_bytes()
+        except OSError:
+            return []
+        rows = _parse(raw)
+        if rows is None:
+            log.warning("%s is not a valid manifest", self.path)
+            return []
+        return [r for r in rows if isinstance(r, dict)]
+
+    def _write_locked(self) -> bool:
+        mine = [row for _, row in self._mine]
+        try:
+            os.makedirs(self.run_dir, exist_ok=True)
+            with _exclusive(self.lock_path, LOCK_TIMEOUT_S):
+                merged = _merge(self._read_for_update(), mine, self.run)
+                data = json.dumps(merged, ensure_ascii=False, indent=1, default=str) + "\n"
+                write_atomic(self.path, data.encode())
+        except (OSError, TimeoutError) as e:
+            log.warning("could not write %s (%s); the run goes on", self.path, e)
+            return False
+        return True
+
+    def _read_for_update(self) -> list:
+        """The file's rows, under the lock; a corrupt file is moved aside and counts as empty."""
+        try:
+            with open(self.path, "rb") as f:
+                st = os.fstat(f.fileno())
+                raw = f.read()
+        except FileNotFoundError:
+            return []
+        rows = _parse(raw)
+        if rows is None:
+            log.warning("%s is not a valid manifest; keeping it aside and starting a new one", self.path)
+            if move_aside(self.path, expect=st) is None and self.path.exists():
+                raise OSError(f"cannot move corrupt {self.path} aside; not overwriting it")
+            return []
+        return rows
+
+
+def _parse(raw: bytes) -> list | None:
+    """The manifest list, or None if `raw` is not a JSON list."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, list) else None
+
+
+def _merge(existing: list, mine: list[dict], run: str) -> list:
+    """Other runs' rows in file order, with this run's current rows where its first row stood."""
+    out: list = []
+    placed = False
+    for row in existing:
+        if isinstance(row, dict) and row.get("run") == run:
+            if not placed:
+                out.extend(mine)
+                placed = True
+        else:
+            out.append(row)
+    if not placed:
+        out.extend(mine)
+    return out
+
+
+@contextmanager
+def _exclusive(path: Path, timeout: float):
+    """Hold an exclusive flock on `path`; TimeoutError after `timeout` s (a stopped holder must not hang a run)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{path} held by another process for {timeout:.0f}s") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,140 @@
+"""One writer per workspace (D5): a lock in run_dir that a second wake runs into.
+
+`<run_dir>/flower.lock` is held with an exclusive `flock` and records the holder's pid and
+start time, so the refusal can say who holds it. The OS drops a flock when the holder's
+file is closed, which happens when the process dies in any way (kill -9, SIGHUP, reboot):
+a dead holder never blocks anyone, and there is no stale-lock cleanup to get wrong.
+
+The lock file is never deleted: unlinking a flock'ed file lets two processes hold locks on
+two different inodes under the same name.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+LOCK_FILE = "flower.lock"
+
+
+class WorkspaceBusy(Exception):
+    """Another live flower process drives this workspace; `.pid` and `.started_at` name it."""
+
+    def __init__(self, path: Path, pid: int | None, started_at: float | None) -> None:
+        self.path = path
+        self.pid = pid
+        self.started_at = started_at
+        who = f"pid {pid}" if pid else "pid unknown"
+        if started_at:
+            who += f", since {_when(started_at)}"
+        stop = f"stop it (kill {pid})" if pid else "stop it"
+        super().__init__(
+            f"another flower ({who}) is driving this workspace; wait for it to finish or {stop}"
+            f" (lock: {path})"
+        )
+
+
+class WorkspaceLock:
+    """Exclusive, non-blocking lock on `<run_dir>/flower.lock`; a context manager.
+
+    flock locks belong to an open file description, so a second WorkspaceLock on the same
+    run_dir refuses even inside the same process. The descriptor is not inherited by child
+    processes (Python opens files non-inheritable), so an agent CLI outliving a killed
+    flower does not keep the workspace locked.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        self.run_dir = Path(os.path.abspath(run_dir))
+        self._fd: int | None = None
+        self._mutex = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        """`<run_dir>/flower.lock`."""
+        return self.run_dir / LOCK_FILE
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self) -> WorkspaceLock:
+        """Take the lock or raise WorkspaceBusy at once; idempotent for the holder. OSError if run_dir is unusable."""
+        with self._mutex:
+            if self._fd is not None:
+                return self
+            os.makedirs(self.run_dir, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                info = _read_info(fd)
+                os.close(fd)
+                raise WorkspaceBusy(self.path, info.get("pid"), info.get("started_at")) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                info = json.dumps({"pid": os.getpid(), "started_at": time.time()}).encode()
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, info, 0)
+            except OSError:
+                pass  # the lock holds anyway; only the refusal message loses the pid
+            self._fd = fd
+            return self
+
+    def release(self) -> None:
+        """Give the lock up; idempotent. The file stays (see the module docstring)."""
+        with self._mutex:
+            fd, self._fd = self._fd, None
+            if fd is None:
+                return
+            try:
+                os.ftruncate(fd, 0)
+            except OSError:
+                pass
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> WorkspaceLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _read_info(fd: int) -> dict:
+    """The holder's `{"pid", "started_at"}`, or {} if it has not written it (yet) or it is garbled."""
+    try:
+        data = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    pid, started = data.get("pid"), data.get("started_at")
+    return {
+        "pid": pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+        "started_at": float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None,
+    }
+
+
+def _when(t: float) -> str:
+    """`12:03` if today, else `2026-09-07 12:03` (local time)."""
+    lt, now = time.localtime(t), time.localtime()
+    if (lt.tm_year, lt.tm_yday) == (now.tm_year, now.tm_yday):
+        return time.strftime("%H:%M", lt)
+    return time.strftime("%Y-%m-%d %H:%M", lt)

@@ -1,0 +1,187 @@
+"""The manifest (S6–S8): every StepResult field plus duration_s and run; parallel processes never lose rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flower.core.manifest import (
+    Manifest,
+    StepResult,
+    judge_name,
+    parse_name,
+    retry_name,
+    round_name,
+    run_mark,
+)
+
+MARK = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def result(step: str, **kw) -> StepResult:
+    return StepResult(step=step, session_id="sid-" + step, ok=True, started_at=100.0, ended_at=102.5, **kw)
+
+
+def test_run_mark_has_the_seed_shape_and_is_fixed_for_the_process():
+    assert MARK.match(run_mark())
+    assert run_mark() == run_mark()
+    assert Manifest("runs").run == run_mark()
+
+
+def test_forked_child_gets_its_own_mark():
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.write(w, run_mark().encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    child = os.read(r, 100).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert MARK.match(child) and child != run_mark()
+
+
+def test_step_names_of_s7():
+    assert retry_name("干活", 2) == "干活#retry2"
+    assert round_name("干活", 3) == "干活#round3"
+    assert judge_name("干活", 1) == "干活·判定#1"
+    assert parse_name("干活") == ("干活", "first", 0)
+    assert parse_name("干活#retry2") == ("干活", "retry", 2)
+    assert parse_name("干活#round3") == ("干活", "round", 3)
+    assert parse_name("干活·判定#1") == ("干活", "judge", 1)
+    assert parse_name(retry_name(round_name("干活", 1), 2)) == ("干活#round1", "retry", 2)
+
+
+def test_rows_carry_every_field_plus_duration_and_run(tmp_path):
+    m = Manifest(tmp_path / "runs", run="20260907-015240-abcdef")
+    m.add(result("干活", attempts=2, resumed=True, errors=["API Error: Can't reach the API server"], context=80200))
+    [row] = m.rows()
+    fields = {f.name for f in dataclasses.fields(StepResult)}
+    assert fields | {"duration_s", "run"} == set(row)
+    assert row["duration_s"] == 2.5
+    assert row["run"] == "20260907-015240-abcdef"
+    assert (row["attempts"], row["resumed"], row["ok"]) == (2, True, True)
+    # Written as readable UTF-8 JSON, not \\u escapes.
+    assert "干活" in (tmp_path / "runs" / "manifest.json").read_text(encoding="utf-8")
+
+
+def test_a_process_rewrites_only_its_own_rows(tmp_path):
+    run_dir = tmp_path / "runs"
+    a = Manifest(run_dir, run="20260101-000000-aaaaaa")
+    b = Manifest(run_dir, run="20260101-000000-bbbbbb")
+    a.add(result("a1"))
+    b.add(result("b1"))
+    a.add(result("a2"))
+    b.add(result("b2"))
+    rows = [(r["run"][-6:], r["step"]) for r in a.rows()]
+    assert rows == [("aaaaaa", "a1"), ("aaaaaa", "a2"), ("bbbbbb", "b1"), ("bbbbbb", "b2")]
+
+
+def test_a_new_process_mark_never_replaces_an_older_runs_rows(tmp_path):
+    run_dir = tmp_path / "runs"
+    Manifest(run_dir, run="20260101-000000-aaaaaa").add(result("干活"))
+    later = Manifest(run_dir, run="20260102-000000-cccccc")
+    later.add(result("干活"))
+    assert [r["run"] for r in later.rows()] == ["20260101-000000-aaaaaa", "20260102-000000-cccccc"]
+
+
+def test_adding_the_same_result_again_replaces_its_row(tmp_path):
+    m = Manifest(tmp_path / "runs", run="20260101-000000-aaaaaa")
+    r = StepResult(step="干活", started_at=1.0)
+    m.add(r)
+    r.ok, r.ended_at = True, 4.0
+    m.add(r)
+    rows = m.rows()
+    assert len(rows) == 1 and rows[0]["ok"] is True and rows[0]["duration_s"] == 3.0
+
+
+def test_rows_of_this_process_edited_on_disk_are_restored_others_kept(tmp_path):
+    run_dir = tmp_path / "runs"
+    m = Manifest(run_dir, run="20260101-000000-aaaaaa")
+    m.add(result("a1"))
+    path = run_dir / "manifest.json"
+    rows = json.loads(path.read_text())
+    rows.append({"step": "x", "run": "someone-else"})
+    rows.append("not a dict, kept as is")
+    rows[0]["step"] = "tampered"
+    path.write_text(json.dumps(rows))
+    m.add(result("a2"))
+    on_disk = json.loads(path.read_text())
+    assert [r["step"] if isinstance(r, dict) else r for r in on_disk] == ["a1", "a2", "x", "not a dict, kept as is"]
+    assert [r["step"] for r in m.rows()] == ["a1", "a2", "x"]
+
+
+@pytest.mark.parametrize("garbage", [b"{not json", b'{"a": 1}', b"\xff"])
+def test_corrupt_manifest_is_kept_aside_never_overwritten(tmp_path, garbage):
+    run_dir = tmp_path / "runs"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_bytes(garbage)
+    m = Manifest(run_dir, run="20260101-000000-aaaaaa")
+    assert m.rows() == []
+    assert m.add(result("干活")) is True
+    [aside] = run_dir.glob("manifest.json.corrupt-*")
+    assert aside.read_bytes() == garbage
+    assert [r["step"] for r in m.rows()] == ["干活"]
+
+
+def test_unwritable_run_dir_never_raises_and_catches_up_later(tmp_path, caplog):
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a directory")
+    m = Manifest(blocker / "runs", run="20260101-000000-aaaaaa")
+    assert m.add(result("a1")) is False
+    assert any("could not write" in r.getMessage() for r in caplog.records)
+    blocker.unlink()
+    assert m.add(result("a2")) is True
+    assert [r["step"] for r in m.rows()] == ["a1", "a2"]
+
+
+WRITER = r"""
+import sys, time
+from flower.core.manifest import Manifest, StepResult
+run_dir, go, n = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+m = Manifest(run_dir)
+print(m.run, flush=True)
+while time.time() < go:
+    time.sleep(0.0005)
+for i in range(n):
+    ok = m.add(StepResult(step=f"s{i}", ok=True, started_at=i, ended_at=i + 1))
+    assert ok, "write failed"
+"""
+
+
+def test_eight_processes_appending_at_once_lose_no_row(tmp_path):
+    run_dir = tmp_path / "runs"
+    procs, n = 8, 20
+    go = time.time() + 1.5  # every writer starts its burst at the same instant
+    ps = [subprocess.Popen([sys.executable, "-c", WRITER, str(run_dir), str(go), str(n)],
+                           stdout=subprocess.PIPE, text=True) for _ in range(procs)]
+    marks = []
+    try:
+        for p in ps:
+            marks.append(p.stdout.readline().strip())
+            assert p.wait(timeout=60) == 0
+    finally:
+        for p in ps:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+            p.stdout.close()
+    rows = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert len(rows) == procs * n
+    assert len(set(marks)) == procs and all(MARK.match(m) for m in marks)
+    for mark in marks:
+        mine = [r for r in rows if r["run"] == mark]
+        assert [r["step"] for r in mine] == [f"s{i}" for i in range(n)]
+        assert all(r["duration_s"] == 1.0 for r in mine)
+    assert list(run_dir.glob("manifest.json.corrupt-*")) == []
+    assert sorted(p.name for p in run_dir.iterdir()) == ["manifest.json", "manifest.json.lock"]
