@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Awaitable, Callable, Literal
 from urllib.parse import urlsplit
 
@@ -22,9 +23,9 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 # ---------------------------------------------------------------- endpoint + probe (S20)
 
 
-def endpoint() -> tuple[str, int]:
+def endpoint(env: Mapping[str, str] | None = None) -> tuple[str, int]:
     """The (host, port) to probe: `ANTHROPIC_BASE_URL` (default api.anthropic.com:443), so a gateway is probed itself (S20)."""
-    url = os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    url = (os.environ if env is None else env).get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
     if "://" not in url:  # "host:port" without a scheme; the CLI would treat it as https
         url = "https://" + url
     parts = urlsplit(url)

@@ -1,0 +1,71 @@
+"""Events that flow up from runtime and workflow to whichever front-end listens (D3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Event:
+    """Something a front-end may show; `kind` names it on the wire."""
+
+    kind: str = field(init=False, default="event")
+    step: str | None = field(default=None, kw_only=True)
+
+
+@dataclass
+class SessionStarted(Event):
+    """A session id arrived for a step (new or resumed)."""
+
+    session_id: str
+    resumed: bool
+    kind: str = field(init=False, default="session")
+
+
+@dataclass
+class AssistantText(Event):
+    """Text the model wrote."""
+
+    text: str
+    session_id: str | None = None
+    uuid: str | None = None
+    kind: str = field(init=False, default="text")
+
+
+@dataclass
+class ToolCall(Event):
+    """The model called a tool."""
+
+    name: str
+    input: dict[str, Any]
+    tool_use_id: str
+    session_id: str | None = None
+    uuid: str | None = None
+    kind: str = field(init=False, default="tool")
+
+
+@dataclass
+class ContextSize(Event):
+    """The context size of a session after a round, in tokens."""
+
+    session_id: str
+    tokens: int
+    kind: str = field(init=False, default="context")
+
+
+@dataclass
+class Waiting(Event):
+    """The runtime is waiting before a retry: `reason` is "backoff" or "offline"."""
+
+    reason: str
+    attempt: int
+    max_attempts: int
+    seconds: float
+    error: str = ""
+    offline_since: float | None = None
+    kind: str = field(init=False, default="wait")
+
+
+Listener = Callable[[Event], None]

@@ -1,0 +1,65 @@
+"""Shared fixtures: the scripted model server, a workspace, and env that points the real CLI at it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from flower.testing import ScriptedModel
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+@pytest.fixture
+async def model():
+    """A scripted model server on 127.0.0.1; push replies with `model.push(...)`."""
+    async with ScriptedModel() as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace folder."""
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """The run_dir (`runs/`), outside the workspace as S4 allows."""
+    return tmp_path / "runs"
+
+
+@pytest.fixture
+def env(model: ScriptedModel, tmp_path: Path) -> dict[str, str]:
+    """Env for the CLI: offline against the scripted model, no retries inside the CLI (D1)."""
+    config = tmp_path / "claude-config"
+    config.mkdir(exist_ok=True)
+    return {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0"}
+
+
+async def run_program(name: str, args: dict, env: dict[str, str], cwd: Path, timeout: float = 90.0) -> dict:
+    """Run `tests/programs/<name>.py` as a separate process with JSON args; return its JSON output (last line)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(PROGRAMS / f"{name}.py"), json.dumps(args),
+        cwd=cwd, env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    assert proc.returncode == 0, f"{name} exited {proc.returncode}: {err.decode()[-3000:]}"
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+async def start_program(name: str, args: dict, env: dict[str, str], cwd: Path) -> asyncio.subprocess.Process:
+    """Start `tests/programs/<name>.py` without waiting (for kills mid-step)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, str(PROGRAMS / f"{name}.py"), json.dumps(args),
+        cwd=cwd, env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
