@@ -26,6 +26,7 @@ from .core.events import AssistantText, ContextSize, Event, Listener, SessionSta
 from .core.manifest import StepResult
 from .core.resilience import OfflineWait, Resilience, classify, endpoint, reachable_async, wait_online
 from .errors import MissingCredentials
+from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
@@ -94,7 +95,8 @@ class Runtime:
         self.project_key = project_key_for_directory(self.workspace)
         self.db_path = self.run_dir / "sessions.db"
         self.raw_store = SqliteSessionStore(self.db_path)
-        self.store = self.raw_store
+        # S23/S25: the model always resumes from the pruned view; `trim` only switches large-result trimming.
+        self.store = PruningSessionStore(self.raw_store, trim=trim, spill_dir=self.run_dir / "spill")
         self.on_session: Callable[[str], None] | None = None
         """S11: called the instant a session id arrives; set only around `run` by the workflow."""
         self.listeners: list[Listener] = []
