@@ -1,0 +1,276 @@
+"""Append/load throughput of SqliteSessionStore vs the SDK's InMemorySessionStore (D7).
+
+Usage: python benchmarks/store.py [--entries N] [--batch B]
+
+The transcript mimics a coding session written by the bundled Claude Code CLI
+(2.1.332): entry shapes follow a real transcript (user prompts, attachments,
+one assistant entry per content block sharing message.id and usage, tool_use /
+tool_result pairs with toolUseResult, and uuid-less queue-operation,
+api-request, last-prompt and cost-state lines). Tool results are mostly small,
+with a few tens-of-KB file reads; their text is real Python source.
+Targets: load >= 100 MB/s, batched append >= 50k entries/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+import sys
+import tempfile
+import time
+import uuid as uuidlib
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import claude_agent_sdk
+from claude_agent_sdk import InMemorySessionStore
+
+from flower.stores.sqlite import SqliteSessionStore
+
+SESSION = "90ab8268-68e8-48f0-b204-48bad2d7d557"
+CWD = "/home/dev/project"
+COMMON = {
+    "userType": "external",
+    "entrypoint": "sdk-cli",
+    "cwd": CWD,
+    "sessionId": SESSION,
+    "version": "2.1.332",
+    "gitBranch": "main",
+}
+USAGE = {
+    "input_tokens": 6,
+    "cache_creation_input_tokens": 1843,
+    "cache_read_input_tokens": 48213,
+    "output_tokens": 412,
+    "output_tokens_details": {"thinking_tokens": 0},
+    "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+    "service_tier": "standard",
+    "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 1843},
+    "inference_geo": "",
+    "iterations": [],
+    "speed": "standard",
+    "fallback_credit": None,
+}
+
+
+class Transcript:
+    """Builds a linear parentUuid chain of CLI-shaped entries."""
+
+    def __init__(self, rng: random.Random, corpus: str) -> None:
+        self.rng = rng
+        self.corpus = corpus
+        self.entries: list[dict[str, Any]] = []
+        self.parent: str | None = None
+        self.clock = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
+        self.n_msg = 0
+
+    def _ts(self) -> str:
+        self.clock += timedelta(milliseconds=self.rng.randint(5, 4000))
+        return self.clock.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def _uuid(self) -> str:
+        return str(uuidlib.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def text(self, lo: int, hi: int) -> str:
+        n = self.rng.randint(lo, hi)
+        start = self.rng.randrange(0, max(1, len(self.corpus) - n))
+        return self.corpus[start : start + n]
+
+    def _chain(self, entry: dict[str, Any]) -> dict[str, Any]:
+        uid = self._uuid()
+        entry = {"parentUuid": self.parent, "isSidechain": False, **entry}
+        entry.update(uuid=uid, timestamp=self._ts(), **COMMON)
+        self.parent = uid
+        self.entries.append(entry)
+        return entry
+
+    def plain(self, entry: dict[str, Any]) -> None:
+        self.entries.append({**entry, "sessionId": SESSION})
+
+    def prompt(self, text: str) -> None:
+        self.plain({"type": "queue-operation", "operation": "enqueue", "timestamp": self._ts(), "content": text})
+        self.plain({"type": "queue-operation", "operation": "dequeue", "timestamp": self._ts()})
+        self._chain({
+            "promptId": self._uuid(),
+            "type": "user",
+            "message": {"role": "user", "content": text},
+            "permissionMode": "default",
+            "promptSource": "sdk",
+            "sentAtMs": int(self.clock.timestamp() * 1000),
+            "rowSource": "local",
+            "turnOrigin": "sdk",
+            "turnPosition": {"promptIndex": 0, "turnIndex": 1},
+        })
+        self._chain({
+            "attachment": {"type": "date", "date": "2026-11-29"},
+            "type": "attachment",
+            "rendered": [{"content": "<system-reminder>\nToday's date is 2026-11-29.\n</system-reminder>"}],
+            "renderedRole": "system",
+        })
+
+    def response(self, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One API response: an api-request line, then one assistant entry per block."""
+        request_id = self._uuid()
+        self.plain({
+            "type": "api-request", "id": request_id, "timestamp": self._ts(),
+            "version": "2.1.332", "querySource": "sdk",
+            "shapeHash": "80de3671f7a5f1bef7d4357e2eb13746c820f84625ada6990355b20b76e22e22",
+            "params": {"model": "claude-opus-5-5", "max_tokens": 128000,
+                       "thinking": {"type": "adaptive", "display": "omitted"},
+                       "output_config": {"effort": "medium"}},
+            "tail": [f"{self.rng.getrandbits(256):064x}"],
+        })
+        self.n_msg += 1
+        out = []
+        for i, block in enumerate(blocks):
+            out.append(self._chain({
+                "message": {
+                    "id": f"msg_{self.n_msg:06d}", "type": "message", "role": "assistant",
+                    "model": "claude-opus-5-5", "content": [block],
+                    "stop_reason": "tool_use" if block["type"] == "tool_use" else "end_turn",
+                    "stop_sequence": None, "usage": USAGE, "stop_details": None,
+                },
+                "apiBlockIndex": i, "requestRef": request_id,
+                "requestedModel": "claude-opus-5-5", "promptCacheRequested": "5m",
+                "type": "assistant", "effort": "medium", "perTurnEffort": "medium",
+                "madeBy": "model",
+            }))
+        return out
+
+    def tool_step(self) -> None:
+        tool_id = f"toolu_{self.rng.getrandbits(96):024x}"
+        roll = self.rng.random()
+        size = (self.rng.randint(20_000, 80_000) if roll < 0.03
+                else self.rng.randint(2_000, 8_000) if roll < 0.15
+                else self.rng.randint(100, 2_000))
+        path = f"{CWD}/src/module_{self.rng.randint(1, 60)}.py"
+        blocks: list[dict[str, Any]] = []
+        if self.rng.random() < 0.5:
+            blocks.append({"type": "text", "text": self.text(60, 600)})
+        kind = self.rng.choice(["Read", "Read", "Bash", "Edit", "Grep"])
+        body = self.text(size, size)
+        if kind == "Read":
+            tool_input = {"file_path": path}
+            result = {"type": "text", "file": {"filePath": path, "content": body,
+                      "numLines": body.count("\n") + 1, "startLine": 1,
+                      "totalLines": body.count("\n") + 1}}
+        elif kind == "Bash":
+            tool_input = {"command": "python -m pytest -q tests/", "description": "Run tests"}
+            result = {"stdout": body, "stderr": "", "interrupted": False,
+                      "isImage": False, "noOutputExpected": False}
+        elif kind == "Edit":
+            old, new = self.text(40, 400), self.text(40, 400)
+            tool_input = {"file_path": path, "old_string": old, "new_string": new, "replace_all": False}
+            body = f"The file {path} has been updated successfully."
+            result = {"filePath": path, "oldString": old, "newString": new,
+                      "originalFile": None, "structuredPatch": [], "userModified": False,
+                      "replaceAll": False}
+        else:
+            tool_input = {"pattern": "def ", "path": f"{CWD}/src", "output_mode": "content"}
+            result = {"mode": "content", "numFiles": 3, "filenames": [], "content": body,
+                      "numLines": body.count("\n") + 1}
+        blocks.append({"type": "tool_use", "id": tool_id, "name": kind, "input": tool_input})
+        assistant = self.response(blocks)[-1]
+        self._chain({
+            "promptId": self._uuid(),
+            "type": "user",
+            "message": {"role": "user", "content": [
+                {"tool_use_id": tool_id, "type": "tool_result", "content": body, "is_error": False}]},
+            "toolUseResult": result,
+            "sourceToolAssistantUUID": assistant["uuid"],
+        })
+
+    def turn(self) -> None:
+        self.prompt(self.text(30, 300))
+        for _ in range(self.rng.randint(3, 15)):
+            self.tool_step()
+        self.response([{"type": "text", "text": self.text(200, 1500)}])
+        self.plain({"type": "last-prompt", "lastPrompt": "fix the failing test", "leafUuid": self.parent})
+        self.plain({"type": "cost-state", "totalCostUSD": round(self.rng.random(), 4),
+                    "totalAPIDuration": 81234, "totalDuration": 412345,
+                    "modelUsage": {"claude-opus-5-5": {"inputTokens": 9123, "outputTokens": 20331}}})
+
+
+def build(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """A CLI-shaped transcript of exactly ``n`` entries."""
+    sdk_dir = Path(claude_agent_sdk.__file__).parent
+    corpus = "\n".join(p.read_text() for p in sorted(sdk_dir.rglob("*.py")))
+    t = Transcript(random.Random(seed), corpus)
+    while len(t.entries) < n:
+        t.turn()
+    return t.entries[:n]
+
+
+async def bench(open_store: Any, key: dict[str, str], entries: list[dict[str, Any]],
+                batch: int, repeat: int) -> tuple[float, float, list[Any]]:
+    """Best seconds to append all batches to a fresh store, best seconds to load
+    them back, and the loaded entries. ``open_store(i)`` yields the i-th store."""
+    best_append = best_load = float("inf")
+    loaded: list[Any] = []
+    for i in range(repeat):
+        async with open_store(i) as store:
+            t0 = time.perf_counter()
+            for j in range(0, len(entries), batch):
+                await store.append(key, entries[j : j + batch])
+            best_append = min(best_append, time.perf_counter() - t0)
+            for _ in range(repeat):
+                loaded = []  # free the previous copy first, as a caller would
+                t0 = time.perf_counter()
+                loaded = await store.load(key)
+                best_load = min(best_load, time.perf_counter() - t0)
+    return best_append, best_load, loaded
+
+
+@contextlib.asynccontextmanager
+async def in_memory(_: int) -> AsyncIterator[InMemorySessionStore]:
+    yield InMemorySessionStore()
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", type=int, default=20_000)
+    ap.add_argument("--batch", type=int, default=100, help="entries per append() call")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="fresh stores filled, and loads per store (the best time is kept)")
+    args = ap.parse_args()
+
+    entries = build(args.entries)
+    mb = sum(len(json.dumps(e, separators=(",", ":"))) for e in entries) / 1e6
+    sizes = sorted(len(json.dumps(e)) for e in entries)
+    print(f"transcript: {len(entries)} entries, {mb:.1f} MB JSON, "
+          f"median {sizes[len(sizes) // 2]} B, max {sizes[-1] / 1e3:.0f} KB, "
+          f"{sum(1 for e in entries if 'uuid' not in e)} without uuid; batches of {args.batch}")
+    key = {"project_key": "-home-dev-project", "session_id": SESSION}
+
+    mem = await bench(in_memory, key, entries, args.batch, args.repeat)
+    with tempfile.TemporaryDirectory() as tmp:
+        def sqlite(i: int) -> SqliteSessionStore:
+            return SqliteSessionStore(Path(tmp) / f"run{i}" / "sessions.db")
+        sql = await bench(sqlite, key, entries, args.batch, args.repeat)
+    if sql[2] != entries:
+        print("ERROR: SqliteSessionStore.load() differs from what was appended")
+        return 1
+
+    def row(name: str, seconds: float, baseline: float) -> None:
+        n = len(entries)
+        print(f"  {name:<8} sqlite {n / seconds:>10,.0f} entries/s {mb / seconds:>8.1f} MB/s"
+              f"   in-memory {n / baseline:>10,.0f} entries/s {mb / baseline:>8.1f} MB/s"
+              f"   sqlite/in-memory {baseline / seconds:.2g}x")
+
+    row("append", sql[0], mem[0])
+    row("load", sql[1], mem[1])
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    print(f"targets: load >= 100 MB/s {verdict(mb / sql[1] >= 100)}, "
+          f"append >= 50k entries/s {verdict(len(entries) / sql[0] >= 50_000)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,216 @@
+"""SqliteSessionStore: SDK conformance, multi-process appends, bad files (D2)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk.testing import run_session_store_conformance
+
+from flower.stores.sqlite import SessionStoreError, SqliteSessionStore
+
+KEY = {"project_key": "-work-proj", "session_id": "s1"}
+
+
+def e(uuid: str | None = None, **fields: object) -> dict[str, object]:
+    entry: dict[str, object] = {"type": "user", **fields}
+    if uuid is not None:
+        entry["uuid"] = uuid
+    return entry
+
+
+@pytest.fixture
+async def store(tmp_path: Path):
+    async with SqliteSessionStore(tmp_path / "runs" / "sessions.db") as s:
+        yield s
+
+
+async def test_conformance_with_nothing_skipped(tmp_path: Path) -> None:
+    stores: list[SqliteSessionStore] = []
+
+    def make() -> SqliteSessionStore:
+        stores.append(SqliteSessionStore(tmp_path / f"run{len(stores)}" / "sessions.db"))
+        return stores[-1]
+
+    try:
+        await asyncio.wait_for(
+            run_session_store_conformance(make, skip_optional=frozenset()), 60
+        )
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_uuid_is_an_idempotency_key(store: SqliteSessionStore) -> None:
+    await store.append(KEY, [e("a", n=1), e("b", n=2)])
+    (before,) = await store.list_sessions(KEY["project_key"])
+    # The SDK retries a failed batch whole: nothing stored twice, nothing touched.
+    await store.append(KEY, [e("a", n=1), e("b", n=2)])
+    assert await store.list_sessions(KEY["project_key"]) == [before]
+    await store.append(KEY, [e("b", n=99), e("c", n=3), e("c", n=4), e("a", n=98)])
+    assert await store.load(KEY) == [e("a", n=1), e("b", n=2), e("c", n=3)]
+    # The same uuid under another key is another entry.
+    other = {**KEY, "subpath": "subagents/agent-1"}
+    await store.append(other, [e("a", n=5)])
+    assert await store.load(other) == [e("a", n=5)]
+
+
+async def test_entries_without_uuid_are_all_kept(store: SqliteSessionStore) -> None:
+    title = {"type": "custom-title", "customTitle": "t"}
+    await store.append(KEY, [title, title, e("a")])
+    await store.append(KEY, [title])
+    assert await store.load(KEY) == [title, title, e("a"), title]
+
+
+async def test_load_unknown_key_is_none(store: SqliteSessionStore) -> None:
+    assert await store.load(KEY) is None
+    await store.append(KEY, [e("a")])
+    assert await store.load({**KEY, "session_id": "other"}) is None
+    assert await store.load({**KEY, "subpath": "subagents/agent-1"}) is None
+
+
+async def test_entries_round_trip_and_survive_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    entries = [
+        e("a", message={"role": "user", "content": "héllo 你好 🌸"}, n=1.5, x=None),
+        # The CLI can cut a string mid-emoji, leaving a lone surrogate.
+        e("b", message={"role": "assistant", "content": [{"type": "text", "text": "cut \ud83c"}]}),
+        {"type": "last-prompt", "lastPrompt": "say hi", "nested": {"deep": [[], {}]}},
+    ]
+    store = SqliteSessionStore(path)
+    assert not path.exists()  # constructing opens nothing
+    await store.append(KEY, entries)
+    await store.close()
+    await store.close()  # closing twice is harmless
+    async with SqliteSessionStore(path) as again:
+        assert await again.load(KEY) == entries
+    assert await store.load(KEY) == entries  # a closed store reopens on use
+    await store.close()
+
+
+async def test_concurrent_appends_in_one_process(store: SqliteSessionStore) -> None:
+    async def writer(w: int) -> None:
+        for i in range(20):
+            await store.append(KEY, [e(f"{w}-{i}", w=w, i=i)])
+
+    await asyncio.wait_for(asyncio.gather(*(writer(w) for w in range(4))), 30)
+    loaded = await store.load(KEY)
+    assert loaded is not None and len(loaded) == 80
+    for w in range(4):
+        assert [x["i"] for x in loaded if x["w"] == w] == list(range(20))
+
+
+WRITER = """
+import asyncio, sys, time
+from flower.stores.sqlite import SqliteSessionStore
+
+path, proc, batches, size, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+key = {"project_key": "-work-proj", "session_id": "shared"}
+
+async def main():
+    async with SqliteSessionStore(path) as store:
+        while time.time() < go:
+            await asyncio.sleep(0.001)
+        for b in range(batches):
+            batch = [{"type": "user", "uuid": f"p{proc}-{b}-{i}", "proc": proc, "n": b * size + i,
+                      "timestamp": "2026-01-01T00:00:00.000Z", "message": {"role": "user", "content": "x" * 500}}
+                     for i in range(size)]
+            batch.append({"type": "cost-state", "proc": proc, "n": -1})  # no uuid
+            await store.append(key, batch)
+
+asyncio.run(main())
+"""
+
+
+async def test_processes_appending_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    procs, batches, size = 4, 100, 10
+    go = time.time() + 1.5  # all start together, after their imports
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", WRITER, str(path), str(p), str(batches), str(size), str(go),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for p in range(procs)
+    ]
+    try:
+        for child in children:
+            _, err = await asyncio.wait_for(child.communicate(), 90)
+            assert child.returncode == 0, err.decode()
+    finally:
+        for child in children:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+
+    async with SqliteSessionStore(path) as store:
+        key = {"project_key": "-work-proj", "session_id": "shared"}
+        loaded = await store.load(key)
+        assert loaded is not None
+        assert len(loaded) == procs * batches * (size + 1)
+        for p in range(procs):
+            mine = [x["n"] for x in loaded if x["proc"] == p and x["type"] == "user"]
+            assert mine == list(range(batches * size))  # each process in its own order
+            assert sum(1 for x in loaded if x["proc"] == p and x["type"] == "cost-state") == batches
+        # Every batch's fold landed: the summary is as fresh as the session.
+        (summary,) = await store.list_session_summaries("-work-proj")
+        (listed,) = await store.list_sessions("-work-proj")
+        assert summary["mtime"] == listed["mtime"]
+
+
+async def test_not_a_database_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs"
+    run_dir.mkdir()
+    path = run_dir / "sessions.db"
+    content = b"my notes, not a database\n" * 200
+    path.write_bytes(content)
+
+    store = SqliteSessionStore(path)
+    with pytest.raises(SessionStoreError) as info:
+        await asyncio.wait_for(store.load(KEY), 10)
+    message = str(info.value)
+    assert str(path) in message and "not a usable SQLite database" in message
+    assert "move that file aside" in message and "run_dir" in message
+    assert isinstance(info.value, ValueError)
+
+    with pytest.raises(SessionStoreError):
+        await asyncio.wait_for(store.append(KEY, [e("a")]), 10)
+    with pytest.raises(SessionStoreError):
+        async with SqliteSessionStore(path):
+            pass
+    with pytest.raises(SessionStoreError, match="move that file aside"):
+        store.has_session_sync(KEY["project_key"], KEY["session_id"])
+    await store.close()
+
+    assert path.read_bytes() == content
+    assert sorted(os.listdir(run_dir)) == ["sessions.db"]  # no -wal, -shm, -journal
+
+
+async def test_has_session_sync(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    store = SqliteSessionStore(path)
+    assert store.has_session_sync("-work-proj", "s1") is False
+    assert not path.parent.exists()  # the probe creates nothing
+
+    await store.append({"project_key": "-work-proj", "session_id": "s1"}, [e("a")])
+    await store.append(
+        {"project_key": "-work-proj", "session_id": "s2", "subpath": "subagents/agent-1"},
+        [e("b")],
+    )
+    assert store.has_session_sync("-work-proj", "s1") is True
+    assert SqliteSessionStore(path).has_session_sync("-work-proj", "s1") is True
+    assert store.has_session_sync("-work-proj", "nope") is False
+    assert store.has_session_sync("-other", "s1") is False
+    assert store.has_session_sync("-work-proj", "s2") is False  # only a subagent transcript
+
+    await store.delete({"project_key": "-work-proj", "session_id": "s1"})
+    assert store.has_session_sync("-work-proj", "s1") is False
+    await store.close()
+
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    assert SqliteSessionStore(empty).has_session_sync("-work-proj", "s1") is False
