@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -57,9 +58,24 @@ async def run_program(name: str, args: dict, env: dict[str, str], cwd: Path, tim
 
 
 async def start_program(name: str, args: dict, env: dict[str, str], cwd: Path) -> asyncio.subprocess.Process:
-    """Start `tests/programs/<name>.py` without waiting (for kills mid-step)."""
+    """Start `tests/programs/<name>.py` in its own process group without waiting (for kills mid-step)."""
     return await asyncio.create_subprocess_exec(
         sys.executable, str(PROGRAMS / f"{name}.py"), json.dumps(args),
-        cwd=cwd, env={**os.environ, **env},
+        cwd=cwd, env={**os.environ, **env}, start_new_session=True,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL, timeout: float = 20.0) -> None:
+    """Signal the program and its children (the CLI) as a terminal would, and wait for it to end."""
+    os.killpg(proc.pid, sig)
+    await asyncio.wait_for(proc.wait(), timeout)
+
+
+async def until(condition, timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll `condition()` until true, failing after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)

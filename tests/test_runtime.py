@@ -83,7 +83,7 @@ async def test_missing_api_key_is_a_clear_message(tmp_path, workspace):
     env["CLAUDE_CONFIG_DIR"] = str(tmp_path / "empty-config")
     code = (
         "import asyncio, sys; from flower import Runtime, AgentSpec\n"
-        "from flower.errors import FlowerError\n"
+        "from flower.core.errors import FlowerError\n"
         f"rt = Runtime({str(workspace)!r}, {str(tmp_path / 'runs')!r})\n"
         "try:\n    asyncio.run(rt.run(AgentSpec('w'), 'hi'))\n"
         "except FlowerError as e:\n    print(e); sys.exit(3)\n"

@@ -25,7 +25,7 @@ from claude_agent_sdk import (
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.manifest import StepResult
 from .core.resilience import OfflineWait, Resilience, classify, endpoint, reachable_async, wait_online
-from .errors import MissingCredentials
+from .core.errors import MissingCredentials
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
 

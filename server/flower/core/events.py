@@ -68,4 +68,26 @@ class Waiting(Event):
     kind: str = field(init=False, default="wait")
 
 
+@dataclass
+class StepStarted(Event):
+    """A workflow step begins: `index` of `total`, resuming `session_id` when set."""
+
+    index: int
+    total: int
+    session_id: str | None = None
+    woke: int = 1
+    kind: str = field(init=False, default="step_start")
+
+
+@dataclass
+class StepEnded(Event):
+    """A workflow step ended."""
+
+    ok: bool
+    session_id: str | None = None
+    error: str | None = None
+    context: int | None = None
+    kind: str = field(init=False, default="step_end")
+
+
 Listener = Callable[[Event], None]

@@ -32,13 +32,15 @@ class Lineage:
     """The step → session mapping of one workspace and run_dir, plus the wake count."""
 
     def __init__(self, run_dir: str | os.PathLike, workspace: str | os.PathLike, woke: int = 0,
-                 steps: dict[str, str] | None = None) -> None:
+                 steps: dict[str, str] | None = None, *, persist: bool = True) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
         self.workspace = os.path.abspath(workspace)
         self.woke = woke
         self.steps: dict[str, str] = dict(steps or {})
         self._lock = threading.Lock()
         self._dirty = True  # nothing of this object is known to be on disk yet
+        self.persist = persist
+        """False keeps the lineage in memory only (`continuous=False` must not disturb the file, S29)."""
 
     @property
     def path(self) -> Path:
@@ -104,6 +106,8 @@ class Lineage:
             return self._save_locked()
 
     def _save_locked(self) -> bool:
+        if not self.persist:
+            return True
         data = (json.dumps(self._as_dict_locked(), ensure_ascii=False, indent=2) + "\n").encode()
         try:
             write_atomic(self.path, data)

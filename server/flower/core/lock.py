@@ -18,10 +18,12 @@ import threading
 import time
 from pathlib import Path
 
+from .errors import FlowerError
+
 LOCK_FILE = "flower.lock"
 
 
-class WorkspaceBusy(Exception):
+class WorkspaceBusy(FlowerError):
     """Another live flower process drives this workspace; `.pid` and `.started_at` name it."""
 
     def __init__(self, path: Path, pid: int | None, started_at: float | None) -> None:
