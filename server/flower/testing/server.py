@@ -174,10 +174,9 @@ class ScriptedModel:
     async def stop(self) -> None:
         """Stop listening and close every connection: clients now see refused connections."""
         if self._runner is not None:
-            self._released.set()
+            # Held replies are cancelled with their connections, never answered: an outage, not a release.
             await self._runner.cleanup()
             self._runner = None
-            self._released = asyncio.Event()
 
     async def __aenter__(self) -> ScriptedModel:
         return await self.start()
