@@ -90,4 +90,57 @@ class StepEnded(Event):
     kind: str = field(init=False, default="step_end")
 
 
+@dataclass
+class Banner(Event):
+    """The wake banner (S19): one line proving the workspace was remembered."""
+
+    text: str
+    woke: int
+    kind: str = field(init=False, default="banner")
+
+
+@dataclass
+class Header(Event):
+    """A step header line (S19), e.g. `== 干活 ====…  3/3  <- 接上次 · 第 3 次唤醒`."""
+
+    text: str
+    kind: str = field(init=False, default="header")
+
+
+@dataclass
+class Verdict(Event):
+    """The judge's verdict on a work round (S14)."""
+
+    round: int
+    passed: bool
+    reasons: str
+    kind: str = field(init=False, default="verdict")
+
+
+@dataclass
+class Question(Event):
+    """The clarify step asks the person something (S16)."""
+
+    text: str
+    kind: str = field(init=False, default="question")
+
+
+@dataclass
+class Handoff(Event):
+    """Work moved to a new session seeded with a handoff document (S26)."""
+
+    old_session: str
+    new_session: str | None
+    path: str
+    kind: str = field(init=False, default="handoff")
+
+
+@dataclass
+class Notice(Event):
+    """A line of information for the person (wake sentence recorded, archive made, …)."""
+
+    text: str
+    kind: str = field(init=False, default="notice")
+
+
 Listener = Callable[[Event], None]
