@@ -3,6 +3,12 @@
 from .core.lineage import Lineage
 from .core.manifest import StepResult
 from .runtime import AgentSpec, Runtime
+from .service import FlowerService
 from .workflow.base import Step, Workflow, wake_state
+from .workflow.flower import CLARIFY_RESUME, clarify_step
+from .workflow.goal import with_goal
 
-__all__ = ["AgentSpec", "Lineage", "Runtime", "Step", "StepResult", "Workflow", "wake_state"]
+__all__ = [
+    "CLARIFY_RESUME", "AgentSpec", "FlowerService", "Lineage", "Runtime", "Step", "StepResult", "Workflow",
+    "clarify_step", "wake_state", "with_goal",
+]

@@ -74,15 +74,18 @@ class Workflow:
             self.manifest = Manifest(rt.run_dir)
         return self.manifest
 
-    async def run_step(self, rt: Runtime, step: Step, ctx: dict, lineage: Lineage, index: int) -> StepResult:
+    async def run_step(self, rt: Runtime, step: Step, ctx: dict, lineage: Lineage, index: int,
+                       message: str | None = None, name: str | None = None, total: int | None = None) -> StepResult:
         """Run one step with its ordinary retries; the session id is recorded the instant it arrives (S11)."""
         for attempt in range(step.retries + 1):
             session = lineage.steps.get(step.name)
-            name = step.name if attempt == 0 else retry_name(step.name, attempt)
-            rt.emit(StepStarted(index, len(self.steps), session, ctx["_woke"], step=name))
-            result = await self.dispatch(rt, step, step.message(ctx, session is not None), session, lineage, name)
+            shown = name or step.name
+            shown = shown if attempt == 0 else retry_name(shown, attempt)
+            rt.emit(StepStarted(index, total or len(self.steps), session, ctx["_woke"], step=shown))
+            text = message if message is not None else step.message(ctx, session is not None)
+            result = await self.dispatch(rt, step, text, session, lineage, shown)
             self.manifest_for(rt).add(result)
-            rt.emit(StepEnded(result.ok, result.session_id, result.error, result.context, step=name))
+            rt.emit(StepEnded(result.ok, result.session_id, result.error, result.context, step=shown))
             if result.ok:
                 break
         return result

@@ -1,0 +1,242 @@
+"""The flower path: clarify → goals → work under the judge; every wake adds to it and loses nothing (S14–S19, S26)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import goals, requirements
+from ..core.banner import banner, header
+from ..core.durable import stamp
+from ..core.events import Banner, Event, Handoff, Header, Notice, Question
+from ..core.lineage import Lineage
+from ..core.lock import WorkspaceLock
+from ..core.manifest import round_name
+from ..runtime import AgentSpec, Runtime
+from .base import Step, Workflow
+from .goal import with_goal
+
+CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
+SECTIONS = "\n".join(f"## {name}" for name in requirements.SECTIONS)
+
+CLARIFY_PROMPT = (
+    "A person asked for this:\n\n{task}\n\n"
+    "Before any work, pin down what they want. If something important is unclear, ask them short questions "
+    "(end your turn with the questions). When it is clear, write `需求.md` in the workspace with exactly these "
+    f"four sections, each non-empty:\n{SECTIONS}\nThen say that the requirements are written."
+)
+CLARIFY_RESUME = "Continue the half-finished requirements clarification — do not start over."
+"""S16: said to a resumed clarify session instead of the original request."""
+NOBODY_TO_ASK = (
+    "Nobody can answer questions right now. Make reasonable assumptions, note them under "
+    "`## 约束 Constraints`, and write `需求.md` now."
+)
+GOALS_PROMPT = (
+    "Read `需求.md` in the workspace (the requirements, including any additions at the end). "
+    "Write `目标.md`: a Markdown checklist (`- [ ] …`), one line per verifiable goal, covering all of it. "
+    "Replace the file if it exists; keep goals already met ticked."
+)
+WORK_PROMPT = (
+    "Do the work described in `需求.md`, goal by goal as listed in `目标.md`. Tick goals in `目标.md` "
+    "as you meet them. An independent judge will check the workspace against `目标.md` when you stop."
+)
+WORK_RESUME = "Continue the work toward the goals in `目标.md` from where you are — do not start over."
+JUDGE_FAILED = "The judge checked the workspace and did not pass it:\n\n{reasons}\n\nFix this, then stop."
+WAKE_SENTENCE = "One more thing from the person (already added to `需求.md`, and `目标.md` is updated): {sentence}"
+HANDOFF_PROMPT = (
+    "You take over this work from an earlier session whose context grew too large. Its handoff "
+    "document follows (also at `{path}`); continue from there, do not start over.\n\n{document}"
+)
+
+WORKER = AgentSpec(
+    "worker",
+    instructions="You are a careful coding agent working in the user's workspace.",
+    allowed_tools=["Read", "Write", "Edit", "Glob", "Grep", "Bash"],
+    permission_mode="acceptEdits",
+)
+CLARIFIER = AgentSpec("clarifier", instructions="You clarify requirements before work starts.",
+                      allowed_tools=["Read", "Write", "Glob"], permission_mode="acceptEdits")
+GOAL_SETTER = AgentSpec("goal-setter", instructions="You turn requirements into a checklist of goals.",
+                        allowed_tools=["Read", "Write"], permission_mode="acceptEdits")
+
+clarify_step = Step(CLARIFY, CLARIFIER, lambda ctx: CLARIFY_PROMPT.format(task=ctx["_task"]), resume_prompt=CLARIFY_RESUME)
+"""S16: a kill inside clarification resumes it with `CLARIFY_RESUME`, not the request as a new task."""
+goals_step = Step(GOALS, GOAL_SETTER, GOALS_PROMPT)
+"""No resume_prompt: re-derivation needs the full brief again (S18)."""
+work_step = Step(WORK, WORKER, WORK_PROMPT, resume_prompt=WORK_RESUME)
+
+Ask = Callable[[str], Awaitable[str | None]]
+
+
+class NothingToDo(Exception):
+    """A first run with no task."""
+
+
+@dataclass
+class FlowerPath:
+    """One wake of the flower path in one workspace."""
+
+    rt: Runtime
+    locale: str = "en"
+    rounds: int = 10
+    handoff_at: int = 120_000
+    """Context size (tokens) of the work session above which work moves to a new session (S26)."""
+    ask: Ask | None = None
+    clarify_rounds: int = 6
+    inbox: asyncio.Queue = field(default_factory=asyncio.Queue)
+    """Sentences said while running; the work session receives them at its next turn."""
+    last_words: str = ""
+    workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
+
+    @property
+    def requirements_path(self) -> Path:
+        return self.rt.workspace / requirements.REQUIREMENTS_FILE
+
+    @property
+    def goals_path(self) -> Path:
+        return self.rt.workspace / goals.GOALS_FILE
+
+    def emit(self, event: Event) -> None:
+        self.rt.emit(event)
+
+    async def wake(self, text: str | None = None) -> dict[str, Any]:
+        """Run this wake to the end: `text` is the task on a first run and a wake sentence afterwards (S1, S15)."""
+        with WorkspaceLock(self.rt.run_dir):
+            lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
+            used = bool(lineage.steps) or requirements.complete(self.requirements_path)
+            if not used and not (text or "").strip():
+                raise NothingToDo("nothing to continue here: say what to do, e.g. flower \"build a todo app\"")
+            ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_task": text, "_ok": True}
+            sentence = text.strip() if used and text and text.strip() else None
+            if used:
+                context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
+                line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
+                self.emit(Banner(line, ctx["_woke"]))
+            if sentence:
+                requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
+                self.emit(Notice(f"recorded in {requirements.REQUIREMENTS_FILE}: {sentence}"))
+            ok = (await self.clarify(ctx, lineage)
+                  and await self.derive_goals(ctx, lineage, again=bool(sentence))
+                  and await self.work(ctx, lineage, sentence))
+            ctx["_ok"] = ok and ctx["_ok"]
+            return ctx
+
+    def start(self, ctx: dict, lineage: Lineage, step: str, index: int) -> None:
+        """The S19 header for a step about to run."""
+        resumed = step.partition("#")[0] in lineage.steps
+        self.emit(Header(header(self.locale, step, index, 3, ctx["_woke"], resumed), step=step))
+
+    async def run(self, ctx: dict, lineage: Lineage, step: Step, index: int, message: str | None = None,
+                  name: str | None = None):
+        self.start(ctx, lineage, name or step.name, index)
+        result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
+        if not result.ok:
+            ctx["_ok"], ctx["_error"] = False, f"{name or step.name}: {result.error}"
+        return result
+
+    async def clarify(self, ctx: dict, lineage: Lineage) -> bool:
+        """Pin down the requirements, asking the person through the front-end; skipped when frozen (S16, S17)."""
+        if requirements.complete(self.requirements_path):
+            ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")  # frozen, still in ctx
+            return True
+        message = None
+        for _ in range(self.clarify_rounds):
+            result = await self.run(ctx, lineage, clarify_step, 1, message)
+            if not result.ok:
+                return False
+            if requirements.complete(self.requirements_path):
+                ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")
+                return True
+            self.emit(Question(result.text, step=CLARIFY))
+            answer = await self.ask(result.text) if self.ask else None
+            message = answer.strip() if answer and answer.strip() else NOBODY_TO_ASK
+        ctx["_ok"], ctx["_error"] = False, f"{CLARIFY}: {requirements.REQUIREMENTS_FILE} is still incomplete"
+        return False
+
+    async def derive_goals(self, ctx: dict, lineage: Lineage, again: bool) -> bool:
+        """Write `目标.md`; skipped when it exists, re-derived after a wake sentence (S15 place 3, S17)."""
+        if goals.read(self.goals_path) and not again:
+            ctx[GOALS] = self.goals_path.read_text(encoding="utf-8")
+            return True
+        result = await self.run(ctx, lineage, goals_step, 2, GOALS_PROMPT)
+        if result.ok and not goals.read(self.goals_path):
+            ctx["_ok"], ctx["_error"] = False, f"{GOALS}: no checklist items were written to {goals.GOALS_FILE}"
+        ctx[GOALS] = result.text
+        return ctx["_ok"]
+
+    async def work(self, ctx: dict, lineage: Lineage, sentence: str | None) -> bool:
+        """Work rounds under the judge (S14); the sentence said at wake is the session's next message (S15 place 1)."""
+        if WORK not in lineage.steps:
+            first = WORK_PROMPT
+        else:
+            first = WAKE_SENTENCE.format(sentence=sentence) if sentence else WORK_RESUME
+        manifest = self.workflow.manifest_for(self.rt)
+
+        async def one_round(n: int, message: str):
+            message = await self.pending(ctx, lineage, message)
+            retired, handoff = [], None
+            session = lineage.steps.get(WORK)
+            if session and (await self.rt.context_size(session) or 0) > self.handoff_at:
+                handoff = self.write_handoff(ctx, session)
+                lineage.steps.pop(WORK)  # S26: the next run of the step starts a new session
+                lineage.save()
+                retired = [session]
+                message = HANDOFF_PROMPT.format(path=handoff[0], document=handoff[1]) + "\n\n" + message
+            result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n))
+            self.last_words = result.text or self.last_words
+            if retired:
+                result.retired = retired
+                manifest.add(result)  # the same StepResult again: its row is replaced, now with retired[]
+                self.emit(Handoff(session, result.session_id, str(handoff[0]), step=WORK))
+            return result
+
+        while True:
+            gate = await with_goal(self.rt, manifest, WORK, one_round, first, self.rounds,
+                                   lambda reasons: JUDGE_FAILED.format(reasons=reasons))
+            if not (gate.passed and not self.inbox.empty()):
+                break
+            first = WORK_RESUME  # something was said during the last round: it gets its own rounds
+        ctx["verdict"] = {"passed": gate.passed, "rounds": gate.rounds, "reasons": gate.reasons}
+        if not gate.passed and ctx["_ok"]:
+            ctx["_ok"] = False
+            ctx["_error"] = f"the judge did not pass the work in {gate.rounds} round(s): {gate.reasons}"
+        return gate.passed
+
+    async def pending(self, ctx: dict, lineage: Lineage, message: str) -> str:
+        """Sentences said while running (`say`) land in all three places before the next work round (S15)."""
+        said = []
+        while not self.inbox.empty():
+            said.append(self.inbox.get_nowait())
+        if not said:
+            return message
+        for sentence in said:
+            requirements.add_sentence(self.requirements_path, sentence)
+        await self.derive_goals(ctx, lineage, again=True)
+        return "\n\n".join([message] + [WAKE_SENTENCE.format(sentence=s) for s in said])
+
+    def write_handoff(self, ctx: dict, session: str) -> tuple[Path, str]:
+        """A readable, editable transition document under `notes/` (S26); returns its path and text."""
+        notes = self.rt.workspace / "notes"
+        notes.mkdir(exist_ok=True)
+        path = notes / f"handoff-{stamp()}.md"
+        path.write_text(
+            f"# Handoff — wake {ctx['_woke']}, {time.strftime('%Y-%m-%d %H:%M')}\n\n"
+            f"The work session {session} grew past {self.handoff_at} tokens of context; work continues in a new "
+            "session seeded with this document. Edit it freely: the new session reads it as written.\n\n"
+            f"## Requirements ({requirements.REQUIREMENTS_FILE})\n\n{_read(self.requirements_path)}\n\n"
+            f"## Goals ({goals.GOALS_FILE})\n\n{_read(self.goals_path)}\n\n"
+            f"## Where the work stands (the session's last words)\n\n{self.last_words.strip() or '(not recorded in this process)'}\n",
+            encoding="utf-8",
+        )
+        return path, path.read_text(encoding="utf-8")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return "(missing)"
