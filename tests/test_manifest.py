@@ -20,7 +20,6 @@ from flower.core.manifest import (
     parse_name,
     retry_name,
     round_name,
-    run_mark,
 )
 
 MARK = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -30,25 +29,10 @@ def result(step: str, **kw) -> StepResult:
     return StepResult(step=step, session_id="sid-" + step, ok=True, started_at=100.0, ended_at=102.5, **kw)
 
 
-def test_run_mark_has_the_seed_shape_and_is_fixed_for_the_process():
-    assert MARK.match(run_mark())
-    assert run_mark() == run_mark()
-    assert Manifest("runs").run == run_mark()
-
-
-def test_forked_child_gets_its_own_mark():
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        try:
-            os.write(w, run_mark().encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    child = os.read(r, 100).decode()
-    os.close(r)
-    os.waitpid(pid, 0)
-    assert MARK.match(child) and child != run_mark()
+def test_every_manifest_writer_has_its_own_mark_of_the_seed_shape():
+    first, second = Manifest("runs"), Manifest("runs")
+    assert MARK.match(first.run) and MARK.match(second.run)
+    assert first.run != second.run  # two wakes in one long-lived process keep each other's rows
 
 
 def test_step_names_of_s7():

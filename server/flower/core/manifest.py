@@ -84,20 +84,9 @@ def parse_name(name: str) -> tuple[str, str, int]:
 
 # --- the process mark ------------------------------------------------------------------------
 
-_mark: tuple[int, str] | None = None
-
-
-def run_mark() -> str:
-    """This process's mark, `YYYYmmdd-HHMMSS-<6 hex>`, the `run` of each of its manifest rows (S6).
-
-    Fixed for the life of the process; a forked child gets its own, so two processes
-    never share one and never replace each other's rows.
-    """
-    global _mark
-    pid = os.getpid()
-    if _mark is None or _mark[0] != pid:
-        _mark = (pid, f"{stamp()}-{secrets.token_hex(3)}")
-    return _mark[1]
+def new_run_mark() -> str:
+    """A fresh run mark `YYYYmmdd-HHMMSS-<6 hex>` (S6): one per manifest writer, i.e. per wake."""
+    return f"{stamp()}-{secrets.token_hex(3)}"
 
 
 # --- the manifest file -----------------------------------------------------------------------
@@ -117,7 +106,9 @@ class Manifest:
 
     def __init__(self, run_dir: str | os.PathLike, run: str | None = None) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
-        self.run = run or run_mark()
+        # One mark per writer: a long-lived process (the editor server) runs many wakes, and each
+        # wake's rows must survive the next one's writes (S8 dedups by `run`).
+        self.run = run or new_run_mark()
         self._mine: list[tuple[StepResult, dict]] = []
         self._lock = threading.Lock()
 

@@ -1,0 +1,18 @@
+"""Run one FlowerService wake in its own process: `service.py '{"workspace", "text"?, "locale"?}'`; prints the result."""
+
+import asyncio
+import json
+import sys
+
+from flower import FlowerService
+
+
+async def main(args: dict) -> None:
+    service = FlowerService(args["workspace"], locale=args.get("locale", "en"))
+    banners = []
+    service.subscribe(lambda e: banners.append(e.text) if e.kind == "banner" else None)
+    result = await service.wake(args.get("text"))
+    print(json.dumps({**result, "banners": banners}, ensure_ascii=False))
+
+
+asyncio.run(main(json.loads(sys.argv[1])))
