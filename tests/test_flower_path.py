@@ -188,3 +188,14 @@ async def test_new_archives_and_starts_the_new_task(model, env, workspace):
     assert (workspace / "runs" / "sessions.db").exists()
     assert set(result["sessions"].values()).isdisjoint(first["sessions"].values())
     assert "write the docs instead" in model.conversation[-7].last_user_text
+
+
+async def test_S27_rounds_cap_work_rounds_and_reset_at_every_wake(model, env, workspace):
+    model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace), *fs.judge(False, "half done"))
+    first, _, _ = await wake(workspace, env, TASK, rounds=1)
+    assert not first["ok"] and "1 round" in first["error"] and "half done" in first["error"]
+    model.push(*fs.work(workspace), *fs.judge())
+    second, _, _ = await wake(workspace, env, rounds=1)  # a new wake is a new intent: one more round
+    assert second["ok"]
+    steps = [r["step"] for r in Manifest(workspace / "runs").rows()]
+    assert steps[-4:] == ["干活", "干活·判定#1", "干活", "干活·判定#1"]
