@@ -58,7 +58,7 @@ async def test_401_stops_at_once_naming_the_key(model, env, workspace, run_dir):
         rt.listeners.append(events.append)
         result = await rt.run(AgentSpec("w"), "hi")
     assert not result.ok and result.attempts == 1
-    assert "API key" in result.error and "not retried" in result.error
+    assert "not retried: the API key was refused: check ANTHROPIC_API_KEY" in result.error
     assert not [e for e in events if e.kind == "wait"]
     assert len(model.conversation) == 1
 

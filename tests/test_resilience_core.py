@@ -16,6 +16,7 @@ from flower.core.resilience import (
     TRANSIENT_PATTERNS,
     OfflineWait,
     Resilience,
+    advice,
     classify,
     endpoint,
     reachable,
@@ -287,3 +288,13 @@ async def test_wait_online_schedule_with_fake_clock(closed_port):
     ok = await wait_online(res, "127.0.0.1", closed_port, clock=lambda: now[0], sleep=fake_sleep)
     assert ok is False
     assert pauses == [15.0, 15.0, 10.0]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("Invalid API key · Fix external API key (HTTP 401)", "ANTHROPIC_API_KEY"),
+    ("Your credit balance is too low to access the API", "credit"),
+    ("prompt is too long: 250000 tokens > 200000 maximum", "flower --new"),
+    ("something odd and fatal", "fix its cause"),
+])
+def test_fatal_errors_come_with_what_to_fix(text, says):
+    assert says in advice(text)

@@ -24,7 +24,7 @@ from claude_agent_sdk import (
 
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.manifest import StepResult
-from .core.resilience import OfflineWait, Resilience, classify, endpoint, reachable_async, wait_online
+from .core.resilience import OfflineWait, Resilience, advice, classify, endpoint, reachable_async, wait_online
 from .core.errors import MissingCredentials
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
@@ -180,7 +180,7 @@ class Runtime:
             kind = classify(attempt.error)
             if not res.should_retry(kind, result.attempts):
                 if kind == "fatal":
-                    result.error = f"{attempt.error}\n(not retried: this needs fixing, e.g. the API key, quota or request size)"
+                    result.error = f"{attempt.error}\nnot retried: {advice(attempt.error)}"
                 break
             if not await self._wait(result, attempt.error or ""):
                 result.error = (

@@ -182,6 +182,27 @@ RESUME_PROMPT = (
 )
 
 
+# What to fix for each family of fatal errors: said once, instead of retrying (S21).
+_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), a) for p, a in (
+    (r"401|authentication|api[ _-]?key|oauth|/login",
+     "the API key was refused: check ANTHROPIC_API_KEY (or log in again with `claude login`)"),
+    (r"403|permission_error", "this key may not use this model or endpoint: check the key's permissions"),
+    (r"credit|quota|billing", "the account is out of credit or quota: check billing, then run again"),
+    (r"too long|context[ _]length|too many tokens",
+     "the conversation no longer fits the model's context: start over with `flower --new`, or trim (no --no-trim)"),
+    (r"404|not_found|selected model", "the model was not found: check the model name and ANTHROPIC_BASE_URL"),
+    (r"400|invalid_request", "the API rejected the request as malformed: run again; if it repeats, report it"),
+))
+
+
+def advice(text: str | None) -> str:
+    """One sentence saying what to fix for a fatal error."""
+    for pattern, said in _ADVICE:
+        if pattern.search(text or ""):
+            return said
+    return "this error will not go away by retrying: fix its cause, then run again"
+
+
 @dataclass(frozen=True)
 class Resilience:
     """Retry and offline-wait policy; defaults from S21."""
