@@ -61,6 +61,11 @@ class _Attempt:
     num_turns: int = 0
 
 
+def tokens_of(usage: dict) -> int:
+    """Context size of one API response: input + cache read + cache creation tokens."""
+    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+
+
 def context_of(entries: list[dict] | None) -> int | None:
     """Context size of a transcript: input + cache read + cache creation of its last real assistant message."""
     for entry in reversed(entries or []):
@@ -70,7 +75,7 @@ def context_of(entries: list[dict] | None) -> int | None:
         usage = message.get("usage")
         if isinstance(usage, dict):
             # One API response is several entries repeating one usage; the last one is enough (dedup by id).
-            return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+            return tokens_of(usage)
     return None
 
 
@@ -250,8 +255,7 @@ class Runtime:
             usage = message.usage or {}
             if sid and message.model != "<synthetic>" and message.message_id not in seen_usage and usage:
                 seen_usage.add(message.message_id or "")
-                tokens = sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-                self.emit(ContextSize(sid, tokens, step=step))
+                self.emit(ContextSize(sid, tokens_of(usage), step=step))
         elif isinstance(message, ResultMessage):
             out.session_id = message.session_id or out.session_id
             out.ok = not message.is_error and message.subtype == "success"
