@@ -162,3 +162,15 @@ async def test_D5_second_process_is_refused_until_the_first_dies(model, env, wor
         await kill_group(proc)
     ctx = await run_program("workflow", args(workspace, run_dir), env, workspace)
     assert ctx["_ok"]
+
+
+async def test_S3_wake_state_says_whether_the_next_run_resumes(model, env, workspace, run_dir):
+    assert wake_state(workspace, run_dir) | {"workspace": None, "run_dir": None} == {
+        "waking": False, "checks": 0, "woke": 0, "steps": {}, "workspace": None, "run_dir": None}
+    model.push(text("done"))
+    ctx = await run_program("workflow", args(workspace, run_dir), env, workspace)
+    (workspace / "目标.md").write_text("# goals\n- [x] parse\n- [ ] print\n* [ ] test\n")
+    state = wake_state(workspace, run_dir)
+    assert state["waking"] and state["woke"] == 1 and state["checks"] == 3
+    assert state["steps"] == ctx["_sessions"]
+    assert wake_state(workspace, run_dir.parent / "other-runs")["waking"] is False  # S13: same run_dir only
