@@ -1,0 +1,32 @@
+"""`python -m flower.lsp`: the flower language server on stdio, or on 127.0.0.1 with `--tcp` for debugging."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and serve until the editor says exit."""
+    parser = argparse.ArgumentParser(prog="python -m flower.lsp", description=__doc__)
+    parser.add_argument("--tcp", action="store_true", help="listen on 127.0.0.1 instead of stdio (for debugging)")
+    parser.add_argument("--port", type=int, default=2087, help="TCP port with --tcp (default 2087)")
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="log level on stderr (default WARNING; logs never carry API keys, D6)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level != "DEBUG":
+        logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
+
+    from .server import server  # after logging is set up
+
+    if args.tcp:
+        server.start_tcp("127.0.0.1", args.port)  # D6: loopback only
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

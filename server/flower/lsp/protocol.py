@@ -1,0 +1,585 @@
+"""The flower editor protocol: one attrs class per method and notification, mirrored 1:1 in `protocol.md` (D4).
+
+Python names are snake_case; on the wire every field is camelCase (the lsprotocol converter's
+rule). Every field of a server → client payload is always present; `null` means "none" or
+"not known". Client → server params are strict: unknown fields and wrong types are refused
+with InvalidParams and a message that says what to send instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, ClassVar, Literal
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
+
+# -- method names ----------------------------------------------------------------------------
+WAKE = "flower/wake"
+SAY = "flower/say"
+NEW = "flower/new"
+STATUS = "flower/status"
+ASK = "flower/ask"
+"""Server → client request: a clarify question the person answers."""
+
+STATE = "flower/state"
+BANNER = "flower/banner"
+HEADER = "flower/header"
+STEP_START = "flower/stepStart"
+STEP_END = "flower/stepEnd"
+SESSION = "flower/session"
+TRANSCRIPT = "flower/transcript"
+PRUNED = "flower/pruned"
+CONTEXT = "flower/context"
+WAIT = "flower/wait"
+VERDICT = "flower/verdict"
+QUESTION = "flower/question"
+HANDOFF = "flower/handoff"
+NOTICE = "flower/notice"
+
+# -- error codes (JSON-RPC server error range; -32001/-32002 are taken by LSP) ------------------
+UNKNOWN_FOLDER = -32010
+"""The `folder` is not one of the server's workspace folders."""
+WORKSPACE_BUSY = -32011
+"""Another process (a terminal `flower`, another editor window) drives this workspace (D5)."""
+FLOWER_ERROR = -32012
+"""An expected failure with an actionable message (nothing to continue, no API key, …)."""
+
+TOOL_INPUT_LIMIT = 4000
+"""String values in `toolInput` longer than this are cut (a Write of a large file would otherwise flood the client)."""
+
+Role = Literal["user", "assistant"]
+
+
+# -- client → server: requests -----------------------------------------------------------------
+@attrs.define
+class WakeParams:
+    """`flower/wake`: continue the workflow in a folder, or start it."""
+
+    folder: str
+    """The workspace folder's URI, exactly as in LSP `WorkspaceFolder.uri`."""
+    text: str | None = None
+    """On a fresh folder: the task. On a used folder: one more sentence (S15). Absent: just continue (S1)."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "also support dark mode"}'
+
+
+@attrs.define
+class WakeResult:
+    """What `flower/wake` did; the work goes on in the background."""
+
+    folder: str
+    """The folder URI."""
+    action: Literal["started", "joined"]
+    """`started`: a new wake began. `joined`: one was already running in this folder; this wake joined it (D5)."""
+    delivered: bool
+    """True when `text` was handed to the running work session (`joined` with a text)."""
+    status: FolderStatus
+    """The folder's status right after the call."""
+
+
+@attrs.define
+class SayParams:
+    """`flower/say`: one sentence for the work session."""
+
+    folder: str
+    """The workspace folder's URI."""
+    text: str
+    """The sentence; must not be blank."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "use SQLite, not Postgres"}'
+
+
+@attrs.define
+class SayResult:
+    """What `flower/say` did."""
+
+    folder: str
+    """The folder URI."""
+    action: Literal["delivered", "started"]
+    """`delivered`: queued for the running work session's next turn. `started`: nothing was running, so it woke the folder with it."""
+    status: FolderStatus
+    """The folder's status right after the call."""
+
+
+@attrs.define
+class NewParams:
+    """`flower/new`: archive the current task and start another (S28)."""
+
+    folder: str
+    """The workspace folder's URI."""
+    text: str
+    """The new task; must not be blank."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "write the user guide"}'
+
+
+@attrs.define
+class NewResult:
+    """What `flower/new` did."""
+
+    folder: str
+    """The folder URI."""
+    action: Literal["started"]
+    """Always `started`: the old task was archived (a running one cancelled first) and the new one began."""
+    cancelled: bool
+    """True when a running wake was cancelled to make room for the new task."""
+    status: FolderStatus
+    """The folder's status right after the call."""
+
+
+@attrs.define
+class StatusParams:
+    """`flower/status`: what each folder is doing; answered at once, also while a workflow streams."""
+
+    folder: str | None = None
+    """One folder's URI; absent or null: every folder."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
+
+
+@attrs.define
+class Goal:
+    """One item of the goal checklist `目标.md`."""
+
+    text: str
+    """The goal as written."""
+    done: bool
+    """Ticked (`- [x]`)."""
+
+
+@attrs.define
+class WaitState:
+    """A retry wait in progress (S21)."""
+
+    reason: str
+    """`backoff` (waiting before a retry) or `offline` (the API is unreachable; probing)."""
+    seconds: float
+    """How long this wait lasts (offline: until the next probe)."""
+    attempt: int
+    """The attempt that failed (1 = the first try)."""
+    max_attempts: int
+    """Attempts allowed in all."""
+
+
+@attrs.define
+class VerdictState:
+    """The judge's last verdict (S14)."""
+
+    round: int
+    """The work round judged (1-based)."""
+    passed: bool
+    """True: every goal met."""
+    reasons: str
+    """What the judge said was missing (or why it passed)."""
+
+
+@attrs.define
+class FolderStatus:
+    """Everything the status bar and sidebar show for one folder."""
+
+    folder: str
+    """The folder URI."""
+    name: str
+    """The folder's display name (`WorkspaceFolder.name`)."""
+    workspace: str
+    """The folder's path on disk (the lineage key, P2)."""
+    run_dir: str
+    """`<workspace>/runs`: lineage.json, manifest.json, sessions.db."""
+    woke: int
+    """How many wakes this workspace has had (0 = never run)."""
+    steps: dict[str, str]
+    """Step name → its agent session id (the lineage, S5)."""
+    goals: list[Goal]
+    """The goal checklist with ticks; empty when `目标.md` is missing."""
+    context: int | None
+    """The work session's context size in tokens, when known."""
+    window: int
+    """The model's context window in tokens (for the gauge)."""
+    running: bool
+    """A wake is in progress in this server."""
+    step: str | None
+    """The step running now (e.g. `干活#round2`), or null."""
+    waiting: WaitState | None
+    """A retry wait in progress, or null."""
+    verdict: VerdictState | None
+    """The last judge verdict seen by this server, or null."""
+
+
+@attrs.define
+class StatusResult:
+    """`flower/status` result."""
+
+    folders: list[FolderStatus]
+    """One entry for the requested folder, or one per workspace folder."""
+
+
+# -- server → client: request ------------------------------------------------------------------
+@attrs.define
+class AskParams:
+    """`flower/ask` (server → client): the clarify step asks the person something (S16)."""
+
+    folder: str
+    """The folder URI."""
+    question: str
+    """The agent's questions, as it wrote them."""
+
+
+@attrs.define
+class AskResult:
+    """The client's answer to `flower/ask`."""
+
+    answer: str | None = None
+    """The person's answer; null or blank: nobody answers, the agent assumes and notes its assumptions."""
+
+
+# -- server → client: notifications ------------------------------------------------------------
+@attrs.define
+class StateNotification:
+    """`flower/state`: a wake began (`running: true`) or ended (`running: false`, with how it ended)."""
+
+    folder: str
+    """The folder URI."""
+    run: int
+    """A number for this wake in this server, the same in its begin and end notifications."""
+    running: bool
+    """True when the wake begins, false when it ends."""
+    ok: bool | None
+    """At the end: true when the work passed the judge. Null at the beginning."""
+    cancelled: bool
+    """At the end: true when it was cancelled (a later wake resumes it)."""
+    error: str | None
+    """At the end: what went wrong, or null."""
+    woke: int | None
+    """At the end: the wake count of this workspace."""
+
+
+@attrs.define
+class BannerNotification:
+    """`flower/banner`: the wake banner (S19), sent when a used folder wakes."""
+
+    folder: str
+    """The folder URI."""
+    text: str
+    """The line, e.g. `<- resumed in ~/app · requirements confirmed · 15 goals · work context 80.2K · wake #3`."""
+    woke: int
+    """The wake count (#3 above)."""
+
+
+@attrs.define
+class HeaderNotification:
+    """`flower/header`: a step header line (S19), sent before the step starts."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The step's name."""
+    text: str
+    """The line, e.g. `== work ==============================  3/3  <- resumed · wake #3`."""
+
+
+@attrs.define
+class StepStartNotification:
+    """`flower/stepStart`: a step's agent run begins."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The step's name as recorded in the manifest (`干活`, `干活#round2`, `澄清#retry1`, S7)."""
+    index: int
+    """Its position, 1-based."""
+    total: int
+    """Steps in the path."""
+    session_id: str | None
+    """The session it resumes, or null for a new session."""
+    woke: int
+    """The wake count."""
+    progress: str | None
+    """The `$/progress` token created for this step, or null when the client has no work-done progress."""
+
+
+@attrs.define
+class StepEndNotification:
+    """`flower/stepEnd`: a step's agent run ended."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The step's name."""
+    ok: bool
+    """It finished without error."""
+    session_id: str | None
+    """Its session id."""
+    error: str | None
+    """What went wrong, or null."""
+    context: int | None
+    """The session's context size after the run, in tokens, when known."""
+
+
+@attrs.define
+class SessionNotification:
+    """`flower/session`: a session id arrived for a step (written to the lineage at once, S11)."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The step's name."""
+    session_id: str
+    """The session id."""
+    resumed: bool
+    """True when an earlier session was resumed."""
+
+
+@attrs.define
+class TranscriptNotification:
+    """`flower/transcript`: one transcript entry appended (for the sidebar transcript view)."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The step it belongs to (the judge's rounds are `干活·判定#N`)."""
+    session_id: str | None
+    """The agent session; null for a sentence the person said that no session has received yet."""
+    uuid: str | None
+    """The transcript entry's uuid (null for the person's sentences)."""
+    role: Role
+    """`assistant` (the model) or `user` (a sentence the person said through wake/say/new)."""
+    kind: Literal["text", "tool"]
+    """`text`, or `tool` for a tool call."""
+    text: str
+    """The text; for a tool call a one-line summary like `Write(notes.txt)`."""
+    tool_name: str | None
+    """The tool's name for `tool`, else null."""
+    tool_input: dict[str, Any] | None
+    """The tool call's input for `tool` (long strings cut at 4000 characters), else null."""
+    tool_use_id: str | None
+    """The tool_use id for `tool`, else null."""
+    pruned: Literal["hidden", "rewritten", "added"] | None
+    """What the pruner does to this entry on resume when already known, else null; see `flower/pruned` (S23)."""
+
+
+@attrs.define
+class PrunedNotification:
+    """`flower/pruned`: how the pruner treats a session's entries on resume (S23, S25), sent after each step."""
+
+    folder: str
+    """The folder URI."""
+    session_id: str
+    """The session."""
+    verdicts: dict[str, str]
+    """Entry uuid → `hidden` (not shown to the model), `rewritten` (body replaced) or `added` (synthesized). Entries not listed are kept as they are."""
+
+
+@attrs.define
+class ContextNotification:
+    """`flower/context`: a session's context size after a model round (the status-bar gauge)."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The step (the gauge follows the work step; the judge's sizes come with its own step name)."""
+    session_id: str
+    """The session."""
+    tokens: int
+    """Context size in tokens."""
+    window: int
+    """The model's context window in tokens."""
+
+
+@attrs.define
+class WaitNotification:
+    """`flower/wait`: the runtime waits before a retry (S21) or while offline (S20)."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The step that waits."""
+    reason: str
+    """`backoff` or `offline`."""
+    attempt: int
+    """The attempt that failed."""
+    max_attempts: int
+    """Attempts allowed in all."""
+    seconds: float
+    """How long this wait lasts."""
+    error: str
+    """The error that caused it (API keys removed)."""
+    offline_since: float | None
+    """Unix time the API became unreachable, for `offline`."""
+
+
+@attrs.define
+class VerdictNotification:
+    """`flower/verdict`: the judge's verdict on a work round (S14)."""
+
+    folder: str
+    """The folder URI."""
+    step: str | None
+    """The judge's step name, e.g. `干活·判定#1`."""
+    round: int
+    """The work round judged."""
+    passed: bool
+    """Every goal met."""
+    reasons: str
+    """What is missing, or why it passed."""
+
+
+@attrs.define
+class QuestionNotification:
+    """`flower/question`: the clarify step asked the person something (the answer goes through `flower/ask`)."""
+
+    folder: str
+    """The folder URI."""
+    text: str
+    """The questions."""
+
+
+@attrs.define
+class HandoffNotification:
+    """`flower/handoff`: work moved to a new session seeded with a handoff document (S26)."""
+
+    folder: str
+    """The folder URI."""
+    old_session: str
+    """The retired session."""
+    new_session: str | None
+    """The new session, when already known."""
+    path: str
+    """The handoff document (readable, editable)."""
+
+
+@attrs.define
+class NoticeNotification:
+    """`flower/notice`: a line of information (a wake sentence recorded, an archive made, a sentence queued)."""
+
+    folder: str
+    """The folder URI."""
+    text: str
+    """The line."""
+
+
+# -- the converter -----------------------------------------------------------------------------
+def _strict_str(value: Any, _: type) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _ours(cls: type) -> bool:
+    return attrs.has(cls) and cls.__module__ == __name__
+
+
+def make_converter() -> cattrs.Converter:
+    """The lsprotocol converter, strict for params (no extra keys, no coercion) and camelCase both ways.
+
+    Unlike lsprotocol's own classes, our payloads never omit fields: `null` is sent explicitly.
+    """
+    converter = get_converter(cattrs.Converter(forbid_extra_keys=True))
+    converter.register_structure_hook(str, _strict_str)
+
+    def unstructure(cls: type):
+        names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+        return make_dict_unstructure_fn(cls, converter, **names)
+
+    def structure(cls: type):
+        names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+        return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **names)
+
+    converter.register_unstructure_hook_factory(_ours, unstructure)
+    converter.register_structure_hook_factory(_ours, structure)
+    return converter
+
+
+CONVERTER = make_converter()
+
+
+def structure_params(method: str, params: Any, cls: type) -> Any:
+    """Params as `cls`, or JsonRpcInvalidParams saying what is wrong and what to send instead."""
+    example = getattr(cls, "EXAMPLE", "{}")
+    if params is None and not any(a.default is attrs.NOTHING for a in attrs.fields(cls)):
+        params = {}
+    if not isinstance(params, dict):
+        raise JsonRpcInvalidParams(
+            f"{method}: params must be an object like {example}, not {type(params).__name__ if params is not None else 'null'}"
+        )
+    try:
+        value = CONVERTER.structure(params, cls)
+    except cattrs.BaseValidationError as exc:
+        problems = "; ".join(cattrs.transform_error(exc, path="params"))
+        raise JsonRpcInvalidParams(f"{method}: {problems}. Send params like {example}") from None
+    for field in ("text",):
+        if field in params and getattr(value, field, None) is not None and not getattr(value, field).strip():
+            if attrs.fields_dict(cls)[field].default is attrs.NOTHING:
+                raise JsonRpcInvalidParams(f"{method}: params.text is blank; say something, e.g. {example}")
+    return value
+
+
+def error(code: int, message: str, **data: Any) -> JsonRpcServerError:
+    """A JSON-RPC error in flower's range with its data (API keys removed)."""
+    return JsonRpcServerError(redact(message), code, redact(data) if data else None)
+
+
+# -- to the wire (D6: no API key ever leaves) --------------------------------------------------
+SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "AWS_SECRET_ACCESS_KEY",
+              "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
+_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
+REDACTED = "[redacted]"
+
+
+def _secrets() -> list[str]:
+    return sorted({v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 8}, key=len, reverse=True)
+
+
+_SECRETS = _secrets()
+
+
+def redact(value: Any) -> Any:
+    """`value` with every API key (this process's credential env values, anything shaped `sk-ant-…`) replaced."""
+    if isinstance(value, str):
+        for secret in _SECRETS:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return _KEY_SHAPE.sub(REDACTED, value) if "sk-ant-" in value else value
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    return value
+
+
+def to_wire(payload: Any) -> Any:
+    """A payload as the JSON it is sent as: camelCase, explicit nulls, API keys removed."""
+    return redact(CONVERTER.unstructure(payload))
+
+
+def cut(value: Any, limit: int = TOOL_INPUT_LIMIT) -> Any:
+    """Long strings inside `value` cut to `limit` characters, saying how much was left out."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + f"… [{len(value) - limit} more characters]"
+    if isinstance(value, dict):
+        return {k: cut(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cut(v, limit) for v in value]
+    return value
+
+
+PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams}
+"""Each request method's params class."""
+
+NOTIFICATIONS = {
+    STATE: StateNotification, BANNER: BannerNotification, HEADER: HeaderNotification,
+    STEP_START: StepStartNotification, STEP_END: StepEndNotification, SESSION: SessionNotification,
+    TRANSCRIPT: TranscriptNotification, PRUNED: PrunedNotification, CONTEXT: ContextNotification,
+    WAIT: WaitNotification, VERDICT: VerdictNotification, QUESTION: QuestionNotification,
+    HANDOFF: HandoffNotification, NOTICE: NoticeNotification,
+}
+"""Each notification method's payload class (server → client)."""

@@ -1,0 +1,229 @@
+"""The pygls server: thin handlers for `flower/wake`, `say`, `new`, `status`, delegating to one Folder per workspace folder."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+from pygls.uris import to_fs_path
+
+from ..core.banner import lang
+from ..core.errors import FlowerError
+from ..core.lock import WorkspaceBusy
+from . import protocol as p
+from .folders import CLOSE_TIMEOUT, Folder, Options
+
+log = logging.getLogger(__name__)
+VERSION = "0.1.0"
+
+
+def converter_factory():
+    """pygls' converter, except that params and results of custom methods stay plain JSON (the params pitfall).
+
+    pygls turns unknown methods' params into namedtuples; flower structures them itself with the strict
+    protocol converter, so a bad request always gets an InvalidParams answer instead of silence.
+    """
+    converter = default_converter()
+
+    def keep(field: str):
+        def hook(obj: dict, cls: type):
+            return cls(**{k: obj.get(k) for k in ("id", "method", "jsonrpc", field) if k in obj or k == field})
+        return hook
+
+    converter.register_structure_hook(JsonRPCRequestMessage, keep("params"))
+    converter.register_structure_hook(JsonRPCNotification, keep("params"))
+    converter.register_structure_hook(JsonRPCResponseMessage, keep("result"))
+    return converter
+
+
+class FlowerServer(LanguageServer):
+    """A language server whose documents are workspaces: one FlowerService per workspace folder (P1, P2)."""
+
+    def __init__(self) -> None:
+        super().__init__("flower", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.None_,
+                         converter_factory=converter_factory)
+        self.folders: dict[str, Folder] = {}
+        """Normalized folder path → Folder."""
+        self.locale = "en"
+        self.options = Options()
+        self._closing: set[asyncio.Task] = set()
+
+    # -- folders -------------------------------------------------------------------------------
+    def add_folder(self, uri: str, name: str | None = None) -> Folder | None:
+        """Start serving a workspace folder (idempotent); None for a URI that is not a local folder."""
+        path = _path(uri)
+        if path is None:
+            log.warning("ignoring workspace folder %s: not a file:// URI", uri)
+            return None
+        key = _key(path)
+        if key not in self.folders:
+            self.folders[key] = Folder(self, uri, name or path.name, path, self.locale, self.options)
+            log.info("serving workspace folder %s", path)
+        return self.folders[key]
+
+    def remove_folder(self, uri: str) -> None:
+        """Stop serving a folder at once; its running wake is cancelled in the background (the next wake resumes it)."""
+        path = _path(uri)
+        folder = self.folders.pop(_key(path), None) if path else None
+        if folder is not None:
+            self._closing.add(task := asyncio.create_task(folder.close()))
+            task.add_done_callback(self._closing.discard)
+
+    def folder(self, uri: str) -> Folder:
+        """The Folder for a request's `folder` URI, or a clear error naming the folders there are."""
+        path = _path(uri)
+        if path is None:
+            raise p.error(p.UNKNOWN_FOLDER, f"folder {uri!r} is not a file:// URI of a workspace folder; "
+                          f"use the WorkspaceFolder.uri the editor sent at initialize", folder=uri, known=self.uris())
+        folder = self.folders.get(_key(path))
+        if folder is None:
+            known = ", ".join(self.uris()) or "none"
+            raise p.error(p.UNKNOWN_FOLDER, f"{uri} is not one of this server's workspace folders (it serves: {known}); "
+                          "open it as a workspace folder first", folder=uri, known=self.uris())
+        return folder
+
+    def uris(self) -> list[str]:
+        """The URIs of the folders served."""
+        return [f.uri for f in self.folders.values()]
+
+    async def close_all(self) -> None:
+        """Cancel every running wake and flush its notifications (bounded)."""
+        folders, self.folders = list(self.folders.values()), {}
+        closing = [f.close() for f in folders] + list(self._closing)
+        await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), CLOSE_TIMEOUT + 5)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Log out-of-band errors; never show raw exception text (it could carry secrets) to the person."""
+        log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
+
+
+def _path(uri: str) -> Path | None:
+    try:
+        fs = to_fs_path(uri) if uri.startswith("file:") else None
+    except Exception:
+        fs = None
+    return Path(fs) if fs else None
+
+
+def _key(path: Path) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def answers(method: str, params_cls: type) -> Callable:
+    """Structure params strictly, call the handler, map flower's failures to JSON-RPC errors, send plain JSON."""
+
+    def wrap(handler: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(handler)
+        async def run(ls: FlowerServer, params: Any) -> Any:
+            value = p.structure_params(method, params, params_cls)
+            try:
+                return p.to_wire(await handler(ls, value))
+            except JsonRpcException:
+                raise
+            except WorkspaceBusy as exc:
+                raise p.error(p.WORKSPACE_BUSY, str(exc), pid=exc.pid, lock=str(exc.path)) from None
+            except FlowerError as exc:
+                raise p.error(p.FLOWER_ERROR, str(exc)) from None
+        return run
+
+    return wrap
+
+
+server = FlowerServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
+    """Serve every workspace folder the editor opened (or the root); the locale picks the strings (D4)."""
+    ls.locale = lang(params.locale)
+    ls.options = _options(params.initialization_options)
+    folders = [(f.uri, f.name) for f in params.workspace_folders or []]
+    if not folders and params.root_uri:
+        folders = [(params.root_uri, None)]
+    for uri, name in folders:
+        ls.add_folder(uri, name)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def folders_changed(ls: FlowerServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    """Keep one service per folder as folders are added and removed (before any later request is handled)."""
+    for removed in params.event.removed or []:
+        ls.remove_folder(removed.uri)
+    for added in params.event.added or []:
+        ls.add_folder(added.uri, added.name)
+
+
+@server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+def progress_cancelled(ls: FlowerServer, params: types.WorkDoneProgressCancelParams) -> None:
+    """The person pressed cancel on a step's progress: stop that folder's wake cleanly."""
+    for folder in ls.folders.values():
+        if params.token in folder.tokens:
+            folder.cancel()
+
+
+@server.feature(p.WAKE)
+@answers(p.WAKE, p.WakeParams)
+async def wake(ls: FlowerServer, params: p.WakeParams) -> p.WakeResult:
+    """Continue (or start) the workflow in a folder; returns at once, the work goes on in the background."""
+    return await ls.folder(params.folder).wake(params.text)
+
+
+@server.feature(p.SAY)
+@answers(p.SAY, p.SayParams)
+async def say(ls: FlowerServer, params: p.SayParams) -> p.SayResult:
+    """One more sentence for the work session."""
+    return await ls.folder(params.folder).say(params.text)
+
+
+@server.feature(p.NEW)
+@answers(p.NEW, p.NewParams)
+async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
+    """Archive the current task and start another (S28)."""
+    return await ls.folder(params.folder).new(params.text)
+
+
+@server.feature(p.STATUS)
+def status(ls: FlowerServer, params: Any) -> Any:
+    """Every folder's (or one folder's) status, answered at once even while a workflow streams."""
+    value = p.structure_params(p.STATUS, params, p.StatusParams)
+    folders = [ls.folder(value.folder)] if value.folder is not None else list(ls.folders.values())
+    return p.to_wire(p.StatusResult([f.status() for f in folders]))
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown(ls: FlowerServer, params: None) -> None:
+    """Cancel running wakes cleanly before the editor stops the server; their sessions resume at the next wake."""
+    try:
+        await ls.close_all()
+    except asyncio.TimeoutError:
+        log.warning("some wakes did not stop in time")
+
+
+def _options(raw: Any) -> Options:
+    """`initializationOptions`: `{"rounds"?: int, "trim"?: bool, "handoffAt"?: int}`; anything else is ignored with a warning."""
+    options = Options()
+    if not isinstance(raw, dict):
+        return options
+    rounds, trim, handoff = raw.get("rounds"), raw.get("trim"), raw.get("handoffAt")
+    if isinstance(rounds, int) and not isinstance(rounds, bool) and rounds > 0:
+        options.rounds = rounds
+    if isinstance(trim, bool):
+        options.trim = trim
+    if isinstance(handoff, int) and not isinstance(handoff, bool) and handoff > 0:
+        options.handoff_at = handoff
+    unknown = set(raw) - {"rounds", "trim", "handoffAt"}
+    if unknown:
+        log.warning("initializationOptions: ignoring %s", ", ".join(sorted(unknown)))
+    return options
+
+
+__all__ = ["FlowerServer", "converter_factory", "server"]
