@@ -64,16 +64,7 @@ async def test_clarify_questions_reach_the_person_and_answers_return_to_the_same
 
 
 async def test_kill_during_clarify_resumes_it_with_CLARIFY_RESUME(model, env, workspace):
-    model.push(Reply(blocks=[say("Let me think about")], hold=True))
-    proc = await start_program("service", {"workspace": str(workspace), "text": TASK}, env, workspace)
-    runs = workspace / "runs"
-    try:
-        await model.wait_for_requests(1, timeout=30)
-        await until(lambda: (runs / "lineage.json").exists() and "澄清" in json.loads((runs / "lineage.json").read_text())["steps"])
-        sid = json.loads((runs / "lineage.json").read_text())["steps"]["澄清"]
-        await until(lambda: Runtime(workspace, runs).has_session(sid), what="clarify session stored")
-    finally:
-        await kill_group(proc)
+    sid = await kill_during_clarify(model, env, workspace)
     model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace), *fs.judge())
     result = await run_program("service", {"workspace": str(workspace)}, env, workspace)
     assert result["ok"] and result["woke"] == 2 and result["sessions"]["澄清"] == sid
@@ -82,6 +73,41 @@ async def test_kill_during_clarify_resumes_it_with_CLARIFY_RESUME(model, env, wo
     assert resumed.last_user_text.endswith(CLARIFY_RESUME)
     assert resumed.text.count(TASK) == 1  # the brief is history, not re-sent as a new task
     assert "wake #2" in result["banners"][0]
+
+
+async def kill_during_clarify(model, env, workspace) -> str:
+    """Start a wake whose clarify reply never comes, kill it once its session is on disk; return the session id."""
+    model.push(Reply(blocks=[say("Let me think about")], hold=True))
+    proc = await start_program("service", {"workspace": str(workspace), "text": TASK}, env, workspace)
+    runs = workspace / "runs"
+    try:
+        await model.wait_for_requests(1, timeout=30)
+        assert TASK in (workspace / "需求.md").read_text()  # the request is on disk before any answer
+        await until(lambda: (runs / "lineage.json").exists() and "澄清" in json.loads((runs / "lineage.json").read_text())["steps"])
+        sid = json.loads((runs / "lineage.json").read_text())["steps"]["澄清"]
+        await until(lambda: Runtime(workspace, runs).has_session(sid), what="clarify session stored")
+    finally:
+        await kill_group(proc)
+    return sid
+
+
+async def test_a_sentence_said_during_unfinished_clarify_reaches_the_clarify_session(model, env, workspace):
+    sid = await kill_during_clarify(model, env, workspace)
+    model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace), *fs.judge())
+    result = await run_program("service", {"workspace": str(workspace), "text": "use Rust"}, env, workspace)
+    assert result["ok"]
+    resumed = model.conversation[1]
+    assert resumed.session_id == sid and CLARIFY_RESUME in resumed.last_user_text and "use Rust" in resumed.last_user_text
+
+
+async def test_a_request_whose_session_never_reached_disk_is_not_lost(model, env, workspace):
+    await kill_during_clarify(model, env, workspace)
+    (workspace / "runs" / "lineage.json").unlink()  # as if the kill came before the session id was written
+    model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace), *fs.judge())
+    result = await run_program("service", {"workspace": str(workspace)}, env, workspace)  # no text: just continue
+    assert result["ok"]
+    restarted = model.conversation[1]
+    assert restarted.session_id != model.conversation[0].session_id and TASK in restarted.last_user_text
 
 
 async def test_wake_sentence_lands_in_three_places(model, env, workspace):

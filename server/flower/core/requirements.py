@@ -9,6 +9,8 @@ from pathlib import Path
 REQUIREMENTS_FILE = "需求.md"
 SECTIONS = ("目标 Goal", "范围 Scope", "约束 Constraints", "验收 Acceptance")
 """The four sections the clarify step must fill: what, how far, within which limits, how we know it is done."""
+REQUEST = "请求 Request"
+"""The person's own words, written before clarification starts so a kill cannot lose them."""
 ADDITIONS = "补充 Additions"
 """Where wake sentences are recorded (S15 place 2); not one of the four, so it never decides completeness."""
 
@@ -29,6 +31,11 @@ def complete(path: str | Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return all(found.get(name) for name in SECTIONS)
+
+
+def record_request(path: str | Path, task: str) -> None:
+    """Write the task as said into a new `需求.md`; clarification then fills in the four sections."""
+    Path(path).write_text(f"# 需求\n\n## {REQUEST}\n\n{task.strip()}\n", encoding="utf-8")
 
 
 def add_sentence(path: str | Path, sentence: str) -> None:

@@ -24,7 +24,7 @@ CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
 SECTIONS = "\n".join(f"## {name}" for name in requirements.SECTIONS)
 
 CLARIFY_PROMPT = (
-    "A person asked for this:\n\n{task}\n\n"
+    "A person asked for this (their words are recorded in `需求.md`):\n\n{task}\n\n"
     "Before any work, pin down what they want. If something important is unclear, ask them short questions "
     "(end your turn with the questions). When it is clear, write `需求.md` in the workspace with exactly these "
     f"four sections, each non-empty:\n{SECTIONS}\nThen say that the requirements are written."
@@ -46,7 +46,7 @@ WORK_PROMPT = (
 )
 WORK_RESUME = "Continue the work toward the goals in `目标.md` from where you are — do not start over."
 JUDGE_FAILED = "The judge checked the workspace and did not pass it:\n\n{reasons}\n\nFix this, then stop."
-WAKE_SENTENCE = "One more thing from the person (already added to `需求.md`, and `目标.md` is updated): {sentence}"
+WAKE_SENTENCE = "One more thing from the person (recorded in `需求.md`): {sentence}"
 HANDOFF_PROMPT = (
     "You take over this work from an earlier session whose context grew too large. Its handoff "
     "document follows (also at `{path}`); continue from there, do not start over.\n\n{document}"
@@ -107,10 +107,12 @@ class FlowerPath:
         """Run this wake to the end: `text` is the task on a first run and a wake sentence afterwards (S1, S15)."""
         with WorkspaceLock(self.rt.run_dir):
             lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
-            used = bool(lineage.steps) or requirements.complete(self.requirements_path)
+            used = bool(lineage.steps) or self.requirements_path.exists()
             if not used and not (text or "").strip():
                 raise NothingToDo("nothing to continue here: say what to do, e.g. flower \"build a todo app\"")
-            ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_task": text, "_ok": True}
+            if not used:
+                requirements.record_request(self.requirements_path, text)  # on disk before any model request
+            ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
             sentence = text.strip() if used and text and text.strip() else None
             if used:
                 context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
@@ -119,7 +121,8 @@ class FlowerPath:
             if sentence:
                 requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
                 self.emit(Notice(f"recorded in {requirements.REQUIREMENTS_FILE}: {sentence}"))
-            ok = (await self.clarify(ctx, lineage)
+            ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
+            ok = (await self.clarify(ctx, lineage, sentence)
                   and await self.derive_goals(ctx, lineage, again=bool(sentence))
                   and await self.work(ctx, lineage, sentence))
             ctx["_ok"] = ok and ctx["_ok"]
@@ -138,12 +141,13 @@ class FlowerPath:
             ctx["_ok"], ctx["_error"] = False, f"{name or step.name}: {result.error}"
         return result
 
-    async def clarify(self, ctx: dict, lineage: Lineage) -> bool:
+    async def clarify(self, ctx: dict, lineage: Lineage, sentence: str | None) -> bool:
         """Pin down the requirements, asking the person through the front-end; skipped when frozen (S16, S17)."""
         if requirements.complete(self.requirements_path):
             ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")  # frozen, still in ctx
             return True
-        message = None
+        # A sentence said while clarification was unfinished goes to the clarify session (S15 place 1).
+        message = f"{CLARIFY_RESUME}\n\n{WAKE_SENTENCE.format(sentence=sentence)}" if sentence and CLARIFY in lineage.steps else None
         for _ in range(self.clarify_rounds):
             result = await self.run(ctx, lineage, clarify_step, 1, message)
             if not result.ok:
