@@ -1,0 +1,283 @@
+"""`flower demo`: continuity, offline, in one command — start, `kill -9` mid-step, wake again.
+
+The model is flower's own scripted Messages API server (`flower.testing`) on 127.0.0.1, so the
+real Claude Code CLI runs with no API key and no network (D1). The demo starts `flower "task"`
+in a temporary workspace, waits until the work step is mid-reply (a held reply) and its session
+is on disk, kills it with SIGKILL (no cleanup runs), runs `flower` again and shows the resume
+banner, then checks on the model server that the woken request carried the first conversation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from .testing import Reply, ScriptedModel, reply, say, text, tool, tool_use
+
+TASK = {"zh": "写个 md 转 html 的脚本", "en": "write a script that turns Markdown into HTML"}
+
+REQUIREMENTS = """# 需求
+
+## 目标 Goal
+A script `md2html.py` that turns a Markdown file into an HTML page.
+
+## 范围 Scope
+Headings (`#`, `##`), paragraphs and fenced code blocks; nothing else.
+
+## 约束 Constraints
+Python standard library only; reads a path, prints HTML to stdout.
+
+## 验收 Acceptance
+`python md2html.py notes.md` prints `<h1>`, `<p>` and `<pre><code>` for those constructs.
+"""
+
+GOALS = """# 目标
+
+- [ ] md2html.py turns `#` / `##` headings into `<h1>` / `<h2>`
+- [ ] md2html.py wraps paragraphs in `<p>`
+- [ ] md2html.py renders fenced code blocks as `<pre><code>`
+"""
+
+HALF = '''"""md2html: Markdown to HTML (headings so far)."""
+import sys
+
+def convert(md: str) -> str:
+    out = []
+    for line in md.splitlines():
+        if line.startswith("## "):
+            out.append(f"<h2>{line[3:]}</h2>")
+        elif line.startswith("# "):
+            out.append(f"<h1>{line[2:]}</h1>")
+    return "\\n".join(out)
+'''
+
+WHOLE = '''"""md2html: Markdown to HTML — headings, paragraphs, fenced code blocks."""
+import html
+import sys
+
+
+def convert(md: str) -> str:
+    out, para, code = [], [], None
+    def flush():
+        if para:
+            out.append("<p>" + html.escape(" ".join(para)) + "</p>")
+            para.clear()
+    for line in md.splitlines():
+        if line.startswith("```"):
+            if code is None:
+                flush()
+                code = []
+            else:
+                out.append("<pre><code>" + html.escape("\\n".join(code)) + "</code></pre>")
+                code = None
+        elif code is not None:
+            code.append(line)
+        elif line.startswith("## "):
+            flush()
+            out.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("# "):
+            flush()
+            out.append(f"<h1>{html.escape(line[2:])}</h1>")
+        elif line.strip():
+            para.append(line.strip())
+        else:
+            flush()
+    flush()
+    return "\\n".join(out)
+
+
+if __name__ == "__main__":
+    print(convert(open(sys.argv[1], encoding="utf-8").read()))
+'''
+
+SAYS = {
+    "zh": {
+        "title": "flower demo — 离线演示连续性(内置脚本模型 {url},不需要 API key)",
+        "workspace": "工作区: {ws}",
+        "kill": "   (干活步骤正说到一半;演示现在用 kill -9 杀掉 flower(pid {pid}),任何清理代码都不会运行)",
+        "killed": "   ✂ 已杀掉 (kill -9)",
+        "again": "   (再次在同一目录运行 flower,不说任何话 = 接着做)",
+        "failed": "演示失败: {why}",
+        "kept": "演示目录保留在 {dir}(看看 runs/lineage.json、manifest.json、需求.md、目标.md)",
+        "explain": """
+刚才发生了什么:
+  1. flower "{task}" 澄清了需求(需求.md),写出目标清单(目标.md),开始干活。
+  2. 干活做到一半,flower 被 kill -9 杀掉 —— finally 一行都没跑。
+     但会话 id 在到达的那一刻就写进了 runs/lineage.json(S11)。
+  3. 在同一目录再跑 flower:横幅 "第 2 次唤醒" 说明它记得;干活步骤接上的是同一个会话
+     {sid},模型醒来后的第一个请求带着之前的全部对话({seen} 条消息)。
+  4. 一个每轮都是新会话的判定者对照 目标.md 检查了工作,判定通过。
+模型是 flower.testing 的脚本模型,跑在 127.0.0.1 上;真实的 Claude Code CLI,没有网络,没有 API key。
+真用的时候: export ANTHROPIC_API_KEY=…; cd 你的项目; flower "要做的事"
+""",
+    },
+    "en": {
+        "title": "flower demo — continuity, offline (built-in scripted model at {url}, no API key needed)",
+        "workspace": "workspace: {ws}",
+        "kill": "   (the work step is mid-reply; the demo now kills flower (pid {pid}) with kill -9 — no cleanup code runs)",
+        "killed": "   ✂ killed (kill -9)",
+        "again": "   (run flower again in the same folder; saying nothing = carry on)",
+        "failed": "the demo failed: {why}",
+        "kept": "the demo folder is kept in {dir} (look at runs/lineage.json, manifest.json, 需求.md, 目标.md)",
+        "explain": """
+What happened:
+  1. flower "{task}" clarified the task (需求.md), wrote a goal checklist (目标.md) and started work.
+  2. Mid-way through the work step, flower was killed with kill -9 — not one line of cleanup ran.
+     But the session id had been written to runs/lineage.json the moment it arrived (S11).
+  3. flower, run again in the same folder: the banner "wake #2" shows it remembered; the work step
+     resumed the same session {sid}, and the model's first request after waking carried the whole
+     earlier conversation ({seen} messages).
+  4. A judge with fresh eyes (a new session every round) checked the work against 目标.md: passed.
+The model was flower.testing's scripted model on 127.0.0.1, driving the real Claude Code CLI: no network, no API key.
+For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
+""",
+    },
+}
+
+
+def script(ws: Path, lang: str) -> list[Reply]:
+    """The model's side of the demo, request by request (the flower path's order: clarify, goals, work, judge)."""
+    clarified = "需求已写好: 需求.md" if lang == "zh" else "The requirements are written to 需求.md."
+    return [
+        # run 1 — clarify (nobody at a terminal to ask, so it writes the requirements at once)
+        tool("Write", {"file_path": str(ws / "需求.md"), "content": REQUIREMENTS}, input_tokens=2100),
+        text(clarified, input_tokens=2400),
+        # goals
+        tool("Write", {"file_path": str(ws / "目标.md"), "content": GOALS}, input_tokens=1900),
+        text("目标.md: 3 goals.", input_tokens=2200),
+        # work: the first half of the script, then a reply that never comes (the kill lands here)
+        reply(say("Starting with the headings." if lang == "en" else "先做标题。"),
+              tool_use("Write", {"file_path": str(ws / "md2html.py"), "content": HALF}),
+              input_tokens=6400, cache_read=12000),
+        Reply(blocks=[say("(this reply never arrives: flower is killed while waiting for it)")], hold=True),
+        # run 2 — the woken work session picks up where it was
+        reply(say("Picking up where I stopped: md2html.py has headings; adding paragraphs and code blocks."
+                  if lang == "en" else "接着上次: md2html.py 已有标题;补上段落和代码块。"),
+              tool_use("Write", {"file_path": str(ws / "md2html.py"), "content": WHOLE}),
+              input_tokens=7100, cache_read=18500),
+        tool("Write", {"file_path": str(ws / "目标.md"), "content": GOALS.replace("- [ ]", "- [x]")},
+             input_tokens=7600, cache_read=19000),
+        text("All three goals are met; 目标.md is ticked." if lang == "en" else "三条目标都完成了,目标.md 已勾选。",
+             input_tokens=7900, cache_read=19400),
+        # the judge: a new session that sees only 目标.md, 需求.md and the workspace
+        text("md2html.py handles headings, paragraphs and fenced code.\nVERDICT: PASS", input_tokens=1500),
+    ]
+
+
+def child_env(model: ScriptedModel, config: Path) -> dict[str, str]:
+    """The user's environment without their credentials or endpoint, pointed at the scripted model (D6)."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    return {**keep, **model.env(config)}
+
+
+class Demo:
+    """One demo run in a temporary folder."""
+
+    def __init__(self, lang: str, root: Path):
+        self.lang, self.says = lang, SAYS[lang]
+        self.root = root
+        self.ws = root / "md2html"
+        self.ws.mkdir()
+        self.config = root / "claude-config"
+        self.config.mkdir()
+        self.runs = self.ws / "runs"  # the default run_dir: ./runs of where flower runs (S4)
+
+    def say(self, line: str = "") -> None:
+        print(line, flush=True)
+
+    async def start(self, model: ScriptedModel, *args: str) -> tuple[asyncio.subprocess.Process, asyncio.Task]:
+        """Start `flower *args` in the workspace (its own process group) and echo its output as it comes."""
+        shown = " ".join(f'"{a}"' if " " in a else a for a in args)
+        self.say(f"$ flower {shown}".rstrip())
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "flower.cli", *args, cwd=self.ws, env=child_env(model, self.config),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return proc, asyncio.create_task(self.echo(proc))
+
+    async def echo(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            self.say("   │ " + raw.decode("utf-8", "replace").rstrip("\n"))
+
+    async def work_session_on_disk(self, timeout: float = 30.0) -> str:
+        """Wait until the lineage maps the work step to a session whose tool result is in sessions.db."""
+        from .runtime import Runtime
+        from .workflow.base import wake_state
+        from .workflow.flower import WORK
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with Runtime(self.ws, self.runs) as rt:
+            while True:
+                sid = wake_state(self.ws, self.runs)["steps"].get(WORK)
+                entries = await rt.entries(sid) if sid else None
+                if entries and any(b.get("type") == "tool_result" for e in entries if e.get("type") == "user"
+                                   for b in (e.get("message", {}).get("content") or []) if isinstance(b, dict)):
+                    return sid
+                if loop.time() > deadline:
+                    raise TimeoutError("the work session did not reach sessions.db")
+                await asyncio.sleep(0.05)
+
+    async def run(self) -> int:
+        model = ScriptedModel(script(self.ws, self.lang))
+        await model.start()
+        try:
+            self.say(self.says["title"].format(url=model.url))
+            self.say(self.says["workspace"].format(ws=self.ws))
+            self.say()
+            task = TASK[self.lang]
+            # 1. start, and kill it mid-step
+            proc, echo = await self.start(model, task)
+            try:
+                await model.wait_for_requests(6, timeout=120)  # the held reply: the work step is mid-turn
+                sid = await self.work_session_on_disk()
+                self.say(self.says["kill"].format(pid=proc.pid))
+                os.killpg(proc.pid, signal.SIGKILL)
+                await asyncio.wait_for(proc.wait(), 30)
+                await asyncio.wait_for(echo, 10)
+                self.say(self.says["killed"])
+            finally:
+                if proc.returncode is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    await proc.wait()
+            seen_before = len(model.conversation)
+            # 2. wake again: no text = carry on
+            self.say()
+            self.say(self.says["again"])
+            proc, echo = await self.start(model)
+            code = await asyncio.wait_for(proc.wait(), 180)
+            await asyncio.wait_for(echo, 10)
+            # 3. check on the model server what the woken session saw
+            woken = model.conversation[seen_before]
+            if code != 0:
+                raise RuntimeError(f"the second flower exited {code}")
+            said_before = "Starting with the headings." if self.lang == "en" else "先做标题。"
+            if woken.session_id != sid or said_before not in woken.texts("assistant"):
+                raise RuntimeError("the woken request did not carry the first run's conversation")
+            self.say(self.says["explain"].format(task=task, sid=sid, seen=len(woken.messages)))
+            return 0
+        except (TimeoutError, RuntimeError, OSError, IndexError) as exc:
+            self.say(self.says["failed"].format(why=exc or type(exc).__name__))
+            return 1
+        finally:
+            await model.stop()
+
+
+async def demo_command(args: argparse.Namespace, lang: str) -> int:
+    """`flower demo [--keep]`."""
+    root = Path(tempfile.mkdtemp(prefix="flower-demo-"))
+    try:
+        return await Demo(lang, root).run()
+    finally:
+        if args.keep:
+            print(SAYS[lang]["kept"].format(dir=root), flush=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
