@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ FLOWER_METHODS = sorted(p.NOTIFICATIONS)
 class Client(LanguageClient):
     """A pytest-lsp client that keeps flower's JSON as sent and records every notification in arrival order."""
 
-    def __init__(self) -> None:
+    def __init__(self, ask: bool = True) -> None:
         super().__init__(converter_factory=converter_factory)
         self.log: list[tuple[str, Any]] = []
         """(method, params) of every flower notification and `$/progress`, in arrival order."""
@@ -54,10 +55,11 @@ class Client(LanguageClient):
         for method in FLOWER_METHODS:
             self.feature(method)(lambda ls, params, method=method: ls.log.append((method, params)))
 
-        @self.feature(p.ASK)
-        def on_ask(ls: Client, params: dict) -> dict:
-            ls.asked.append(params)
-            return {"answer": ls.answers.pop(0) if ls.answers else None}
+        if ask:  # without it the client answers flower/ask with MethodNotFound
+            @self.feature(p.ASK)
+            def on_ask(ls: Client, params: dict) -> dict:
+                ls.asked.append(params)
+                return {"answer": ls.answers.pop(0) if ls.answers else None}
 
     def seen(self, method: str, folder: str | None = None) -> list[dict]:
         """Params of every `method` notification received so far (of one folder when given)."""
@@ -107,8 +109,8 @@ async def servers(env):
     started: list[Client] = []
 
     async def start(*folders: Path, locale: str | None = None, capabilities: str | None = "visual-studio-code",
-                    options: Any = None) -> Client:
-        client = Client()
+                    options: Any = None, ask: bool = True) -> Client:
+        client = Client(ask=ask)
         await client.start_io(sys.executable, "-m", "flower.lsp", env={**os.environ, **env}, start_new_session=True)
         started.append(client)
         params = types.InitializeParams(
@@ -181,6 +183,10 @@ async def test_malformed_params_get_invalid_params_and_the_server_keeps_answerin
     with pytest.raises(JsonRpcException) as raised:
         await client.request("flower/nope", {}, timeout=10)
     assert raised.value.code == -32601
+    # Bytes that are not JSON, and a typed LSP notification with nonsense params: logged, not fatal.
+    for body in (b"{not json", json.dumps({"jsonrpc": "2.0", "method": "workspace/didChangeWorkspaceFolders",
+                                           "params": {"event": 5}}).encode()):
+        client._server.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
     # Still alive and answering; nothing started.
     [status] = (await client.request(p.STATUS, {"folder": folder}))["folders"]
     assert status["running"] is False and status["woke"] == 0
@@ -444,13 +450,16 @@ async def test_clarify_questions_go_to_the_person_through_flower_ask(servers, mo
     assert answered.session_id == model.conversation[0].session_id
 
 
-async def test_without_an_answer_the_agent_is_told_nobody_can_answer(servers, model, workspace):
+@pytest.mark.parametrize("ask", [True, False], ids=["answers-null", "no-flower-ask"])
+async def test_a_bare_client_still_works_and_unanswered_questions_say_nobody_can_answer(servers, model, workspace, ask):
     model.push(text("Which language should it use?"), *fs.first_run(workspace))
-    client = await servers(workspace)  # answers null
+    client = await servers(workspace, capabilities=None, ask=ask)  # no work-done progress either
     folder = uri(workspace)
     await client.request(p.WAKE, {"folder": folder, "text": TASK})
     assert (await client.ended(folder))["ok"] is True
     assert model.conversation[1].last_user_text.endswith(NOBODY_TO_ASK)
+    assert [s["progress"] for s in client.seen(p.STEP_START, folder)] == [None] * 4  # clarify twice (the question)
+    assert not client.progress_reports and types.PROGRESS not in dict(client.log)
 
 
 async def test_chinese_locale_gives_the_seeds_strings(servers, model, workspace):
@@ -499,6 +508,33 @@ async def test_outage_waits_show_in_notifications_and_status_and_keys_never_leav
     assert status["running"] is True and status["waiting"]["reason"] == "backoff" and status["waiting"]["attempt"] == 1
     end = await client.ended(folder)
     assert end["ok"] is True
+    # The outage left a synthetic API-error entry in the clarify session: the pruner hides it from the model (S23a).
+    clarify = client.seen(p.SESSION, folder)[0]["sessionId"]
+    verdicts = [v["verdicts"] for v in client.seen(p.PRUNED, folder) if v["sessionId"] == clarify]
+    assert verdicts and "hidden" in verdicts[-1].values(), verdicts
+    # The sidebar links the two by uuid: the outage's transcript entry is the one hidden; the rest is kept.
+    entries = [t for t in client.seen(p.TRANSCRIPT, folder) if t["sessionId"] == clarify]
+    assert [verdicts[-1].get(t["uuid"]) for t in entries] == ["hidden"] + [None] * (len(entries) - 1)
+    assert entries[0]["text"].startswith("API Error: 529")
     said = [t["text"] for t in client.seen(p.TRANSCRIPT, folder) if "My key is" in t["text"]]
     assert said == ["My key is [redacted], which I will not use."]
     assert key not in json.dumps(client.log) and key not in json.dumps([str(r) for r in client.progress_reports.values()])
+
+
+def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():
+    import attrs
+
+    doc = (Path(__file__).parent.parent / "protocol.md").read_text(encoding="utf-8")
+    methods = [p.WAKE, p.SAY, p.NEW, p.STATUS, p.ASK, *p.NOTIFICATIONS]
+    for method in methods:
+        assert f"### `{method}`" in doc, method
+    classes = {name: cls for name, cls in vars(p).items() if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == p.__name__}
+    sections = dict(re.findall(r"#### `(\w+)`\n\n((?:\|.*\n)+)", doc))
+    assert set(sections) == set(classes), set(sections) ^ set(classes)
+    for name, cls in classes.items():
+        documented = re.findall(r"^\| `(\w+)` \|", sections[name], re.MULTILINE)
+        assert documented == [p._camel(a.name) for a in attrs.fields(cls)], name
+    for method, cls in {**p.PARAMS, **p.NOTIFICATIONS}.items():
+        assert re.search(rf"### `{re.escape(method)}`\n(?:(?!\n### ).)*#### `{cls.__name__}`", doc, re.DOTALL), (method, cls)
+    codes = {p.UNKNOWN_FOLDER, p.WORKSPACE_BUSY, p.FLOWER_ERROR}
+    assert all(f"| {code} |" in doc for code in codes)

@@ -14,13 +14,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=2087, help="TCP port with --tcp (default 2087)")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="log level on stderr (default WARNING; logs never carry API keys, D6)")
+    parser.add_argument("--watch-loop", action="store_true",
+                        help="measure event-loop stalls: warn on each over 50 ms, summary on stderr at shutdown")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.log_level != "DEBUG":
         logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
 
-    from .server import server  # after logging is set up
+    from .server import LoopWatch, server  # after logging is set up
 
+    if args.watch_loop:
+        server.loop_watch = LoopWatch()
     if args.tcp:
         server.start_tcp("127.0.0.1", args.port)  # D6: loopback only
     else:

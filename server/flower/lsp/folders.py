@@ -161,6 +161,7 @@ class Folder:
 
     async def _close(self) -> None:
         run = self.run
+        self.cancel()
         await self.svc.close()
         if run is not None and run.task is not None:
             await asyncio.gather(run.task, return_exceptions=True)

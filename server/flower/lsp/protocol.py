@@ -359,7 +359,8 @@ class TranscriptNotification:
     tool_use_id: str | None
     """The tool_use id for `tool`, else null."""
     pruned: Literal["hidden", "rewritten", "added"] | None
-    """What the pruner does to this entry on resume when already known, else null; see `flower/pruned` (S23)."""
+    """What the pruner does to this entry on resume if known when sent (in practice null: the pruner judges an
+    entry by what follows it); the verdicts come with `flower/pruned` after the step (S23)."""
 
 
 @attrs.define

@@ -6,6 +6,8 @@ import asyncio
 import functools
 import logging
 import os
+import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,9 @@ class FlowerServer(LanguageServer):
         self.locale = "en"
         self.options = Options()
         self._closing: set[asyncio.Task] = set()
+        self._stopping: asyncio.Future | None = None
+        self.loop_watch: LoopWatch | None = None
+        """Set by `--watch-loop`: measures event-loop stalls (benchmarks/lsp.py reads its log lines)."""
 
     # -- folders -------------------------------------------------------------------------------
     def add_folder(self, uri: str, name: str | None = None) -> Folder | None:
@@ -101,9 +106,54 @@ class FlowerServer(LanguageServer):
         closing = [f.close() for f in folders] + list(self._closing)
         await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), CLOSE_TIMEOUT + 5)
 
+    def terminate(self) -> None:
+        """SIGTERM (an editor stopping a server that did not exit): stop the agents cleanly, then end the process."""
+        async def stop() -> None:
+            try:
+                await self.close_all()
+            except Exception:
+                log.exception("stopping on SIGTERM")
+            finally:
+                os._exit(143)
+
+        self._stopping = asyncio.ensure_future(stop())
+
     def report_server_error(self, error: Exception, source) -> None:
         """Log out-of-band errors; never show raw exception text (it could carry secrets) to the person."""
         log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
+
+
+class LoopWatch:
+    """A heartbeat that measures how late the event loop wakes it: any lateness is a stall every request waits out."""
+
+    def __init__(self, threshold: float = 0.05, beat: float = 0.01) -> None:
+        self.threshold, self.beat = threshold, beat
+        self.beats = 0
+        self.worst = 0.0
+        self.stalls: list[float] = []
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        """Start beating on the running loop (idempotent)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(self.beat)
+            lag = loop.time() - before - self.beat
+            self.beats += 1
+            self.worst = max(self.worst, lag)
+            if lag > self.threshold:
+                self.stalls.append(lag)
+                log.warning("event loop stalled %.1f ms", lag * 1000)
+
+    def report(self) -> str:
+        """One line: beats, worst lag, stalls over the threshold."""
+        return (f"loop-watch: beats={self.beats} worst_ms={self.worst * 1000:.1f} "
+                f"stalls_over_{self.threshold * 1000:.0f}ms={len(self.stalls)}")
 
 
 def _path(uri: str) -> Path | None:
@@ -151,6 +201,12 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         folders = [(params.root_uri, None)]
     for uri, name in folders:
         ls.add_folder(uri, name)
+    if ls.loop_watch is not None:
+        ls.loop_watch.start()
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, ls.terminate)
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        pass
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -206,6 +262,8 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
         await ls.close_all()
     except asyncio.TimeoutError:
         log.warning("some wakes did not stop in time")
+    if ls.loop_watch is not None:
+        print(ls.loop_watch.report(), file=sys.stderr, flush=True)
 
 
 def _options(raw: Any) -> Options:
