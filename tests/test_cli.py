@@ -254,6 +254,15 @@ async def test_kill_9_then_flower_again_resumes_the_same_session(model, env, wor
     assert lineage(run_dir)["steps"]["干活"] == sid
 
 
+async def test_a_task_recorded_but_never_clarified_is_continued_not_asked_again(model, env, workspace, run_dir):
+    # A kill before any session id landed leaves only the person's words in 需求.md: `flower` carries on from them.
+    (workspace / "需求.md").write_text(f"# 需求\n\n## 请求 Request\n\n{TASK}\n", encoding="utf-8")
+    model.push(*clarify(workspace), *goals(workspace), *work(workspace), *judge())
+    done = await flower("-r", str(run_dir), env=env, cwd=workspace)
+    assert done.code == 0, done.err
+    assert TASK in model.conversation[0].text and "== clarify" in done.out
+
+
 async def test_chinese_locale_speaks_the_seeds_strings(model, env, workspace, run_dir):
     await first_run_done(model, env, workspace, run_dir)
     model.push(*work(workspace), *judge())

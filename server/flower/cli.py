@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from .core.errors import FlowerError
 from .core.lock import WorkspaceBusy
+from .core.requirements import REQUIREMENTS_FILE
 from .stores.sqlite import SessionStoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -412,6 +413,12 @@ def setup_logging(console: Console) -> None:
     log.propagate = False
 
 
+def used_here(svc: Any, workspace: Path) -> bool:
+    """Whether a task was started here: the next wake continues it rather than asking what to do."""
+    status = svc.status()
+    return bool(status["steps"] or status["goals"]) or (workspace / REQUIREMENTS_FILE).exists()
+
+
 async def flower_command(args: argparse.Namespace, lang: str) -> int:
     """`flower [text]`, `flower --new text`: drive the FlowerService and render its events."""
     from .service import FlowerService
@@ -430,9 +437,7 @@ async def flower_command(args: argparse.Namespace, lang: str) -> int:
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
         new = args.new
         if not text:
-            status = svc.status()
-            used = bool(status["steps"]) or bool(status["goals"])
-            if args.new or not used:
+            if args.new or not used_here(svc, workspace):
                 if keyboard is None:
                     hint = 'flower --new "…"' if args.new else 'flower "what to build"'
                     reason = "say what the new task is" if args.new else "nothing to continue here"
@@ -448,8 +453,7 @@ async def flower_command(args: argparse.Namespace, lang: str) -> int:
             raise UsageError('say what the new task is, e.g. flower --new "write the docs"')
 
         # -- run it, showing what happens as it happens -------------------------------------
-        status = svc.status()
-        if new or not (status["steps"] or status["goals"]):
+        if new or not used_here(svc, workspace):
             console.note(t["starting"].format(where=workspace, runs=os.path.relpath(run_dir)))
         svc.subscribe(console)
         if keyboard is not None:
