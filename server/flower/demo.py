@@ -110,8 +110,8 @@ SAYS = {
   1. flower "{task}" 澄清了需求(需求.md),写出目标清单(目标.md),开始干活。
   2. 干活做到一半,flower 被 kill -9 杀掉 —— finally 一行都没跑。
      但会话 id 在到达的那一刻就写进了 runs/lineage.json(S11)。
-  3. 在同一目录再跑 flower:横幅 "第 2 次唤醒" 说明它记得;干活步骤接上的是同一个会话
-     {sid},模型醒来后的第一个请求带着之前的全部对话({seen} 条消息)。
+  3. 在同一目录再跑 flower:横幅 "第 2 次唤醒" 说明它记得。干活步骤接上的是同一个会话({sid});
+     模型醒来后的第一个请求带着之前的全部对话({seen} 条消息)。
   4. 一个每轮都是新会话的判定者对照 目标.md 检查了工作,判定通过。
 模型是 flower.testing 的脚本模型,跑在 127.0.0.1 上;真实的 Claude Code CLI,没有网络,没有 API key。
 真用的时候: export ANTHROPIC_API_KEY=…; cd 你的项目; flower "要做的事"
@@ -130,9 +130,9 @@ What happened:
   1. flower "{task}" clarified the task (需求.md), wrote a goal checklist (目标.md) and started work.
   2. Mid-way through the work step, flower was killed with kill -9 — not one line of cleanup ran.
      But the session id had been written to runs/lineage.json the moment it arrived (S11).
-  3. flower, run again in the same folder: the banner "wake #2" shows it remembered; the work step
-     resumed the same session {sid}, and the model's first request after waking carried the whole
-     earlier conversation ({seen} messages).
+  3. flower, run again in the same folder: the banner "wake #2" shows it remembered. The work step
+     resumed the same session ({sid});
+     the model's first request after waking carried the whole earlier conversation ({seen} messages).
   4. A judge with fresh eyes (a new session every round) checked the work against 目标.md: passed.
 The model was flower.testing's scripted model on 127.0.0.1, driving the real Claude Code CLI: no network, no API key.
 For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
