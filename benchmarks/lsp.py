@@ -72,6 +72,7 @@ async def timed_status(client: LanguageClient, folder: str) -> float:
 
 
 async def main(idle_n: int, rounds: int, delay: float) -> int:
+    load = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="flower-lsp-bench-"))
     workspace, config = tmp / "ws", tmp / "claude-config"
     workspace.mkdir(), config.mkdir()
@@ -87,6 +88,10 @@ async def main(idle_n: int, rounds: int, delay: float) -> int:
 
         @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
         def create(params: Any) -> None:
+            return None
+
+        @client.feature(types.WINDOW_LOG_MESSAGE)
+        def logged(params: Any) -> None:
             return None
 
         @client.feature(types.PROGRESS)
@@ -148,7 +153,9 @@ async def main(idle_n: int, rounds: int, delay: float) -> int:
     print(f"workflow: {rounds} tool rounds in {elapsed:.1f} s, {relayed} notifications relayed while timing "
           f"({relayed / elapsed:.0f}/s): " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     print(f"event loop (server): {fields.get('beats', '?')} heartbeats, worst lag {fields.get('worst_ms', '?')} ms, "
-          f"stalls over 50 ms: {len(stalls)}")
+          f"stalls over 50 ms: {len(stalls)} (loop thread computing in {fields.get('busy', '?')} of them; "
+          "the others are the process waiting for a CPU or the GIL)")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} before / {os.getloadavg()[0]:.2f} after")
     for line in stalls[:10]:
         print("  " + line)
     p99_ok = percentile(streaming, 99) < 20

@@ -109,9 +109,9 @@ async def servers(env):
     started: list[Client] = []
 
     async def start(*folders: Path, locale: str | None = None, capabilities: str | None = "visual-studio-code",
-                    options: Any = None, ask: bool = True) -> Client:
+                    options: Any = None, ask: bool = True, args: tuple[str, ...] = ()) -> Client:
         client = Client(ask=ask)
-        await client.start_io(sys.executable, "-m", "flower.lsp", env={**os.environ, **env}, start_new_session=True)
+        await client.start_io(sys.executable, "-m", "flower.lsp", *args, env={**os.environ, **env}, start_new_session=True)
         started.append(client)
         params = types.InitializeParams(
             capabilities=client_capabilities(capabilities) if capabilities else types.ClientCapabilities(),
@@ -140,6 +140,8 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
     # Without a folder: every folder; the same payload with null params.
     assert (await client.request(p.STATUS, None))["folders"] == [status]
     assert (await client.request(p.STATUS, {}))["folders"] == [status]
+    # flower's log lines reach the editor's output channel.
+    assert any(f"serving workspace folder {workspace}" in m.message for m in client.log_messages)
 
 
 MALFORMED = [
@@ -494,10 +496,10 @@ async def test_a_folder_driven_by_another_process_refuses_with_a_clear_error(ser
     assert status["running"] is False
 
 
-async def test_outage_waits_show_in_notifications_and_status_and_keys_never_leave(servers, model, workspace, env):
+async def test_outage_waits_show_in_notifications_and_status_and_keys_never_leave(servers, model, workspace, env, capfd):
     key = env["ANTHROPIC_API_KEY"]
     model.push(overloaded(), text(f"My key is {key}, which I will not use."), *fs.first_run(workspace))
-    client = await servers(workspace)
+    client = await servers(workspace, args=("--log-level", "DEBUG"))  # the log quotes every payload
     folder = uri(workspace)
     await client.request(p.WAKE, {"folder": folder, "text": TASK})
     await until(lambda: client.seen(p.WAIT, folder), timeout=TIMEOUT, what="a wait notification")
@@ -519,6 +521,9 @@ async def test_outage_waits_show_in_notifications_and_status_and_keys_never_leav
     said = [t["text"] for t in client.seen(p.TRANSCRIPT, folder) if "My key is" in t["text"]]
     assert said == ["My key is [redacted], which I will not use."]
     assert key not in json.dumps(client.log) and key not in json.dumps([str(r) for r in client.progress_reports.values()])
+    await stop(client)
+    logged = capfd.readouterr().err
+    assert "My key is [redacted]" in logged and key not in logged  # D6: not in the server's log either
 
 
 def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():

@@ -17,7 +17,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watch-loop", action="store_true",
                         help="measure event-loop stalls: warn on each over 50 ms, summary on stderr at shutdown")
     args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .protocol import redact
+
+    class Redacting(logging.Formatter):
+        """D6: whatever a log line quotes (payloads at DEBUG, errors), API keys never reach the log."""
+
+        def format(self, record: logging.LogRecord) -> str:
+            return redact(super().format(record))
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(args.log_level)
+    handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     if args.log_level != "DEBUG":
         logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
 

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,30 +131,55 @@ class LoopWatch:
         self.threshold, self.beat = threshold, beat
         self.beats = 0
         self.worst = 0.0
-        self.stalls: list[float] = []
+        self.stalls: list[tuple[float, float]] = []
+        """(lag, CPU time of the loop thread during it) of each stall, in seconds."""
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
         """Start beating on the running loop (idempotent)."""
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            loop = asyncio.get_running_loop()
+            if loop.get_debug():  # PYTHONASYNCIODEBUG=1: asyncio also names the callback behind each stall
+                loop.slow_callback_duration = self.threshold
+            self._task = loop.create_task(self._run())
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            before = loop.time()
+            before, cpu = loop.time(), time.thread_time()
             await asyncio.sleep(self.beat)
             lag = loop.time() - before - self.beat
+            cpu = time.thread_time() - cpu
             self.beats += 1
             self.worst = max(self.worst, lag)
             if lag > self.threshold:
-                self.stalls.append(lag)
-                log.warning("event loop stalled %.1f ms", lag * 1000)
+                # CPU the loop thread itself spent tells code that hogs the loop from a machine that preempts it.
+                self.stalls.append((lag, cpu))
+                log.warning("event loop stalled %.1f ms (loop thread CPU %.1f ms)", lag * 1000, cpu * 1000)
 
     def report(self) -> str:
-        """One line: beats, worst lag, stalls over the threshold."""
+        """One line: beats, worst lag, stalls over the threshold and how many of them the loop thread was computing."""
+        busy = sum(1 for lag, cpu in self.stalls if cpu > self.threshold / 2)
         return (f"loop-watch: beats={self.beats} worst_ms={self.worst * 1000:.1f} "
-                f"stalls_over_{self.threshold * 1000:.0f}ms={len(self.stalls)}")
+                f"stalls_over_{self.threshold * 1000:.0f}ms={len(self.stalls)} busy={busy}")
+
+
+class ClientLog(logging.Handler):
+    """Forwards flower's own log lines (INFO and up) to the editor's output channel as `window/logMessage`."""
+
+    LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning,
+              logging.INFO: types.MessageType.Info}
+
+    def __init__(self, ls: FlowerServer) -> None:
+        super().__init__(logging.INFO)
+        self.ls = ls
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            kind = next((t for level, t in self.LEVELS.items() if record.levelno >= level), types.MessageType.Log)
+            self.ls.window_log_message(types.LogMessageParams(kind, p.redact(self.format(record))))
+        except Exception:  # a log line must never break the server
+            self.handleError(record)
 
 
 def _path(uri: str) -> Path | None:
@@ -194,6 +220,9 @@ server = FlowerServer()
 @server.feature(types.INITIALIZE)
 def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
     """Serve every workspace folder the editor opened (or the root); the locale picks the strings (D4)."""
+    if not any(isinstance(h, ClientLog) for h in logging.getLogger("flower").handlers):
+        logging.getLogger("flower").addHandler(ClientLog(ls))
+        logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
     ls.locale = lang(params.locale)
     ls.options = _options(params.initialization_options)
     folders = [(f.uri, f.name) for f in params.workspace_folders or []]
