@@ -30,8 +30,6 @@ from urllib.parse import urlsplit
 
 from .core.errors import FlowerError
 from .core.lock import WorkspaceBusy
-from .core.requirements import REQUIREMENTS_FILE
-from .stores.sqlite import SessionStoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 COMMANDS = ("once", "status", "demo")
@@ -413,10 +411,9 @@ def setup_logging(console: Console) -> None:
     log.propagate = False
 
 
-def used_here(svc: Any, workspace: Path) -> bool:
+def used_here(svc: Any) -> bool:
     """Whether a task was started here: the next wake continues it rather than asking what to do."""
-    status = svc.status()
-    return bool(status["steps"] or status["goals"]) or (workspace / REQUIREMENTS_FILE).exists()
+    return svc.status()["started"]
 
 
 async def flower_command(args: argparse.Namespace, lang: str) -> int:
@@ -437,7 +434,7 @@ async def flower_command(args: argparse.Namespace, lang: str) -> int:
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
         new = args.new
         if not text:
-            if args.new or not used_here(svc, workspace):
+            if args.new or not used_here(svc):
                 if keyboard is None:
                     hint = 'flower --new "…"' if args.new else 'flower "what to build"'
                     reason = "say what the new task is" if args.new else "nothing to continue here"
@@ -453,7 +450,7 @@ async def flower_command(args: argparse.Namespace, lang: str) -> int:
             raise UsageError('say what the new task is, e.g. flower --new "write the docs"')
 
         # -- run it, showing what happens as it happens -------------------------------------
-        if new or not used_here(svc, workspace):
+        if new or not used_here(svc):
             console.note(t["starting"].format(where=workspace, runs=os.path.relpath(run_dir)))
         svc.subscribe(console)
         if keyboard is not None:
@@ -600,7 +597,7 @@ def run(argv: list[str] | None = None) -> int:
     except WorkspaceBusy as exc:
         sys.stderr.write(f"flower: {exc}\n")
         return EXIT_BUSY
-    except (FlowerError, SessionStoreError) as exc:  # expected: the message says what to do
+    except FlowerError as exc:  # expected: the message says what to do
         sys.stderr.write(f"flower: {exc}\n")
         return EXIT_FAILED
     except KeyboardInterrupt:

@@ -134,6 +134,7 @@ class FlowerService:
             "workspace": str(self.workspace),
             "run_dir": str(self.run_dir),
             "woke": lineage.woke,
+            "started": bool(lineage.steps) or (self.workspace / REQUIREMENTS_FILE).exists(),
             "steps": dict(lineage.steps),
             "goals": [{"text": g.text, "done": g.done} for g in goals.read(self.workspace / goals.GOALS_FILE)],
             "context": self._state["context"],

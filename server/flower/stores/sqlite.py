@@ -24,6 +24,8 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+from ..core.errors import FlowerError
+
 __all__ = ["SessionStoreError", "SqliteSessionStore"]
 
 T = TypeVar("T")
@@ -81,7 +83,7 @@ RETURNING id, mtime
 """
 
 
-class SessionStoreError(ValueError):
+class SessionStoreError(FlowerError, ValueError):
     """The session database cannot be used as it is (e.g. it is not SQLite)."""
 
 

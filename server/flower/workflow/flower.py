@@ -105,9 +105,10 @@ class FlowerPath:
 
     async def wake(self, text: str | None = None) -> dict[str, Any]:
         """Run this wake to the end: `text` is the task on a first run and a wake sentence afterwards (S1, S15)."""
+        self.rt.check_credentials()  # before anything is counted or written
         with WorkspaceLock(self.rt.run_dir):
             lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
-            used = bool(lineage.steps) or self.requirements_path.exists()
+            used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status()['started']
             if not used and not (text or "").strip():
                 raise NothingToDo("nothing to continue here: say what to do, e.g. flower \"build a todo app\"")
             if not used:
