@@ -128,9 +128,8 @@ def _kind(entry: dict, block: dict) -> str | None:
     kind = entry.get("toolDenialKind")
     if kind in _INTERRUPTED_KINDS:
         return "interrupted"
-    if not block.get("is_error"):  # the common case, kept cheap
-        content = block.get("content")
-        return "interrupted" if type(content) is str and content.startswith(_INTERRUPTED_PREFIXES) else None
+    if not block.get("is_error"):  # the common case; the CLI marks every interruption and denial as an error
+        return None
     body = _bare(_text(block.get("content")) or "")
     if body.startswith(_INTERRUPTED_PREFIXES) or body == INTERRUPTED_NOTE:
         return "interrupted"
@@ -171,7 +170,7 @@ def prune(
     results: dict[str, tuple[int, int, dict, str | None, int]] = {}  # tool_use id → (index, block index, block, kind, size)
     extra: list[tuple[int, int]] = []               # further results for a call already answered
     round_of: dict[int, int] = {}                   # index of an assistant entry with calls → its round
-    rounds, response = 0, None                      # responses so far; the current one's message id
+    rounds, previous, response = 0, None, None      # API responses so far; the last message entry's type, id
     leaves: list[int] = []                          # `last-prompt` entries (they point at a leaf)
     tail = next((i for i in range(len(entries) - 1, -1, -1) if entries[i].get("type") in ("user", "assistant")), None)
     tail_error: int | None = None
@@ -199,9 +198,10 @@ def prune(
                 else:
                     hidden.add(i)
                 continue
-            key = message.get("id") or uid  # one API response is several entries in a row (D1)
-            if key != response or key is None:
-                rounds, response = rounds + 1, key
+            key = message.get("id")  # one API response is several assistant entries in a row (D1)
+            if previous != "assistant" or key != response or key is None:
+                rounds += 1
+            previous, response = "assistant", key
             if calls:
                 round_of[i] = rounds - 1
                 for b in calls:
@@ -209,6 +209,7 @@ def prune(
                         command = b.get("name") == "Bash" and (b.get("input") or {}).get("command")
                         uses[b.get("id")] = (i, b, isinstance(command, str) and bool(commands) and _ephemeral(command, commands))
         elif kind == "user":
+            previous = "user"
             message = entry.get("message")
             content = message.get("content") if isinstance(message, dict) else None
             if type(content) is list:
@@ -270,8 +271,8 @@ def prune(
     redirect = {uuids[i]: made[-1] for i, made in closing.items()}  # a closed response's children follow its note
     moved = hidden_uuids | redirect.keys()
     added = {u for made in closing.values() for u in made}
-    lost = {p for p in parents if p not in parent_of} - added - {None}  # parents that were never stored
-    orphaned = [i for i, p in enumerate(parents) if p in moved or p in lost] if moved or lost else []
+    orphaned = [i for i, p in enumerate(parents) if p in moved or (p not in parent_of and p is not None)]
+    lost = {parents[i] for i in orphaned} - parent_of.keys() - added  # parents that were never stored
     special = sorted(hidden | drop.keys() | body.keys() | closers.keys() | {tail_error} - {None} | set(orphaned)
                      | {i for i in leaves if entries[i].get("leafUuid") in moved})
     verdicts = dict.fromkeys(hidden_uuids, "hidden")
