@@ -82,7 +82,10 @@ class Client(LanguageClient):
 
     def kill(self) -> None:
         """kill -9 the server and the agent CLI it runs, as a crash or a frozen terminal would."""
-        os.killpg(self._server.pid, signal.SIGKILL)
+        try:
+            os.killpg(self._server.pid, signal.SIGKILL)
+        except ProcessLookupError:  # already gone
+            pass
 
 
 def uri(path: Path) -> str:

@@ -7,6 +7,10 @@ import logging
 import sys
 
 
+LINE_LIMIT = 8000
+"""Longest log line written to stderr, in characters."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and serve until the editor says exit."""
     parser = argparse.ArgumentParser(prog="python -m flower.lsp", description=__doc__)
@@ -20,10 +24,15 @@ def main(argv: list[str] | None = None) -> int:
     from .protocol import redact
 
     class Redacting(logging.Formatter):
-        """D6: whatever a log line quotes (payloads at DEBUG, errors), API keys never reach the log."""
+        """D6: whatever a log line quotes (payloads at DEBUG, errors), API keys never reach the log.
+
+        Lines are also cut at LINE_LIMIT characters: a reader of stderr that takes lines (an editor's
+        output channel, pytest-lsp's forwarder with its 64 KiB limit) must never choke on one.
+        """
 
         def format(self, record: logging.LogRecord) -> str:
-            return redact(super().format(record))
+            line = redact(super().format(record))
+            return line if len(line) <= LINE_LIMIT else line[:LINE_LIMIT] + f"… [{len(line) - LINE_LIMIT} more characters]"
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(args.log_level)
@@ -31,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level, handlers=[handler])
     if args.log_level != "DEBUG":
         logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
+    for noisy in ("aiosqlite", "asyncio"):  # their DEBUG lines dump every SQL parameter and selector event
+        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLevelName(args.log_level)))
 
     from .server import LoopWatch, server  # after logging is set up
 
