@@ -192,7 +192,8 @@ def prune(
                     if type(b) is dict and b.get("type") == "tool_use":
                         calls.append(b)
             # S23a: API-error replies and the CLI's other synthetic filler ("No response requested.").
-            if entry.get("isApiErrorMessage") or (not calls and message.get("model") == SYNTHETIC_MODEL):
+            if entry.get("isApiErrorMessage") or (not calls and message.get("model") == SYNTHETIC_MODEL
+                                                  and content != _NEUTRAL_REPLY):
                 if i == tail and entry.get("isApiErrorMessage"):
                     tail_error = i  # kept, neutralized: see INTERRUPTED_REPLY
                 else:
@@ -322,6 +323,13 @@ def prune(
             verdicts[made] = "added"
             parent = made
     out.extend(entries[done:])
+    tail = next((e for e in reversed(out) if e.get("type") in ("user", "assistant")), None)
+    if tail is not None and verdicts.get(tail.get("uuid")) == "added":
+        # The transcript ends on a note we added. The CLI answers a resumed transcript that ends on a
+        # tool result with its own "No response requested."; end it on the neutral reply instead.
+        closing_reply = _closing_reply(tail)
+        out.append(closing_reply)
+        verdicts[closing_reply["uuid"]] = "added"
     return PruneResult(out, verdicts, relinked, spills)
 
 
@@ -368,6 +376,28 @@ def _closing_result(use_entry: dict, tool_use_id: str, uuid: str, parent: str | 
         ]},
         "toolUseResult": INTERRUPTED_NOTE,
         "sourceToolAssistantUUID": use_entry.get("uuid"),
+    })
+    return entry
+
+
+_NEUTRAL_REPLY = [{"type": "text", "text": INTERRUPTED_REPLY}]
+
+
+def _closing_reply(note: dict) -> dict:
+    """The neutral reply after a closing note, in the place where the CLI would put its own filler."""
+    entry = {k: note[k] for k in _CONTEXT_KEYS if k in note}
+    uid = str(uuidlib.uuid5(_SYNTH_NS, f"reply:{note['uuid']}"))
+    entry.update({
+        "type": "assistant",
+        "parentUuid": note["uuid"],
+        "uuid": uid,
+        "isApiErrorMessage": False,
+        "message": {
+            "id": f"msg_interrupted_{uid[:8]}", "type": "message", "role": "assistant", "model": SYNTHETIC_MODEL,
+            "content": [dict(b) for b in _NEUTRAL_REPLY], "stop_reason": "stop_sequence",
+            "stop_sequence": "", "usage": {"input_tokens": 0, "output_tokens": 0,
+                                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        },
     })
     return entry
 
