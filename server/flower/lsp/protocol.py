@@ -517,10 +517,9 @@ def structure_params(method: str, params: Any, cls: type) -> Any:
     except cattrs.BaseValidationError as exc:
         problems = "; ".join(cattrs.transform_error(exc, path="params"))
         raise JsonRpcInvalidParams(f"{method}: {problems}. Send params like {example}") from None
-    for field in ("text",):
-        if field in params and getattr(value, field, None) is not None and not getattr(value, field).strip():
-            if attrs.fields_dict(cls)[field].default is attrs.NOTHING:
-                raise JsonRpcInvalidParams(f"{method}: params.text is blank; say something, e.g. {example}")
+    text_field = attrs.fields_dict(cls).get("text")
+    if text_field is not None and text_field.default is attrs.NOTHING and not value.text.strip():
+        raise JsonRpcInvalidParams(f"{method}: params.text is blank; say something, e.g. {example}")
     return value
 
 
