@@ -261,8 +261,10 @@ def test_a_call_left_open_by_a_kill_is_closed_after_its_response():
     t.result(done["id"], "1")
     t.note()
     out = prune(t.entries)
-    (added,) = [u for u, v in out.verdicts.items() if v == "added"]
+    added, reply = [u for u, v in out.verdicts.items() if v == "added"]
     entry = by_uuid(out.entries)[added]
+    # The model never answered: the transcript ends on the neutral reply, not on the CLI's filler.
+    assert out.entries[-1]["uuid"] == reply and out.entries[-1]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_REPLY}]
     assert entry["parentUuid"] == open_at and entry["sourceToolAssistantUUID"] == open_at
     assert entry["message"]["content"] == [{"type": "tool_result", "tool_use_id": open_["id"], "content": INTERRUPTED_NOTE, "is_error": True}]
     assert entry["sessionId"] == "s-1" and entry["cwd"] == "/w"

@@ -192,8 +192,9 @@ def prune(
                     if type(b) is dict and b.get("type") == "tool_use":
                         calls.append(b)
             # S23a: API-error replies and the CLI's other synthetic filler ("No response requested.").
-            if entry.get("isApiErrorMessage") or (not calls and message.get("model") == SYNTHETIC_MODEL
-                                                  and content != _NEUTRAL_REPLY):
+            if entry.get("isApiErrorMessage") or (not calls and message.get("model") == SYNTHETIC_MODEL):
+                if content == _NEUTRAL_REPLY:
+                    continue  # our own closing reply: kept, and no round of its own
                 if i == tail and entry.get("isApiErrorMessage"):
                     tail_error = i  # kept, neutralized: see INTERRUPTED_REPLY
                 else:
@@ -324,9 +325,10 @@ def prune(
             parent = made
     out.extend(entries[done:])
     tail = next((e for e in reversed(out) if e.get("type") in ("user", "assistant")), None)
-    if tail is not None and verdicts.get(tail.get("uuid")) == "added":
-        # The transcript ends on a note we added. The CLI answers a resumed transcript that ends on a
-        # tool result with its own "No response requested."; end it on the neutral reply instead.
+    if tail is not None and tail.get("uuid") and _is_tool_result(tail) and "added" in verdicts.values():
+        # A kill left calls open and the model never answered the last tool result. The CLI answers a
+        # resumed transcript ending on a tool result with its own "No response requested."; end it on
+        # the neutral reply instead.
         closing_reply = _closing_reply(tail)
         out.append(closing_reply)
         verdicts[closing_reply["uuid"]] = "added"
@@ -381,6 +383,12 @@ def _closing_result(use_entry: dict, tool_use_id: str, uuid: str, parent: str | 
 
 
 _NEUTRAL_REPLY = [{"type": "text", "text": INTERRUPTED_REPLY}]
+
+
+def _is_tool_result(entry: dict) -> bool:
+    """A user entry that carries tool results."""
+    content = entry.get("message", {}).get("content") if entry.get("type") == "user" else None
+    return type(content) is list and any(type(b) is dict and b.get("type") == "tool_result" for b in content)
 
 
 def _closing_reply(note: dict) -> dict:
