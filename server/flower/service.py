@@ -39,6 +39,7 @@ class FlowerService:
         self._task: asyncio.Task | None = None
         self._path: FlowerPath | None = None
         self._state: dict[str, Any] = {"step": None, "waiting": None, "verdict": None, "context": None}
+        self._reader: Runtime | None = None
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -106,6 +107,21 @@ class FlowerService:
         if self._task is not None:
             self.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
+
+    async def pruned(self, session_id: str) -> dict[str, str] | None:
+        """How the pruner treats a session's stored entries on resume: {uuid: "hidden" | "rewritten" | "added"} (S23).
+
+        None when sessions.db holds nothing for the session.
+        """
+        if self._reader is None:
+            self._reader = Runtime(self.workspace, self.run_dir, trim=self.trim, env=self.env)
+        entries = await self._reader.entries(session_id)
+        if not entries:
+            return None
+        return dict((await asyncio.to_thread(self._reader.store.prune, entries)).verdicts)
 
     async def _run(self, text: str | None) -> dict[str, Any]:
         rt = Runtime(self.workspace, self.run_dir, trim=self.trim, resilience=self.resilience, env=self.env)

@@ -22,7 +22,6 @@ from pygls.exceptions import JsonRpcException
 from ..core.banner import kilo, label
 from ..core.errors import FlowerError
 from ..core.events import Event
-from ..runtime import Runtime
 from ..service import FlowerService
 from . import protocol as p
 
@@ -85,7 +84,6 @@ class Folder:
         """Every progress token this folder created (for `window/workDoneProgress/cancel`)."""
         self._header: str | None = None
         self._verdicts: dict[str, dict[str, str]] = {}
-        self._reader: Runtime | None = None
 
     # -- commands --------------------------------------------------------------------------
     def status(self) -> p.FolderStatus:
@@ -155,9 +153,6 @@ class Folder:
             self._unsubscribe()
             if self._pump is not None:
                 self._pump.cancel()
-            if self._reader is not None:
-                await self._reader.close()
-                self._reader = None
 
     async def _close(self) -> None:
         run = self.run
@@ -356,17 +351,10 @@ class Folder:
 
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
-        if self._reader is None:
-            self._reader = Runtime(self.svc.workspace, self.svc.run_dir, trim=self.svc.trim)
-        prune = getattr(self._reader.store, "prune", None)
-        if prune is None:
-            return
-        entries = await self._reader.entries(session_id)
-        if not entries:
-            return
-        verdicts = (await asyncio.to_thread(prune, entries)).verdicts
-        self._verdicts[session_id] = dict(verdicts)
-        self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, dict(verdicts)))
+        verdicts = await self.svc.pruned(session_id)
+        if verdicts is not None:
+            self._verdicts[session_id] = verdicts
+            self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts))
 
 
 def tool_summary(name: str, data: Any) -> str:
