@@ -181,6 +181,7 @@ async def test_S19_banner_and_header_in_both_languages(model, env, workspace):
     await wake(workspace, env, TASK)
     model.push(*fs.work(workspace, input_tokens=80_000, cache_read=200), *fs.judge())
     _, events, _ = await wake(workspace, env, locale="zh")
+    assert [e.context for e in events if e.kind == "banner"] == [100]  # read back from sessions.db at wake
     lines = [e.text for e in events if e.kind in ("banner", "header")]
     assert lines[0] == f"<- 在 {workspace} 接上上次  需求已确认 · 目标 2 条 · 干活上下文 0.1K · 第 2 次唤醒"
     assert lines[1] == "== 干活 ==============================  3/3  <- 接上次 · 第 2 次唤醒"

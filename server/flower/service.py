@@ -53,6 +53,8 @@ class FlowerService:
             self._state["step"] = event.step
         elif kind == "context" and (event.step or "").partition("#")[0] == WORK:  # not the judge's
             self._state["context"] = event.tokens
+        elif kind == "banner" and event.context is not None:  # read from sessions.db at wake
+            self._state["context"] = event.context
         elif kind == "verdict":
             self._state["verdict"] = {"round": event.round, "passed": event.passed, "reasons": event.reasons}
         self._state["waiting"] = {"reason": event.reason, "seconds": event.seconds, "attempt": event.attempt,

@@ -96,6 +96,8 @@ class Banner(Event):
 
     text: str
     woke: int
+    context: int | None = None
+    """The work session's context size read from sessions.db, when readable."""
     kind: str = field(init=False, default="banner")
 
 

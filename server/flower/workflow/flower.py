@@ -118,7 +118,7 @@ class FlowerPath:
             if used:
                 context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
                 line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
-                self.emit(Banner(line, ctx["_woke"]))
+                self.emit(Banner(line, ctx["_woke"], context))
             if sentence:
                 requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
                 self.emit(Notice(f"recorded in {requirements.REQUIREMENTS_FILE}: {sentence}"))
