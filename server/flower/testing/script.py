@@ -73,21 +73,9 @@ def _usage(input_tokens: int, cache_read: int, cache_creation: int, output_token
     }
 
 
-def text(
-    body: str,
-    *,
-    input_tokens: int = 100,
-    cache_read: int = 0,
-    cache_creation: int = 0,
-    output_tokens: int = 10,
-    **kw: Any,
-) -> Reply:
-    """A reply that says `body` and ends the turn."""
-    return Reply(
-        blocks=[{"type": "text", "text": body}],
-        usage=_usage(input_tokens, cache_read, cache_creation, output_tokens),
-        **kw,
-    )
+def text(body: str, **kw: Any) -> Reply:
+    """A reply that says `body` and ends the turn (usage numbers as in `reply`)."""
+    return reply(say(body), **kw)
 
 
 def tool_use(name: str, input: dict, *, id: str | None = None) -> dict:
