@@ -15,6 +15,12 @@ from flower.testing import ScriptedModel
 
 PROGRAMS = Path(__file__).parent / "programs"
 
+# The tests send Ctrl-C and SIGHUP to the processes they start. A runner that starts the suite in
+# the background (SIGINT ignored) or under nohup (SIGHUP ignored) would pass that "ignore" on to
+# them, since an ignored disposition survives exec: give this process, and so them, the defaults.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
 
 @pytest.fixture
 async def model():
