@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-_ids = itertools.count(1)
 
 # Error bodies exactly as the Messages API shapes them: {"type": "error", "error": {...}}.
 ERROR_TYPES = {
@@ -80,7 +79,8 @@ def text(body: str, **kw: Any) -> Reply:
 
 def tool_use(name: str, input: dict, *, id: str | None = None) -> dict:
     """One tool_use block (combine several in `reply`)."""
-    return {"type": "tool_use", "id": id or f"toolu_{next(_ids):020d}", "name": name, "input": input}
+    # Random ids: a session resumed against another server process must never see one twice.
+    return {"type": "tool_use", "id": id or f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": input}
 
 
 def say(body: str) -> dict:
