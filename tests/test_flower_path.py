@@ -35,8 +35,9 @@ async def wake(workspace, env, text=None, **kw):
 
 async def test_full_first_run_writes_requirements_goals_and_passes_the_judge(model, env, workspace):
     model.push(*fs.first_run(workspace))
-    result, events, _ = await wake(workspace, env, TASK)
+    result, events, service = await wake(workspace, env, TASK)
     assert result["ok"] and result["verdict"]["passed"] and result["woke"] == 1
+    assert service.status()["window"] == 1_000_000  # as CLI 2.1.332 reports its default model's window
     sections = (workspace / "需求.md").read_text()
     assert all(f"## {name}" in sections for name in ("目标 Goal", "范围 Scope", "约束 Constraints", "验收 Acceptance"))
     assert "- [ ] calc.py adds" in (workspace / "目标.md").read_text()

@@ -105,6 +105,8 @@ class Runtime:
         self.on_session: Callable[[str], None] | None = None
         """S11: called the instant a session id arrives; set only around `run` by the workflow."""
         self.listeners: list[Listener] = []
+        self.window: int | None = None
+        """The model's context window as the CLI last reported it (its `modelUsage`), once known."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -262,6 +264,8 @@ class Runtime:
             out.text = message.result or ""
             out.cost_usd = message.total_cost_usd or 0.0
             out.num_turns = message.num_turns
+            windows = [u.get("contextWindow") or 0 for u in (message.model_usage or {}).values()]
+            self.window = max(windows, default=0) or self.window
             if not out.ok:
                 detail = message.result or "; ".join(message.errors or []) or message.subtype
                 out.error = f"{detail} (HTTP {message.api_error_status})" if message.api_error_status else detail

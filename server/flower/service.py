@@ -19,7 +19,7 @@ from .runtime import Runtime
 from .workflow.flower import WORK, Ask, FlowerPath, NothingToDo
 
 WINDOW = 200_000
-"""The context window assumed for the gauge and the default handoff threshold (60% of it)."""
+"""The context window assumed until the CLI reports the model's own, and the default handoff threshold's base (60%)."""
 
 
 class FlowerService:
@@ -40,6 +40,7 @@ class FlowerService:
         self._path: FlowerPath | None = None
         self._state: dict[str, Any] = {"step": None, "waiting": None, "verdict": None, "context": None}
         self._reader: Runtime | None = None
+        self._runtime: Runtime | None = None
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -49,6 +50,8 @@ class FlowerService:
 
     def _emit(self, event: Event) -> None:
         kind = event.kind
+        if self._runtime is not None and self._runtime.window:
+            self.window = self._runtime.window  # the gauge follows the model actually used
         if kind == "step_start":
             self._state["step"] = event.step
         elif kind == "context" and (event.step or "").partition("#")[0] == WORK:  # not the judge's
@@ -128,6 +131,7 @@ class FlowerService:
     async def _run(self, text: str | None) -> dict[str, Any]:
         rt = Runtime(self.workspace, self.run_dir, trim=self.trim, resilience=self.resilience, env=self.env)
         rt.listeners.append(self._emit)
+        self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
         try:
             ctx = await self._path.wake(text)
@@ -139,6 +143,8 @@ class FlowerService:
             return {"ok": False, "error": "cancelled; wake again to resume", "woke": None, "sessions": {}, "verdict": None}
         finally:
             self._state["step"] = self._state["waiting"] = None
+            self.window = rt.window or self.window
+            self._runtime = None
             await rt.close()
 
     async def _ask(self, question: str) -> str | None:
