@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 from .core.errors import FlowerError
 from .core.lock import WorkspaceBusy
+from .core.resilience import endpoint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 COMMANDS = ("once", "status", "demo")
@@ -94,14 +94,9 @@ def first_line(text: str | None, width: int = 160) -> str:
 
 
 def api_host(environ: dict[str, str] | os._Environ = os.environ) -> str:
-    """`host:port` the agent talks to (ANTHROPIC_BASE_URL, else api.anthropic.com): what an offline wait waits for."""
-    url = (environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").strip()
-    parts = urlsplit(url if "://" in url else "https://" + url)
-    try:
-        port = parts.port or (80 if parts.scheme == "http" else 443)
-    except ValueError:
-        port = 443
-    return f"{parts.hostname or url}:{port}"
+    """`host:port` the agent talks to (the probe's endpoint, S20): what an offline wait waits for."""
+    host, port = endpoint(environ)
+    return f"{host}:{port}"
 
 
 class UsageError(Exception):

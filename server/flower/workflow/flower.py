@@ -94,13 +94,16 @@ class FlowerPath:
 
     @property
     def requirements_path(self) -> Path:
+        """The workspace's `需求.md`."""
         return self.rt.workspace / requirements.REQUIREMENTS_FILE
 
     @property
     def goals_path(self) -> Path:
+        """The workspace's `目标.md`."""
         return self.rt.workspace / goals.GOALS_FILE
 
     def emit(self, event: Event) -> None:
+        """Hand an event to the runtime's listeners (the service)."""
         self.rt.emit(event)
 
     async def wake(self, text: str | None = None) -> dict[str, Any]:
@@ -136,6 +139,7 @@ class FlowerPath:
 
     async def run(self, ctx: dict, lineage: Lineage, step: Step, index: int, message: str | None = None,
                   name: str | None = None):
+        """Run one step under its header; a failure is recorded in ctx."""
         self.start(ctx, lineage, name or step.name, index)
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
         if not result.ok:
