@@ -21,10 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from store import SESSION, build  # benchmarks/store.py: the same realistic transcript
-
 from flower.stores.prune import PruningSessionStore, prune
 from flower.stores.sqlite import SqliteSessionStore
+from store import SESSION, build  # benchmarks/store.py: the same realistic transcript
 
 KEY = {"project_key": "-home-dev-project", "session_id": SESSION}
 DENIED = "Claude requested permissions to use WebFetch, but you haven't granted it yet."

@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid as uuidlib
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,7 @@ class Transcript:
         self.corpus = corpus
         self.entries: list[dict[str, Any]] = []
         self.parent: str | None = None
-        self.clock = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
+        self.clock = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
         self.n_msg = 0
 
     def _ts(self) -> str:

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import until
-from flowerscript import GOALS, REQUIREMENTS, clarify, first_run, goals, judge, work
 
+from conftest import until
 from flower import Runtime
 from flower.testing import Reply, say, text, tool
 from flower.workflow.flower import WAKE_SENTENCE, WORK_PROMPT, WORK_RESUME
+from flowerscript import GOALS, REQUIREMENTS, clarify, first_run, goals, judge, work
 
 FLOWER = Path(sys.executable).parent / "flower"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

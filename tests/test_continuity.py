@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kill_group, run_program, start_program, until
 
+from conftest import kill_group, run_program, start_program, until
 from flower import Runtime, wake_state
 from flower.core.manifest import Manifest
 from flower.testing import Reply, overloaded, say, text

@@ -6,7 +6,6 @@ import json
 
 import flowerscript as fs
 from conftest import kill_group, run_program, start_program, until
-
 from flower import CLARIFY_RESUME, FlowerService, Runtime
 from flower.core.banner import banner, header
 from flower.core.manifest import Manifest

@@ -12,15 +12,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import flowerscript as fs
 import pytest
-from conftest import until
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities
-from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, progress as record_progress
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
+from pytest_lsp.client import progress as record_progress
 
+import flowerscript as fs
+from conftest import until
 from flower import CLARIFY_RESUME, Runtime
 from flower.core.lock import WorkspaceLock
 from flower.lsp import protocol as p
@@ -101,7 +102,7 @@ async def stop(client: Client) -> None:
             client.kill()
     try:
         await asyncio.wait_for(client.stop(), 30)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         client.kill()
         await asyncio.wait_for(client.stop(), 10)
 
@@ -479,7 +480,7 @@ async def test_chinese_locale_gives_the_seeds_strings(servers, model, workspace)
     await client.request(p.WAKE, {"folder": folder})
     await client.ended(folder, runs=2)
     [line] = client.seen(p.BANNER, folder)
-    assert line["text"].startswith(f"<- 在 ") and "需求已确认 · 目标 2 条" in line["text"] and line["text"].endswith("第 2 次唤醒")
+    assert line["text"].startswith("<- 在 ") and "需求已确认 · 目标 2 条" in line["text"] and line["text"].endswith("第 2 次唤醒")
     headers = [h["text"] for h in client.seen(p.HEADER, folder)]
     assert headers[0].startswith("== 澄清 ") and headers[-1].startswith("== 干活 ") and headers[-1].endswith("<- 接上次 · 第 2 次唤醒")
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

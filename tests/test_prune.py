@@ -13,8 +13,8 @@ import itertools
 import json
 
 import pytest
-from claude_agent_sdk.testing import run_session_store_conformance
 from claude_agent_sdk._internal.session_store_validation import _store_implements
+from claude_agent_sdk.testing import run_session_store_conformance
 from claude_agent_sdk.types import SessionStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

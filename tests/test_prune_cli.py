@@ -16,7 +16,6 @@ import uuid
 from pathlib import Path
 
 from conftest import PROGRAMS
-
 from flower import AgentSpec, Runtime
 from flower.core.resilience import Resilience
 from flower.stores.prune import INTERRUPTED_NOTE, INTERRUPTED_REPLY

@@ -8,7 +8,6 @@ import sys
 import uuid
 
 from conftest import run_program
-
 from flower import AgentSpec, Runtime
 from flower.testing import reply, say, text, tool, tool_use
 

@@ -10,8 +10,18 @@ import aiohttp
 import pytest
 
 from flower.testing import (
-    InvalidRequest, Reply, ScriptedModel, dropped, overloaded, reply, say, server_error, text, tool_use,
-    unauthorized, validate,
+    InvalidRequest,
+    Reply,
+    ScriptedModel,
+    dropped,
+    overloaded,
+    reply,
+    say,
+    server_error,
+    text,
+    tool_use,
+    unauthorized,
+    validate,
 )
 
 BASE = {"model": "claude-test", "max_tokens": 100}

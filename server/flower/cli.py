@@ -550,14 +550,14 @@ async def status_command(args: argparse.Namespace, lang: str) -> int:
     print(("工作区   " if zh else "workspace ") + st["workspace"])
     print(("记录     " if zh else "run dir   ") + st["run_dir"])
     if st["steps"]:
-        print((f"已唤醒 {st['woke']} 次;下次运行接着做(第 {st['woke'] + 1} 次唤醒)" if zh
-               else f"woke {st['woke']} time(s); the next run resumes (wake #{st['woke'] + 1})"))
+        print(f"已唤醒 {st['woke']} 次;下次运行接着做(第 {st['woke'] + 1} 次唤醒)" if zh
+               else f"woke {st['woke']} time(s); the next run resumes (wake #{st['woke'] + 1})")
         for step, sid in st["steps"].items():
             print(f"  {step}  {sid}")
     else:
         print("这里还没有可接续的会话:flower \"任务\" 开始" if zh else 'nothing to resume here: flower "task" starts one')
     if st["goals"]:
-        print((f"目标 {done}/{len(st['goals'])} 条已完成" if zh else f"goals {done}/{len(st['goals'])} done"))
+        print(f"目标 {done}/{len(st['goals'])} 条已完成" if zh else f"goals {done}/{len(st['goals'])} done")
         for goal in st["goals"]:
             print(f"  [{'x' if goal['done'] else ' '}] {goal['text']}")
     return EXIT_OK

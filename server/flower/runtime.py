@@ -22,10 +22,10 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 
+from .core.errors import MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.manifest import StepResult
 from .core.resilience import OfflineWait, Resilience, advice, classify, endpoint, reachable_async, wait_online
-from .core.errors import MissingCredentials
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
 

@@ -10,9 +10,9 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from collections.abc import Mapping
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 Kind = Literal["transient", "fatal", "unknown"]

@@ -6,7 +6,6 @@ import argparse
 import logging
 import sys
 
-
 LINE_LIMIT = 8000
 """Longest log line written to stderr, in characters."""
 

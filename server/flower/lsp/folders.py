@@ -147,7 +147,7 @@ class Folder:
         """Cancel the running wake, send what is queued, and let go of the service."""
         try:
             await asyncio.wait_for(self._close(), CLOSE_TIMEOUT)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             log.exception("closing %s", self.uri)
         finally:
             self._unsubscribe()
@@ -323,7 +323,7 @@ class Folder:
         token = f"flower/{uuid.uuid4()}"
         try:
             await asyncio.wait_for(self.ls.work_done_progress.create_async(token), CREATE_TIMEOUT)
-        except (asyncio.TimeoutError, JsonRpcException) as exc:
+        except (TimeoutError, JsonRpcException) as exc:
             log.warning("the client did not create progress %s (%s); the step runs without it", token, exc)
             return None
         self.tokens.add(token)

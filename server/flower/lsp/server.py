@@ -289,7 +289,7 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
     """Cancel running wakes cleanly before the editor stops the server; their sessions resume at the next wake."""
     try:
         await ls.close_all()
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.warning("some wakes did not stop in time")
     if ls.loop_watch is not None:
         print(ls.loop_watch.report(), file=sys.stderr, flush=True)

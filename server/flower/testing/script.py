@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-
 # Error bodies exactly as the Messages API shapes them: {"type": "error", "error": {...}}.
 ERROR_TYPES = {
     400: "invalid_request_error",
