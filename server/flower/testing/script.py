@@ -29,9 +29,9 @@ ERROR_MESSAGES = {
 class Reply:
     """One scripted answer to one `POST /v1/messages`."""
 
-    blocks: list[dict] = field(default_factory=list)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
     """Content blocks: `{"type": "text", "text": …}` or `{"type": "tool_use", "id", "name", "input"}`."""
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict[str, Any])
     """Usage numbers reported in `message_start` (scripts context growth)."""
     status: int = 200
     """An HTTP status other than 200 answers with the API's error body instead of a stream."""
@@ -43,7 +43,7 @@ class Reply:
     """Wait until `ScriptedModel.release()` before answering (for kills mid-step)."""
     drop_after: int | None = None
     """Close the connection after this many SSE events (a connection dropped mid-stream)."""
-    match: Callable[[dict], bool] | None = None
+    match: Callable[[dict[str, Any]], bool] | None = None
     """Answer only requests for which this is true; others take the next reply without `match`."""
 
     @property
@@ -76,19 +76,19 @@ def text(body: str, **kw: Any) -> Reply:
     return reply(say(body), **kw)
 
 
-def tool_use(name: str, input: dict, *, id: str | None = None) -> dict:
+def tool_use(name: str, input: dict[str, Any], *, id: str | None = None) -> dict[str, Any]:
     """One tool_use block (combine several in `reply`)."""
     # Random ids: a session resumed against another server process must never see one twice.
     return {"type": "tool_use", "id": id or f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": input}
 
 
-def say(body: str) -> dict:
+def say(body: str) -> dict[str, Any]:
     """One text block (combine with tool_use blocks in `reply`)."""
     return {"type": "text", "text": body}
 
 
 def reply(
-    *blocks: dict,
+    *blocks: dict[str, Any],
     input_tokens: int = 100,
     cache_read: int = 0,
     cache_creation: int = 0,
@@ -103,7 +103,7 @@ def reply(
     )
 
 
-def tool(name: str, input: dict, **kw: Any) -> Reply:
+def tool(name: str, input: dict[str, Any], **kw: Any) -> Reply:
     """A reply that calls one tool."""
     return reply(tool_use(name, input), **kw)
 

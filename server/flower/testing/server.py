@@ -32,18 +32,19 @@ class Request:
     error: str | None = None
 
     @property
-    def messages(self) -> list[dict]:
+    def messages(self) -> list[dict[str, Any]]:
         """The conversation as sent."""
-        return self.body.get("messages", [])
+        messages: list[dict[str, Any]] = self.body.get("messages", [])
+        return messages
 
-    def blocks(self, role: str | None = None) -> list[dict]:
+    def blocks(self, role: str | None = None) -> list[dict[str, Any]]:
         """Every content block, optionally of one role only."""
-        out = []
+        out: list[dict[str, Any]] = []
         for message in self.messages:
             if role and message.get("role") != role:
                 continue
             content = message.get("content")
-            out.extend([{"type": "text", "text": content}] if isinstance(content, str) else content)
+            out.extend([{"type": "text", "text": content}] if isinstance(content, str) else content or [])
         return out
 
     def texts(self, role: str | None = None) -> list[str]:
@@ -71,11 +72,11 @@ class Request:
                 return "\n".join(t for b in blocks for t in _block_texts(b))
         return ""
 
-    def tool_results(self) -> list[dict]:
+    def tool_results(self) -> list[dict[str, Any]]:
         """Every tool_result block the model saw."""
         return [b for b in self.blocks("user") if b.get("type") == "tool_result"]
 
-    def tool_uses(self) -> list[dict]:
+    def tool_uses(self) -> list[dict[str, Any]]:
         """Every tool_use block the model saw."""
         return [b for b in self.blocks("assistant") if b.get("type") == "tool_use"]
 
@@ -83,12 +84,13 @@ class Request:
     def session_id(self) -> str | None:
         """The CLI's session id, read from the request metadata."""
         try:
-            return json.loads(self.body["metadata"]["user_id"]).get("session_id")
+            sid = json.loads(self.body["metadata"]["user_id"]).get("session_id")
+            return sid if isinstance(sid, str) else None
         except (KeyError, TypeError, ValueError):
             return None
 
 
-def _block_texts(block: dict) -> list[str]:
+def _block_texts(block: dict[str, Any]) -> list[str]:
     if block.get("type") == "text":
         return [block.get("text", "")]
     if block.get("type") == "tool_use":
@@ -101,7 +103,7 @@ def _block_texts(block: dict) -> list[str]:
     return []
 
 
-def _sse(event: str, data: dict) -> bytes:
+def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
@@ -141,7 +143,7 @@ def _events(reply: Reply, model: str) -> list[bytes]:
     return out
 
 
-def _error_body(status: int, message: str) -> dict:
+def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}, "request_id": f"req_{uuid.uuid4().hex[:24]}"}
 
 
@@ -168,7 +170,8 @@ class ScriptedModel:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # the port chosen for port=0
+        if isinstance(site._server, asyncio.Server):  # always, once started; learn the port chosen for port=0
+            self.port = site._server.sockets[0].getsockname()[1]
         return self
 
     async def stop(self) -> None:
@@ -203,7 +206,7 @@ class ScriptedModel:
         """The base URL to give the CLI as ANTHROPIC_BASE_URL."""
         return f"http://127.0.0.1:{self.port}"
 
-    def env(self, config_dir: str | os.PathLike) -> dict[str, str]:
+    def env(self, config_dir: str | os.PathLike[str]) -> dict[str, str]:
         """Environment that points the real Claude Code CLI at this server, offline (D1)."""
         return {
             "ANTHROPIC_BASE_URL": self.url,
@@ -232,7 +235,7 @@ class ScriptedModel:
         """The newest `/v1/messages` request."""
         return self.conversation[-1]
 
-    def _next_reply(self, body: dict) -> Reply | None:
+    def _next_reply(self, body: dict[str, Any]) -> Reply | None:
         for i, candidate in enumerate(self._script):
             if candidate.match is None or candidate.match(body):
                 return self._script.pop(i)
@@ -274,7 +277,8 @@ class ScriptedModel:
             if reply.drop_after is not None and n >= reply.drop_after:
                 # A connection dropped mid-stream: no more bytes, no clean end.
                 record.status = -1
-                http.transport.abort()
+                if http.transport is not None:
+                    http.transport.abort()
                 return response
             await response.write(frame)
         await response.write_eof()
@@ -289,6 +293,6 @@ class ScriptedModel:
         return web.json_response(_error_body(404, f"scripted model: no route {http.method} {http.path}"), status=404)
 
 
-def load_script(path: str | os.PathLike) -> list[Reply]:
+def load_script(path: str | os.PathLike[str]) -> list[Reply]:
     """Read a JSON list of replies (the `Reply.to_json` form)."""
     return [Reply.from_json(r) for r in json.loads(Path(path).read_text())]

@@ -16,7 +16,7 @@ class InvalidRequest(ValueError):
     """The request would get `400 invalid_request_error` from the real API."""
 
 
-def _blocks(message: dict, where: str) -> list[dict]:
+def _blocks(message: dict[str, Any], where: str) -> list[dict[str, Any]]:
     content = message.get("content")
     if isinstance(content, str):
         if not content.strip():
@@ -43,7 +43,7 @@ def validate(body: Any) -> None:
         raise InvalidRequest("messages: at least one message is required")
 
     # Conversation turns are user/assistant; the CLI also interleaves role "system" notes.
-    turns: list[tuple[int, str, list[dict]]] = []
+    turns: list[tuple[int, str, list[dict[str, Any]]]] = []
     for i, message in enumerate(messages):
         where = f"messages.{i}"
         if not isinstance(message, dict) or message.get("role") not in ROLES:
@@ -71,8 +71,8 @@ def validate(body: Any) -> None:
             if not uses:
                 continue
             nxt = turns[n + 1] if n + 1 < len(turns) else None
-            answered = [b.get("tool_use_id") for b in nxt[2] if b["type"] == "tool_result"] if nxt and nxt[1] == "user" else []
-            missing = [u for u in uses if u not in answered]
+            results = [b.get("tool_use_id") for b in nxt[2] if b["type"] == "tool_result"] if nxt and nxt[1] == "user" else []
+            missing = [str(u) for u in uses if u not in results]
             if missing:
                 raise InvalidRequest(
                     f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
@@ -93,4 +93,4 @@ def validate(body: Any) -> None:
                     )
                 if tid in answered:
                     raise InvalidRequest(f"messages.{i}.content.{j}: each `tool_use` must have a single result; found multiple for {tid}")
-                answered.append(tid)
+                answered.append(str(tid))
