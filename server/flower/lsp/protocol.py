@@ -23,6 +23,7 @@ WAKE = "flower/wake"
 SAY = "flower/say"
 NEW = "flower/new"
 STATUS = "flower/status"
+HISTORY = "flower/history"
 ASK = "flower/ask"
 """Server → client request: a clarify question the person answers."""
 
@@ -164,6 +165,10 @@ class WaitState:
     """The attempt that failed (1 = the first try)."""
     max_attempts: int
     """Attempts allowed in all."""
+    until: float
+    """Unix time at which the wait ends (the retry or the next probe)."""
+    seconds_left: float
+    """`until` minus the server's clock when the status was made, never below 0."""
 
 
 @attrs.define
@@ -197,9 +202,11 @@ class FolderStatus:
     goals: list[Goal]
     """The goal checklist with ticks; empty when `目标.md` is missing."""
     context: int | None
-    """The work session's context size in tokens, when known."""
+    """The work session's context size in tokens: last seen by this server, else read from sessions.db; null if unknown."""
     window: int
     """The model's context window in tokens (for the gauge)."""
+    handoff_at: int
+    """The context size in tokens at which work hands off to a new session (S26): the gauge warns from here."""
     running: bool
     """A wake is in progress in this server."""
     step: str | None
@@ -216,6 +223,52 @@ class StatusResult:
 
     folders: list[FolderStatus]
     """One entry for the requested folder, or one per workspace folder."""
+
+
+@attrs.define
+class HistoryParams:
+    """`flower/history`: a page of the folder's stored transcript, newest page first."""
+
+    folder: str
+    """The workspace folder's URI."""
+    session_id: str | None = None
+    """Only this session (one of the folder's); absent: every session of the folder, interleaved by seq."""
+    before: int | None = None
+    """Only entries with seq below this (the previous page's `nextBefore`); absent: the newest page."""
+    limit: int | None = None
+    """Entries per page, 1..1000; absent: 200."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "before": 18230, "limit": 200}'
+
+
+@attrs.define
+class HistorySession:
+    """One session of the folder, as `flower/history` lists it."""
+
+    session_id: str
+    """The session."""
+    steps: list[str]
+    """The step names that ran in it, in the order they first did (the judge's `干活·判定#N`)."""
+    entries: int
+    """Entries stored for it."""
+    current: bool
+    """The lineage maps a step to it now."""
+
+
+@attrs.define
+class HistoryResult:
+    """`flower/history` result: one page, oldest first."""
+
+    folder: str
+    """The folder URI."""
+    entries: list[TranscriptNotification]
+    """This page, oldest first, with seq = the position in sessions.db."""
+    next_before: int | None
+    """`before` for the page before this one; null when this page reaches the oldest entry."""
+    sessions: list[HistorySession]
+    """Every session of the folder that sessions.db holds, oldest first."""
+    pending: list[str]
+    """Sessions in this page whose pruner verdicts are still computed; a `flower/pruned` follows for each."""
 
 
 # -- server → client: request ------------------------------------------------------------------
@@ -348,8 +401,8 @@ class TranscriptNotification:
     """The transcript entry's uuid (null for the person's sentences)."""
     role: Role
     """`assistant` (the model) or `user` (a sentence the person said through wake/say/new)."""
-    kind: Literal["text", "tool"]
-    """`text`, or `tool` for a tool call."""
+    kind: Literal["text", "tool", "result"]
+    """`text`, `tool` for a tool call, or (history only) `result` for a tool result."""
     text: str
     """The text; for a tool call a one-line summary like `Write(notes.txt)`."""
     tool_name: str | None
@@ -360,7 +413,11 @@ class TranscriptNotification:
     """The tool_use id for `tool`, else null."""
     pruned: Literal["hidden", "rewritten", "added"] | None
     """What the pruner does to this entry on resume if known when sent (in practice null: the pruner judges an
-    entry by what follows it); the verdicts come with `flower/pruned` after the step (S23)."""
+    entry by what follows it); the verdicts come with `flower/pruned` after the step (S23). In history: the verdict."""
+    pruned_text: str | None
+    """History only: for `rewritten` the text the model gets instead, for `added` the synthesized result; else null."""
+    seq: int
+    """Live: the folder's notification counter (above every history seq known). History: the position in sessions.db."""
 
 
 @attrs.define
@@ -572,7 +629,7 @@ def cut(value: Any, limit: int = TOOL_INPUT_LIMIT) -> Any:
     return value
 
 
-PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams}
+PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams}
 """Each request method's params class."""
 
 NOTIFICATIONS = {
