@@ -139,7 +139,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
     assert status == {
         "folder": uri(workspace), "name": workspace.name, "workspace": str(workspace),
         "runDir": str(workspace / "runs"), "woke": 0, "steps": {}, "goals": [], "context": None,
-        "window": 200_000, "running": False, "step": None, "waiting": None, "verdict": None,
+        "window": 200_000, "handoffAt": 120_000, "running": False, "step": None, "waiting": None, "verdict": None,
     }
     # Without a folder: every folder; the same payload with null params.
     assert (await client.request(p.STATUS, None))["folders"] == [status]
@@ -244,9 +244,11 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
 
     # The transcript: the person's task, then the agents' text and tool calls with their entry uuids.
     transcript = client.seen(p.TRANSCRIPT, folder)
-    assert transcript[0] | {"folder": None} == {
+    assert transcript[0] | {"folder": None, "seq": None} == {
         "folder": None, "step": None, "sessionId": None, "uuid": None, "role": "user", "kind": "text", "text": TASK,
-        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None}
+        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None}
+    seqs = [t["seq"] for t in transcript]
+    assert seqs == sorted(set(seqs)) and seqs[0] >= 1  # strictly increasing per folder
     writes = [t for t in transcript if t["kind"] == "tool"]
     assert [w["toolName"] for w in writes] == ["Write", "Write", "Write"]
     assert writes[0]["text"] == f"Write({workspace / '需求.md'})" and writes[0]["toolInput"]["content"] == fs.REQUIREMENTS

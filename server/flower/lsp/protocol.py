@@ -54,6 +54,8 @@ TOOL_INPUT_LIMIT = 4000
 """String values in `toolInput` longer than this are cut (a Write of a large file would otherwise flood the client)."""
 
 Role = Literal["user", "assistant"]
+EntryKind = Literal["text", "tool", "result"]
+PrunedVerdict = Literal["hidden", "rewritten", "added"]
 
 
 # -- client → server: requests -----------------------------------------------------------------
@@ -401,7 +403,7 @@ class TranscriptNotification:
     """The transcript entry's uuid (null for the person's sentences)."""
     role: Role
     """`assistant` (the model) or `user` (a sentence the person said through wake/say/new)."""
-    kind: Literal["text", "tool", "result"]
+    kind: EntryKind
     """`text`, `tool` for a tool call, or (history only) `result` for a tool result."""
     text: str
     """The text; for a tool call a one-line summary like `Write(notes.txt)`."""
@@ -411,7 +413,7 @@ class TranscriptNotification:
     """The tool call's input for `tool` (long strings cut at 4000 characters), else null."""
     tool_use_id: str | None
     """The tool_use id for `tool`, else null."""
-    pruned: Literal["hidden", "rewritten", "added"] | None
+    pruned: PrunedVerdict | None
     """What the pruner does to this entry on resume if known when sent (in practice null: the pruner judges an
     entry by what follows it); the verdicts come with `flower/pruned` after the step (S23). In history: the verdict."""
     pruned_text: str | None

@@ -284,6 +284,13 @@ def status(ls: FlowerServer, params: Any) -> Any:
     return p.to_wire(p.StatusResult([f.status() for f in folders]))
 
 
+@server.feature(p.HISTORY)
+@answers(p.HISTORY, p.HistoryParams)
+async def history(ls: FlowerServer, params: p.HistoryParams) -> p.HistoryResult:
+    """A page of the folder's stored transcript (every step and judge round), newest page first, with pruner verdicts."""
+    return await ls.folder(params.folder).read_history(params)
+
+
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: FlowerServer, params: None) -> None:
     """Cancel running wakes cleanly before the editor stops the server; their sessions resume at the next wake."""
