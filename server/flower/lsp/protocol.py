@@ -529,6 +529,12 @@ def _strict_str(value: Any, _: type) -> str:
     return value
 
 
+def _strict_int(value: Any, _: type) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
@@ -545,6 +551,7 @@ def make_converter() -> cattrs.Converter:
     """
     converter = get_converter(cattrs.Converter(forbid_extra_keys=True))
     converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook(int, _strict_int)
 
     def unstructure(cls: type):
         names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
@@ -575,6 +582,7 @@ def structure_params(method: str, params: Any, cls: type) -> Any:
         value = CONVERTER.structure(params, cls)
     except cattrs.BaseValidationError as exc:
         problems = "; ".join(cattrs.transform_error(exc, path="params"))
+        problems = re.sub(r"(?<=params\.)(\w+)", lambda m: _camel(m.group(1)), problems)  # the wire's names
         raise JsonRpcInvalidParams(f"{method}: {problems}. Send params like {example}") from None
     text_field = attrs.fields_dict(cls).get("text")
     if text_field is not None and text_field.default is attrs.NOTHING and not value.text.strip():
