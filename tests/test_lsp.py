@@ -551,3 +551,14 @@ def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():
         assert re.search(rf"### `{re.escape(method)}`\n(?:(?!\n### ).)*#### `{cls.__name__}`", doc, re.DOTALL), (method, cls)
     codes = {p.UNKNOWN_FOLDER, p.WORKSPACE_BUSY, p.FLOWER_ERROR}
     assert all(f"| {code} |" in doc for code in codes)
+
+
+async def test_say_on_an_idle_folder_wakes_it_and_sends_the_end_state(servers, model, workspace):
+    model.push(*fs.first_run(workspace))
+    client = await servers(workspace)
+    folder = uri(workspace)
+    result = await client.request(p.SAY, {"folder": folder, "text": TASK})
+    assert result["action"] == "started"
+    end = await client.ended(folder)  # before the fix the end state was never sent (say's outcome was None)
+    assert end["ok"] is True and end["woke"] == 1 and end["run"] == client.seen(p.STATE, folder)[0]["run"]
+    assert client.seen(p.TRANSCRIPT, folder)[0]["text"] == TASK

@@ -9,10 +9,12 @@ when a step's `$/progress` token must first be created with a round trip to the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,7 +160,7 @@ class Folder:
         for sid, future in page.pending.items():
             if future not in self._awaited:  # one `flower/pruned` per computation, however many pages asked
                 self._awaited.add(future)
-                future.add_done_callback(lambda f, sid=sid: self._pruned_later(sid, f))
+                future.add_done_callback(functools.partial(self._pruned_later, sid))
         if page.items:
             self._seq = max(self._seq, max(i.seq for i in page.items))  # live seqs continue above what history showed
         return p.HistoryResult(
@@ -198,7 +200,8 @@ class Folder:
             self._said(text.strip())
             await self.svc.say(text)
             return p.SayResult(self.uri, "delivered", self.status())
-        await self._start(self.svc.say(text), said=text.strip())
+        # svc.wake, not svc.say: say's coroutine returns None, and the end state needs the wake's outcome.
+        await self._start(self.svc.wake(text), said=text.strip())
         return p.SayResult(self.uri, "started", self.status())
 
     async def new(self, text: str) -> p.NewResult:
@@ -245,7 +248,7 @@ class Folder:
         await self._queue.join()
 
     # -- running in the background -----------------------------------------------------------
-    async def _start(self, work, said: str | None = None) -> Run:
+    async def _start(self, work: Awaitable[dict[str, Any]], said: str | None = None) -> Run:
         """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
         self._ensure_pump()
         run = Run(next(self._numbers), said=said)
@@ -263,7 +266,8 @@ class Folder:
         run.answered = True
         return run
 
-    async def _drive(self, run: Run, work) -> dict[str, Any]:
+    async def _drive(self, run: Run, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        outcome: dict[str, Any]
         try:
             outcome = await work
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable

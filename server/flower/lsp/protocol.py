@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
 import cattrs
@@ -53,6 +54,7 @@ FLOWER_ERROR = -32012
 TOOL_INPUT_LIMIT = 4000
 """String values in `toolInput` longer than this are cut (a Write of a large file would otherwise flood the client)."""
 
+T = TypeVar("T")
 Role = Literal["user", "assistant"]
 EntryKind = Literal["text", "tool", "result"]
 PrunedVerdict = Literal["hidden", "rewritten", "added"]
@@ -553,12 +555,12 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook(str, _strict_str)
     converter.register_structure_hook(int, _strict_int)
 
-    def unstructure(cls: type):
-        names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+    def unstructure(cls: type) -> Callable[[Any], dict[str, Any]]:
+        names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
         return make_dict_unstructure_fn(cls, converter, **names)
 
-    def structure(cls: type):
-        names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+    def structure(cls: type) -> Callable[[Any, Any], Any]:
+        names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
         return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **names)
 
     converter.register_unstructure_hook_factory(_ours, unstructure)
@@ -569,30 +571,31 @@ def make_converter() -> cattrs.Converter:
 CONVERTER = make_converter()
 
 
-def structure_params(method: str, params: Any, cls: type) -> Any:
+def structure_params(method: str, params: Any, cls: type[T]) -> T:
     """Params as `cls`, or JsonRpcInvalidParams saying what is wrong and what to send instead."""
     example = getattr(cls, "EXAMPLE", "{}")
-    if params is None and not any(a.default is attrs.NOTHING for a in attrs.fields(cls)):
+    fields = attrs.fields_dict(cls)  # type: ignore[arg-type]  # every params class is an attrs class
+    if params is None and not any(a.default is attrs.NOTHING for a in fields.values()):
         params = {}
     if not isinstance(params, dict):
         raise JsonRpcInvalidParams(
             f"{method}: params must be an object like {example}, not {type(params).__name__ if params is not None else 'null'}"
         )
     try:
-        value = CONVERTER.structure(params, cls)
+        value: T = CONVERTER.structure(params, cls)
     except cattrs.BaseValidationError as exc:
         problems = "; ".join(cattrs.transform_error(exc, path="params"))
         problems = re.sub(r"(?<=params\.)(\w+)", lambda m: _camel(m.group(1)), problems)  # the wire's names
         raise JsonRpcInvalidParams(f"{method}: {problems}. Send params like {example}") from None
-    text_field = attrs.fields_dict(cls).get("text")
-    if text_field is not None and text_field.default is attrs.NOTHING and not value.text.strip():
+    text_field = fields.get("text")
+    if text_field is not None and text_field.default is attrs.NOTHING and not getattr(value, "text", "x").strip():
         raise JsonRpcInvalidParams(f"{method}: params.text is blank; say something, e.g. {example}")
     return value
 
 
 def error(code: int, message: str, **data: Any) -> JsonRpcServerError:
     """A JSON-RPC error in flower's range with its data (API keys removed)."""
-    return JsonRpcServerError(redact(message), code, redact(data) if data else None)
+    return JsonRpcServerError(redact(message), code, redact(data) if data else None)  # type: ignore[no-untyped-call]
 
 
 # -- to the wire (D6: no API key ever leaves) --------------------------------------------------
