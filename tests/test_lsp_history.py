@@ -3,18 +3,21 @@ judge round, with the pruner's verdicts, read from sessions.db without any wake;
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
-from test_lsp import TIMEOUT, Client, servers, stop, uri  # noqa: F401  (servers is a fixture)
 
 import flowerscript as fs
+import test_lsp
 from conftest import until
 from flower.lsp import protocol as p
 from flower.testing import overloaded
+from test_lsp import TIMEOUT, Client, stop, uri
+
+servers = test_lsp.servers
+"""The fixture that starts `python -m flower.lsp` processes (shared with test_lsp.py)."""
 
 CONTEXT = dict(input_tokens=50, cache_read=80_000, cache_creation=163)
 """The work session's last round: its context is 80213 tokens (S19: input + cache read + cache creation)."""
