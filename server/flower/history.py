@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 import json
+import multiprocessing
 import sqlite3
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +34,11 @@ from .stores.sqlite import SqliteSessionStore
 TEXT_LIMIT = 4000
 """Tool results and tool-input strings in history are cut here (as live tool inputs are)."""
 VERDICT_WAIT = 0.03
-"""How long a page waits for a session's pruner verdicts before answering without them (seconds)."""
+"""How long a page waits for a small session's pruner verdicts before answering without them (seconds)."""
+LARGE = 2000
+"""Sessions with more entries are pruned in a worker process, and pages do not wait for their verdicts."""
+DECODE_CHUNK = 64
+"""Stored entries decoded per JSON call (each call holds the GIL throughout)."""
 LAST = 1 << 62
 """A `before` above every seq."""
 
@@ -104,8 +111,15 @@ Runs = dict[str, list[tuple[float, str]]]
 
 
 def _decode(bodies: list[str]) -> list[Any]:
-    """Stored JSON bodies, decoded in one pass (one array parse beats one parse per row)."""
-    return list(json.loads("[" + ",".join(bodies) + "]")) if bodies else []
+    """Stored JSON bodies, decoded an array of DECODE_CHUNK at a time.
+
+    One array parse beats one parse per row; bounded chunks keep each C call (which holds the GIL)
+    short, so the event loop is never stalled by a worker thread decoding (benchmarks/editor.py).
+    """
+    out: list[Any] = []
+    for i in range(0, len(bodies), DECODE_CHUNK):
+        out.extend(json.loads("[" + ",".join(bodies[i:i + DECODE_CHUNK]) + "]"))
+    return out
 
 
 def _result_text(content: Any) -> str | None:
@@ -164,6 +178,49 @@ def _epoch(stamp: Any) -> float | None:
         return None
 
 
+def prune_session(db_path: str, project_key: str, session_id: str, trim: bool, spill_dir: str) -> Verdicts:
+    """Load a whole session from sessions.db and prune it: CPU-bound, run in a worker (a process for large ones)."""
+    entries: list[Any] = []
+    if Path(db_path).exists():
+        con = sqlite3.connect(Path(db_path).resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
+        try:
+            rows = con.execute(
+                "SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
+                " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' ORDER BY e.seq",
+                (project_key, session_id)).fetchall()
+        finally:
+            con.close()
+        # No cycles are built here: a GC pass over a whole session just decoded would cost more than the
+        # decoding, and in a thread would hold the GIL the event loop needs (as PruningSessionStore.load does).
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            entries = _decode([r[0] for r in rows])
+        finally:
+            if paused:
+                gc.enable()
+    out = Verdicts(len(entries))
+    if not entries:
+        return out
+    pruner = PruningSessionStore(SqliteSessionStore(db_path), trim=trim, spill_dir=spill_dir)
+    result = pruner.prune(entries)
+    out.verdicts = dict(result.verdicts)
+    anchor: str | None = None
+    for entry in result.entries:
+        uuid = entry.get("uuid")
+        verdict = out.verdicts.get(uuid) if isinstance(uuid, str) else None
+        if verdict == "added":
+            out.added.setdefault(anchor or "", []).append(entry)
+            continue
+        if verdict == "rewritten" and isinstance(uuid, str):
+            blocks = items_of(entry)
+            if blocks:
+                out.texts[uuid] = blocks[0][3]
+        if isinstance(uuid, str):
+            anchor = uuid
+    return out
+
+
 class History:
     """A workspace's stored transcript, read from sessions.db page by page (no model, no lock, no writes)."""
 
@@ -171,7 +228,9 @@ class History:
         self.workspace, self.run_dir = Path(workspace), Path(run_dir)
         self.db_path = self.run_dir / "sessions.db"
         self.project_key = project_key_for_directory(self.workspace)
-        self.pruner = PruningSessionStore(SqliteSessionStore(self.db_path), trim=trim, spill_dir=self.run_dir / "spill")
+        self.trim = trim
+        self._pool: ProcessPoolExecutor | None = None
+        self._steps: tuple[tuple[int, ...], tuple[Runs, dict[str, str]]] | None = None
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
         self._context: dict[str, tuple[tuple[int, ...], int | None]] = {}
@@ -197,7 +256,10 @@ class History:
             con.close()
 
     def steps(self) -> tuple[Runs, dict[str, str]]:
-        """Session → its runs from the manifest (oldest first), and the lineage's step → session."""
+        """Session → its runs from the manifest (oldest first), and the lineage's step → session (cached per file state)."""
+        stamp = tuple(_stamp(self.run_dir / name) for name in ("lineage.json", "manifest.json"))
+        if self._steps is not None and self._steps[0] == stamp:
+            return self._steps[1]
         lineage = Lineage.load(self.run_dir, self.workspace)
         runs: Runs = {}
         for row in Manifest(self.run_dir, run="history").rows():
@@ -205,7 +267,9 @@ class History:
             if isinstance(sid, str) and isinstance(step, str):
                 start = row.get("started_at")
                 runs.setdefault(sid, []).append((float(start) if isinstance(start, (int, float)) else 0.0, step))
-        return {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
+        found = {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
+        self._steps = (stamp, found)
+        return found
 
     def sessions(self, con: sqlite3.Connection | None = None, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:
         """Every session of the workspace that sessions.db holds, oldest first, with its steps."""
@@ -266,7 +330,7 @@ class History:
         starts = {sid: ([t for t, _ in r], [n for _, n in r]) for sid, r in runs.items()}
         sql = _PAGE.format(ids=",".join("?" * len(by_id)))
         out: list[list[Item]] = []  # per producing row, newest first
-        cursor, batch = before, limit + 1
+        cursor, batch, read = before, limit + 1, 0
         while True:
             rows = con.execute(sql, (*by_id, cursor, batch)).fetchall()
             if not rows:
@@ -282,7 +346,10 @@ class History:
                 step = _step_at(starts.get(session.session_id), _epoch(entry.get("timestamp")), session)
                 out.append([Item(seq, session.session_id, step, uuid, role, kind, text, name, cut(data) if data is not None else None, use)
                             for uuid, role, kind, text, name, data, use in blocks])
-            batch = min(batch * 2, 5000)
+            # The next batch from the share of rows shown so far, so few rows beyond the page are decoded.
+            read += len(rows)
+            shown = len(out) / read
+            batch = max(16, min(5000, int((limit + 1 - len(out)) / max(shown, 0.05) * 1.2)))
 
     def context(self, session_id: str) -> int | None:
         """A session's last context size in tokens (its last model round), read from sessions.db; cached per db state."""
@@ -321,39 +388,6 @@ class History:
                 return found
             cursor, batch = rows[-1][0], min(batch * 4, 4096)
 
-    def _prune(self, session_id: str) -> Verdicts:
-        """Load a whole session and prune it (CPU-bound: run in a thread)."""
-        con = self._connect()
-        entries: list[Any] = []
-        if con is not None:
-            try:
-                rows = con.execute(
-                    "SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
-                    " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' ORDER BY e.seq",
-                    (self.project_key, session_id)).fetchall()
-                entries = _decode([r[0] for r in rows])
-            finally:
-                con.close()
-        result = self.pruner.prune(entries) if entries else None
-        out = Verdicts(len(entries))
-        if result is None:
-            return out
-        out.verdicts = dict(result.verdicts)
-        anchor: str | None = None
-        for entry in result.entries:
-            uuid = entry.get("uuid")
-            verdict = out.verdicts.get(uuid) if isinstance(uuid, str) else None
-            if verdict == "added":
-                out.added.setdefault(anchor or "", []).append(entry)
-                continue
-            if verdict == "rewritten" and isinstance(uuid, str):
-                blocks = items_of(entry)
-                if blocks:
-                    out.texts[uuid] = blocks[0][3] or ""
-            if isinstance(uuid, str):
-                anchor = uuid
-        return out
-
     # -- async (on the event loop) ---------------------------------------------------------------
     def verdicts(self, session_id: str, count: int | None = None) -> asyncio.Future[Verdicts]:
         """The pruner's verdicts for a session: cached when its entry count is unchanged, else computed in a thread."""
@@ -367,7 +401,13 @@ class History:
         running = self._computing.get(key)
         if running is not None:
             return running
-        future = asyncio.ensure_future(asyncio.to_thread(self._prune, session_id))
+        args = (str(self.db_path), self.project_key, session_id, self.trim, str(self.run_dir / "spill"))
+        if count is not None and count > LARGE:
+            # The pruner is Python: in a thread it would hold the GIL for seconds of a large session,
+            # and every request would wait behind it (benchmarks/editor.py). A process has its own.
+            future = asyncio.ensure_future(self._in_process(args))
+        else:
+            future = asyncio.ensure_future(asyncio.to_thread(prune_session, *args))
 
         def keep(f: asyncio.Future[Verdicts]) -> None:
             self._computing.pop(key, None)
@@ -380,14 +420,27 @@ class History:
         self._computing[key] = future
         return future
 
+    async def _in_process(self, args: tuple[str, str, str, bool, str]) -> Verdicts:
+        await asyncio.sleep(0.02)  # let the page that asked go out first: starting a worker costs a process spawn
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return await asyncio.get_running_loop().run_in_executor(self._pool, prune_session, *args)
+
+    def close(self) -> None:
+        """Stop the worker process, if one was started (verdicts still being computed are dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     async def page(self, session_id: str | None = None, before: int | None = None, limit: int = 200,
                    wait: float = VERDICT_WAIT) -> Page:
         """A page of history with the pruner's verdicts of the sessions it shows (those not ready in `wait` are pending)."""
         items, next_before, sessions = await asyncio.to_thread(self.read, session_id, before, limit)
         counts = {s.session_id: s.entries for s in sessions}
         futures = {sid: self.verdicts(sid, counts.get(sid)) for sid in dict.fromkeys(i.session_id for i in items)}
-        if futures and not all(f.done() for f in futures.values()):
-            await asyncio.wait([asyncio.shield(f) for f in futures.values()], timeout=wait)
+        small = [f for sid, f in futures.items() if not f.done() and counts.get(sid, 0) <= LARGE]
+        if small and len(small) == sum(not f.done() for f in futures.values()):  # a large one would not be ready anyway
+            await asyncio.wait([asyncio.shield(f) for f in small], timeout=wait)
         pending: dict[str, asyncio.Future[Verdicts]] = {}
         ready: dict[str, Verdicts] = {}
         for sid, future in futures.items():
@@ -416,6 +469,14 @@ def apply(items: Iterable[Item], ready: dict[str, Verdicts]) -> list[Item]:
                     out.append(Item(item.seq, item.session_id, item.step, uuid, role, kind, text, name, data, use,
                                     pruned="added", pruned_text=text))
     return out
+
+
+def _stamp(path: Path) -> int:
+    try:
+        st = path.stat()
+    except OSError:
+        return -1
+    return st.st_mtime_ns ^ st.st_size ^ st.st_ino
 
 
 def _flatten(rows: list[list[Item]]) -> list[Item]:

@@ -236,6 +236,7 @@ class Folder:
             log.exception("closing %s", self.uri)
         finally:
             self._unsubscribe()
+            self.history.close()
             if self._pump is not None:
                 self._pump.cancel()
 

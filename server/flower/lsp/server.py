@@ -206,7 +206,8 @@ def answers(method: str, params_cls: type) -> Callable[[Handler], Handler]:
         async def run(ls: FlowerServer, params: Any) -> Any:
             value: Any = p.structure_params(method, params, params_cls)
             try:
-                return p.to_wire(await handler(ls, value))
+                result = await handler(ls, value)
+                return result if isinstance(result, dict) else p.to_wire(result)  # a dict is wire JSON already
             except JsonRpcException:
                 raise
             except WorkspaceBusy as exc:
@@ -290,9 +291,10 @@ def status(ls: FlowerServer, params: Any) -> Any:
 
 @server.feature(p.HISTORY)
 @answers(p.HISTORY, p.HistoryParams)
-async def history(ls: FlowerServer, params: p.HistoryParams) -> p.HistoryResult:
+async def history(ls: FlowerServer, params: p.HistoryParams) -> Any:
     """A page of the folder's stored transcript (every step and judge round), newest page first, with pruner verdicts."""
-    return await ls.folder(params.folder).read_history(params)
+    page = await ls.folder(params.folder).read_history(params)
+    return await asyncio.to_thread(p.to_wire, page)  # up to 1000 entries: converted off the event loop
 
 
 @server.feature(types.SHUTDOWN)
