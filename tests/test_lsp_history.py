@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 import flowerscript as fs
 import test_lsp
@@ -194,3 +194,19 @@ async def test_bad_history_params_get_invalid_params(servers, workspace):
     # A folder that never ran: an empty history, not an error.
     empty = await client.request(p.HISTORY, {"folder": folder})
     assert empty == {"folder": folder, "entries": [], "nextBefore": None, "sessions": [], "pending": []}
+
+
+async def test_an_unreadable_sessions_db_gets_a_clear_error_and_is_left_as_it_is(servers, workspace):
+    runs = workspace / "runs"
+    runs.mkdir()
+    junk = b"this is not SQLite\n" * 500
+    (runs / "sessions.db").write_bytes(junk)
+    client = await servers(workspace)
+    folder = uri(workspace)
+    with pytest.raises(JsonRpcException) as raised:
+        await client.request(p.HISTORY, {"folder": folder}, timeout=10)
+    assert raised.value.code == p.FLOWER_ERROR and "sessions.db" in raised.value.message
+    assert "Move it aside" in raised.value.message
+    [status] = (await client.request(p.STATUS, {"folder": folder}))["folders"]  # still answering
+    assert status["context"] is None and status["handoffAt"] == 120_000
+    assert (runs / "sessions.db").read_bytes() == junk

@@ -24,6 +24,7 @@ from typing import Any
 
 from claude_agent_sdk import project_key_for_directory
 
+from .core.errors import FlowerError
 from .core.lineage import Lineage
 from .core.manifest import Manifest
 from .core.text import clip, tool_label
@@ -318,6 +319,11 @@ class History:
             if session_id is not None and not chosen:
                 raise UnknownSession(session_id)
             items, next_before = self._page(con, chosen, steps[0], before if before is not None else LAST, limit)
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+                raise
+            raise FlowerError(f"{self.db_path} cannot be read as flower's session database ({err}); it was left as it "
+                              "is. Move it aside to start a fresh history (the next wake starts new sessions).") from err
         finally:
             con.close()
         return items, next_before, sessions

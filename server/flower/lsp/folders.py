@@ -115,6 +115,7 @@ class Folder:
         self._block: tuple[str | None, int] = (None, 0)
         """The uuid of the last live block and how many blocks had it (a second block gets `<uuid>#1`)."""
         self._awaited: set[asyncio.Future[Verdicts]] = set()
+        self._closed = False
         self._wait_until: float | None = None
         """When the current retry wait ends (Unix time), for the countdown in status."""
 
@@ -176,6 +177,8 @@ class Folder:
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
         self._awaited.discard(future)
+        if self._closed:
+            return
         if future.cancelled() or future.exception() is not None:
             log.warning("the pruner's view of %s could not be computed: %s", session_id,
                         None if future.cancelled() else future.exception())
@@ -235,6 +238,7 @@ class Folder:
         except (TimeoutError, Exception):
             log.exception("closing %s", self.uri)
         finally:
+            self._closed = True
             self._unsubscribe()
             self.history.close()
             if self._pump is not None:
