@@ -71,6 +71,9 @@ async def test_history_from_a_new_server_is_the_whole_conversation_with_steps_ju
     # The gauge's last value before any wake (S19), read from sessions.db, and its warning threshold.
     assert status["context"] == 80_213 and status["handoffAt"] == 120_000 and status["running"] is False
     assert status["woke"] == 1 and status["steps"] == before["steps"] and status["waiting"] is None
+    # The judge's last verdict, read back from the manifest: the same as the server that ran it reported.
+    assert before["verdict"]["round"] == 2 and before["verdict"]["passed"] is True
+    assert status["verdict"] == before["verdict"]
 
     page = await history(client, folder, limit=1000)
     entries = page["entries"]

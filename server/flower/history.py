@@ -26,11 +26,13 @@ from claude_agent_sdk import project_key_for_directory
 
 from .core.errors import FlowerError
 from .core.lineage import Lineage
-from .core.manifest import Manifest
+from .core.manifest import Manifest, parse_name
 from .core.text import clip, tool_label
 from .runtime import context_of
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
+from .workflow.flower import WORK
+from .workflow.goal import verdict_of
 
 TEXT_LIMIT = 4000
 """Tool results and tool-input strings in history are cut here (as live tool inputs are)."""
@@ -232,6 +234,7 @@ class History:
         self.trim = trim
         self._pool: ProcessPoolExecutor | None = None
         self._steps: tuple[tuple[int, ...], tuple[Runs, dict[str, str]]] | None = None
+        self._verdict: tuple[tuple[int, int], tuple[int, bool, str] | None] | None = None
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
         self._context: dict[str, tuple[tuple[int, ...], int | None]] = {}
@@ -271,6 +274,30 @@ class History:
         found = {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
         self._steps = (stamp, found)
         return found
+
+    def last_verdict(self) -> tuple[int, bool, str] | None:
+        """The judge's last verdict on the current work session as the manifest recorded it: (round, passed, reasons)."""
+        stamp = _stamp(self.run_dir / "manifest.json"), _stamp(self.run_dir / "lineage.json")
+        if self._verdict is not None and self._verdict[0] == stamp:
+            return self._verdict[1]
+        runs, lineage = self.steps()
+        work = lineage.get(WORK)
+        # A judge round before the current work session began judged another task (flower/new, S28).
+        since = runs[work][0][0] if work is not None and work in runs else float("inf")
+        found: tuple[float, int, bool, str] | None = None
+        for row in Manifest(self.run_dir, run="history").rows() if work is not None else []:
+            step, kind, n = parse_name(str(row.get("step") or ""))
+            start = row.get("started_at")
+            if kind != "judge" or step != WORK or not isinstance(start, (int, float)) or start < since:
+                continue
+            if found is None or start >= found[0]:
+                error = row.get("error")
+                passed, reasons = verdict_of(str(row.get("text") or "")) if row.get("ok") else (
+                    False, f"the judge could not run: {error}")
+                found = (float(start), n, passed, reasons)
+        value = found[1:] if found is not None else None
+        self._verdict = (stamp, value)
+        return value
 
     def sessions(self, con: sqlite3.Connection | None = None, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:
         """Every session of the workspace that sessions.db holds, oldest first, with its steps."""

@@ -128,6 +128,9 @@ class Folder:
         work = s["steps"].get(WORK)
         if context is None and work is not None and not s["running"]:
             context = self.history.context(work)  # S19: the gauge's last value, before any wake in this process
+        if verdict is None and not s["running"]:
+            judged = self.history.last_verdict()  # the manifest's, before any judge in this process
+            verdict = {"round": judged[0], "passed": judged[1], "reasons": judged[2]} if judged else None
         wait = None
         if waiting:
             now = time.time()

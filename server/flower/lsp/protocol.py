@@ -218,7 +218,7 @@ class FolderStatus:
     waiting: WaitState | None
     """A retry wait in progress, or null."""
     verdict: VerdictState | None
-    """The last judge verdict seen by this server, or null."""
+    """The judge's last verdict on the current work session (seen here, else from the manifest), or null."""
 
 
 @attrs.define
