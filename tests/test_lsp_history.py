@@ -4,6 +4,7 @@ judge round, with the pruner's verdicts, read from sessions.db without any wake;
 from __future__ import annotations
 
 import json
+import uuid as uuidlib
 from typing import Any
 
 import pytest
@@ -213,3 +214,60 @@ async def test_an_unreadable_sessions_db_gets_a_clear_error_and_is_left_as_it_is
     [status] = (await client.request(p.STATUS, {"folder": folder}))["folders"]  # still answering
     assert status["context"] is None and status["handoffAt"] == 120_000
     assert (runs / "sessions.db").read_bytes() == junk
+
+
+def cli_chain(session: str) -> list[dict]:
+    """A CLI-shaped session a kill cut short: an interrupted call's result, then a call the kill left open."""
+    entries: list[dict] = []
+
+    def add(kind: str, content: Any, **extra: Any) -> None:
+        message = {"role": kind, "content": content}
+        if kind == "assistant":
+            message |= {"model": "claude-test", "id": f"msg_{len(entries)}", "type": "message", "usage": {"input_tokens": 9}}
+        entries.append({"type": kind, "uuid": str(uuidlib.uuid4()), "parentUuid": entries[-1]["uuid"] if entries else None,
+                        "sessionId": session, "timestamp": "2026-11-30T10:00:00.000Z", "message": message, **extra})
+
+    add("user", "build it")
+    add("assistant", [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make all"}}])
+    add("user", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "[Tool call interrupted by the user]",
+                  "is_error": True}], toolUseResult="interrupted", toolDenialKind="interrupted")
+    add("assistant", [{"type": "text", "text": "trying again"}])
+    add("assistant", [{"type": "tool_use", "id": "toolu_2", "name": "Write", "input": {"file_path": "/w/a.py", "content": "x"}}])
+    return entries
+
+
+async def test_history_shows_rewritten_text_and_added_entries_in_place(workspace):
+    """The pruner's `rewritten` (with the new text) and `added` entries (right after the call they close), on every page."""
+    from claude_agent_sdk import project_key_for_directory
+
+    from flower.core.lineage import Lineage
+    from flower.core.manifest import Manifest, StepResult
+    from flower.history import History
+    from flower.stores.sqlite import SqliteSessionStore
+
+    runs, session = workspace / "runs", str(uuidlib.uuid4())
+    async with SqliteSessionStore(runs / "sessions.db") as store:
+        await store.append({"project_key": project_key_for_directory(workspace), "session_id": session}, cli_chain(session))
+    Lineage(runs, workspace, woke=1, steps={"干活": session}).save()
+    Manifest(runs).add(StepResult(step="干活", session_id=session, started_at=1.0))
+    history = History(workspace, runs)
+    page = await history.page(limit=100, wait=30)
+    assert not page.pending and page.next_before is None
+    items = [(i.role, i.kind, i.pruned, i.step) for i in page.items]
+    assert items == [("user", "text", None, "干活"), ("assistant", "tool", None, "干活"), ("user", "result", "rewritten", "干活"),
+                     ("assistant", "text", None, "干活"), ("assistant", "tool", None, "干活"),
+                     ("user", "result", "added", "干活"), ("assistant", "text", "added", "干活")]
+    rewritten, call, added = page.items[2], page.items[4], page.items[5]
+    assert rewritten.text == "[Tool call interrupted by the user]"
+    assert rewritten.pruned_text is not None and rewritten.pruned_text.startswith("[the previous round was interrupted here")
+    assert added.tool_use_id == "toolu_2" and added.seq == call.seq and added.pruned_text == added.text
+    # Paging one stored entry at a time: the added entries come with the call they close, each exactly once.
+    seen, before = [], None
+    while True:
+        one = await history.page(before=before, limit=1, wait=30)
+        seen[:0] = [i.uuid for i in one.items]
+        if (before := one.next_before) is None:
+            break
+    assert seen == [i.uuid for i in page.items]
+    assert history.context(session) == 9  # the last real round's input tokens (S19)
+    history.close()
