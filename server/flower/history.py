@@ -35,7 +35,7 @@ from .workflow.flower import WORK
 from .workflow.goal import verdict_of
 
 TEXT_LIMIT = 4000
-"""Tool results and tool-input strings in history are cut here (as live tool inputs are)."""
+"""Tool results and tool-input strings are cut here, in history and live (a Write of a large file would flood a view)."""
 VERDICT_WAIT = 0.03
 """How long a page waits for a small session's pruner verdicts before answering without them (seconds)."""
 LARGE = 2000
@@ -148,7 +148,7 @@ def items_of(entry: dict[str, Any]) -> list[Block]:
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
-        if btype == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+        if btype == "text" and isinstance(block.get("text"), str) and block["text"]:  # as the runtime emits them live
             out.append((kind, "text", block["text"], None, None, None))
         elif btype == "tool_use" and kind == "assistant":
             name = str(block.get("name") or "")

@@ -51,9 +51,6 @@ WORKSPACE_BUSY = -32011
 FLOWER_ERROR = -32012
 """An expected failure with an actionable message (nothing to continue, no API key, …)."""
 
-TOOL_INPUT_LIMIT = 4000
-"""String values in `toolInput` longer than this are cut (a Write of a large file would otherwise flood the client)."""
-
 T = TypeVar("T")
 Role = Literal["user", "assistant"]
 EntryKind = Literal["text", "tool", "result"]
@@ -629,17 +626,6 @@ def redact(value: Any) -> Any:
 def to_wire(payload: Any) -> Any:
     """A payload as the JSON it is sent as: camelCase, explicit nulls, API keys removed."""
     return redact(CONVERTER.unstructure(payload))
-
-
-def cut(value: Any, limit: int = TOOL_INPUT_LIMIT) -> Any:
-    """Long strings inside `value` cut to `limit` characters, saying how much was left out."""
-    if isinstance(value, str) and len(value) > limit:
-        return value[:limit] + f"… [{len(value) - limit} more characters]"
-    if isinstance(value, dict):
-        return {k: cut(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [cut(v, limit) for v in value]
-    return value
 
 
 PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams}
