@@ -4,7 +4,9 @@ Read straight from `runs/sessions.db` (read-only SQLite, in worker threads), so 
 show the whole conversation after a restart without a wake. Which session belongs to which step
 comes from the lineage (S5) and the manifest rows (S6–S7, the judge's `<step>·判定#N` included).
 The pruner needs a whole session, so its verdicts are computed once per (session, entry count)
-in a thread and cached; a page never waits for them longer than a short budget.
+and cached — in a thread for small sessions, in a worker process for large ones (the pruner is
+Python and would hold the GIL the event loop needs) — and a page never waits for them longer
+than a short budget: the caller is told which sessions are still pending.
 """
 
 from __future__ import annotations
@@ -254,6 +256,21 @@ class History:
             return 0
         try:
             return int(con.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+        finally:
+            con.close()
+
+    def count(self, session_id: str) -> int:
+        """How many entries sessions.db stores for a session (0 when none)."""
+        con = self._connect()
+        if con is None:
+            return 0
+        try:
+            return int(con.execute(
+                "SELECT count(*) FROM transcripts t JOIN entries e ON e.transcript = t.id"
+                " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ''",
+                (self.project_key, session_id)).fetchone()[0])
         except sqlite3.Error:
             return 0
         finally:

@@ -461,7 +461,8 @@ class Folder:
     # -- what the pruner does (S23) -----------------------------------------------------------
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
-        verdicts = await self.history.verdicts(session_id)
+        count = await asyncio.to_thread(self.history.count, session_id)  # a large session is pruned in a process
+        verdicts = await self.history.verdicts(session_id, count)
         if verdicts.count:
             self._verdicts[session_id] = verdicts.verdicts
             self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts.verdicts))
