@@ -139,7 +139,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
     assert status == {
         "folder": uri(workspace), "name": workspace.name, "workspace": str(workspace),
         "runDir": str(workspace / "runs"), "woke": 0, "steps": {}, "goals": [], "context": None,
-        "window": 200_000, "running": False, "step": None, "waiting": None, "verdict": None,
+        "window": 200_000, "handoffAt": 120_000, "running": False, "step": None, "waiting": None, "verdict": None,
     }
     # Without a folder: every folder; the same payload with null params.
     assert (await client.request(p.STATUS, None))["folders"] == [status]
@@ -244,9 +244,11 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
 
     # The transcript: the person's task, then the agents' text and tool calls with their entry uuids.
     transcript = client.seen(p.TRANSCRIPT, folder)
-    assert transcript[0] | {"folder": None} == {
+    assert transcript[0] | {"folder": None, "seq": None} == {
         "folder": None, "step": None, "sessionId": None, "uuid": None, "role": "user", "kind": "text", "text": TASK,
-        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None}
+        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None}
+    seqs = [t["seq"] for t in transcript]
+    assert seqs == sorted(set(seqs)) and seqs[0] >= 1  # strictly increasing per folder
     writes = [t for t in transcript if t["kind"] == "tool"]
     assert [w["toolName"] for w in writes] == ["Write", "Write", "Write"]
     assert writes[0]["text"] == f"Write({workspace / '需求.md'})" and writes[0]["toolInput"]["content"] == fs.REQUIREMENTS
@@ -536,7 +538,7 @@ def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():
     import attrs
 
     doc = (Path(__file__).parent.parent / "protocol.md").read_text(encoding="utf-8")
-    methods = [p.WAKE, p.SAY, p.NEW, p.STATUS, p.ASK, *p.NOTIFICATIONS]
+    methods = [p.WAKE, p.SAY, p.NEW, p.STATUS, p.HISTORY, p.ASK, *p.NOTIFICATIONS]
     for method in methods:
         assert f"### `{method}`" in doc, method
     classes = {name: cls for name, cls in vars(p).items() if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == p.__name__}
@@ -549,3 +551,14 @@ def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():
         assert re.search(rf"### `{re.escape(method)}`\n(?:(?!\n### ).)*#### `{cls.__name__}`", doc, re.DOTALL), (method, cls)
     codes = {p.UNKNOWN_FOLDER, p.WORKSPACE_BUSY, p.FLOWER_ERROR}
     assert all(f"| {code} |" in doc for code in codes)
+
+
+async def test_say_on_an_idle_folder_wakes_it_and_sends_the_end_state(servers, model, workspace):
+    model.push(*fs.first_run(workspace))
+    client = await servers(workspace)
+    folder = uri(workspace)
+    result = await client.request(p.SAY, {"folder": folder, "text": TASK})
+    assert result["action"] == "started"
+    end = await client.ended(folder)  # before the fix the end state was never sent (say's outcome was None)
+    assert end["ok"] is True and end["woke"] == 1 and end["run"] == client.seen(p.STATE, folder)[0]["run"]
+    assert client.seen(p.TRANSCRIPT, folder)[0]["text"] == TASK

@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watch-loop", action="store_true",
                         help="measure event-loop stalls: warn on each over 50 ms, summary on stderr at shutdown")
     args = parser.parse_args(argv)
+    from ..core.text import clip
     from .protocol import redact
 
     class Redacting(logging.Formatter):
@@ -30,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         """
 
         def format(self, record: logging.LogRecord) -> str:
-            line = redact(super().format(record))
-            return line if len(line) <= LINE_LIMIT else line[:LINE_LIMIT] + f"… [{len(line) - LINE_LIMIT} more characters]"
+            line: str = redact(super().format(record))
+            return clip(line, LINE_LIMIT, count=True)
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(args.log_level)

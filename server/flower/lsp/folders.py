@@ -9,20 +9,41 @@ when a step's `$/progress` token must first be created with a round trip to the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
+import time
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..core.banner import kilo, label
 from ..core.errors import FlowerError
-from ..core.events import Event
+from ..core.events import (
+    AssistantText,
+    Banner,
+    ContextSize,
+    Event,
+    Handoff,
+    Header,
+    Notice,
+    Question,
+    SessionStarted,
+    StepEnded,
+    StepStarted,
+    ToolCall,
+    Verdict,
+    Waiting,
+)
+from ..core.text import clip, tool_label
+from ..history import History, Item, UnknownSession, Verdicts, cut
 from ..service import FlowerService
+from ..workflow.flower import WORK
 from . import protocol as p
 
 if TYPE_CHECKING:
@@ -37,6 +58,10 @@ CREATE_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 20.0
 """Bound on cancelling a run and flushing its notifications when a folder closes."""
 REPORT_LIMIT = 120
+"""Longest `$/progress` message, in characters."""
+HISTORY_LIMIT = 200
+"""`flower/history` entries per page when the client does not say."""
+HISTORY_MAX = 1000
 
 
 @dataclass
@@ -44,7 +69,7 @@ class Run:
     """One wake (or new) driven in the background for this folder."""
 
     number: int
-    task: asyncio.Task | None = None
+    task: asyncio.Task[dict[str, Any]] | None = None
     began: asyncio.Event = field(default_factory=asyncio.Event)
     announced: bool = False
     """`flower/state` running=true has been queued."""
@@ -74,8 +99,9 @@ class Folder:
                                  handoff_at=options.handoff_at)
         self.svc.ask = self._ask
         self._unsubscribe = self.svc.subscribe(self._on_event)
+        self.history = History(self.svc.workspace, self.svc.run_dir, trim=options.trim)
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        self._pump: asyncio.Task | None = None
+        self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
         self.run: Run | None = None
         self.progress: str | None = None
@@ -84,20 +110,84 @@ class Folder:
         """Every progress token this folder created (for `window/workDoneProgress/cancel`)."""
         self._header: str | None = None
         self._verdicts: dict[str, dict[str, str]] = {}
+        self._seq = self.history.latest_seq()
+        """The last `seq` given to a transcript entry: above every sessions.db position known here (protocol.md)."""
+        self._block: tuple[str | None, int] = (None, 0)
+        """The uuid of the last live block and how many blocks had it (a second block gets `<uuid>#1`)."""
+        self._awaited: set[asyncio.Future[Verdicts]] = set()
+        self._closed = False
+        self._wait_until: float | None = None
+        """When the current retry wait ends (Unix time), for the countdown in status."""
 
     # -- commands --------------------------------------------------------------------------
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory and files: no model request, no waiting."""
         s = self.svc.status()
         waiting, verdict = s.get("waiting"), s.get("verdict")
+        context = s.get("context")
+        work = s["steps"].get(WORK)
+        if context is None and work is not None and not s["running"]:
+            context = self.history.context(work)  # S19: the gauge's last value, before any wake in this process
+        if verdict is None and not s["running"]:
+            judged = self.history.last_verdict()  # the manifest's, before any judge in this process
+            verdict = {"round": judged[0], "passed": judged[1], "reasons": judged[2]} if judged else None
+        wait = None
+        if waiting:
+            now = time.time()
+            until = self._wait_until if self._wait_until is not None else now + float(waiting["seconds"])
+            wait = p.WaitState(waiting["reason"], waiting["seconds"], waiting["attempt"], waiting["max_attempts"],
+                               until=until, seconds_left=max(0.0, until - now))
         return p.FolderStatus(
             folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
             steps=dict(s["steps"]), goals=[p.Goal(g["text"], g["done"]) for g in s["goals"]],
-            context=s.get("context"), window=s["window"], running=s["running"], step=s.get("step"),
-            waiting=p.WaitState(waiting["reason"], waiting["seconds"], waiting["attempt"], waiting["max_attempts"])
-            if waiting else None,
+            context=context, window=s["window"], handoff_at=self.svc.handoff_at, running=s["running"],
+            step=s.get("step"), waiting=wait,
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
         )
+
+    async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
+        """A page of the folder's stored transcript with the pruner's verdicts (protocol.md `flower/history`)."""
+        limit = HISTORY_LIMIT if params.limit is None else params.limit
+        if not 1 <= limit <= HISTORY_MAX:
+            raise JsonRpcInvalidParams(f"{p.HISTORY}: params.limit must be 1 to {HISTORY_MAX}, not {limit}. "
+                                       f"Send params like {p.HistoryParams.EXAMPLE}")
+        if params.before is not None and params.before < 1:
+            raise JsonRpcInvalidParams(f"{p.HISTORY}: params.before must be a nextBefore from an earlier page (>= 1), "
+                                       f"not {params.before}. Send params like {p.HistoryParams.EXAMPLE}")
+        try:
+            page = await self.history.page(params.session_id, params.before, limit)
+        except UnknownSession:
+            known = [s.session_id for s in await asyncio.to_thread(self.history.sessions)]
+            raise JsonRpcInvalidParams(
+                f"{p.HISTORY}: params.sessionId {params.session_id!r} is not a session of {self.uri} "
+                f"(its sessions: {', '.join(known) or 'none yet'}); omit it for every session") from None
+        for sid, future in page.pending.items():
+            if future not in self._awaited:  # one `flower/pruned` per computation, however many pages asked
+                self._awaited.add(future)
+                future.add_done_callback(functools.partial(self._pruned_later, sid))
+        if page.items:
+            self._seq = max(self._seq, max(i.seq for i in page.items))  # live seqs continue above what history showed
+        return p.HistoryResult(
+            self.uri, [self._entry(i) for i in page.items], page.next_before,
+            [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending))
+
+    def _entry(self, i: Item) -> p.TranscriptNotification:
+        return p.TranscriptNotification(
+            folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role,  # type: ignore[arg-type]
+            kind=i.kind, text=i.text, tool_name=i.tool_name, tool_input=i.tool_input,  # type: ignore[arg-type]
+            tool_use_id=i.tool_use_id, pruned=i.pruned, pruned_text=i.pruned_text, seq=i.seq)  # type: ignore[arg-type]
+
+    def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
+        """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
+        self._awaited.discard(future)
+        if self._closed:
+            return
+        if future.cancelled() or future.exception() is not None:
+            log.warning("the pruner's view of %s could not be computed: %s", session_id,
+                        None if future.cancelled() else future.exception())
+            return
+        self._ensure_pump()
+        self._queue.put_nowait(("pruned", (session_id, future.result().verdicts)))
 
     async def wake(self, text: str | None) -> p.WakeResult:
         """Start a wake, or join the one running here (D5); a text for a running wake goes to its work session."""
@@ -116,7 +206,8 @@ class Folder:
             self._said(text.strip())
             await self.svc.say(text)
             return p.SayResult(self.uri, "delivered", self.status())
-        await self._start(self.svc.say(text), said=text.strip())
+        # svc.wake, not svc.say: say's coroutine returns None, and the end state needs the wake's outcome.
+        await self._start(self.svc.wake(text), said=text.strip())
         return p.SayResult(self.uri, "started", self.status())
 
     async def new(self, text: str) -> p.NewResult:
@@ -150,7 +241,9 @@ class Folder:
         except (TimeoutError, Exception):
             log.exception("closing %s", self.uri)
         finally:
+            self._closed = True
             self._unsubscribe()
+            self.history.close()
             if self._pump is not None:
                 self._pump.cancel()
 
@@ -163,7 +256,7 @@ class Folder:
         await self._queue.join()
 
     # -- running in the background -----------------------------------------------------------
-    async def _start(self, work, said: str | None = None) -> Run:
+    async def _start(self, work: Awaitable[dict[str, Any]], said: str | None = None) -> Run:
         """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
         self._ensure_pump()
         run = Run(next(self._numbers), said=said)
@@ -181,7 +274,8 @@ class Folder:
         run.answered = True
         return run
 
-    async def _drive(self, run: Run, work) -> dict[str, Any]:
+    async def _drive(self, run: Run, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        outcome: dict[str, Any]
         try:
             outcome = await work
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
@@ -207,6 +301,8 @@ class Folder:
         run = self.run
         if run is not None and not run.announced and not (run.task and run.task.done()):
             self._announce(run)
+        if isinstance(event, Waiting):  # the countdown starts now, not when the pump gets to it
+            self._wait_until = time.time() + event.seconds
         self._ensure_pump()
         self._queue.put_nowait(("event", event))
 
@@ -248,67 +344,85 @@ class Folder:
         self.ls.protocol.notify(method, p.to_wire(payload))
 
     async def _render(self, kind: str, item: Any) -> None:
-        if kind == "begin":
-            self.notify(p.STATE, p.StateNotification(self.uri, item.number, True, None, False, None, None))
-        elif kind == "end":
-            run, outcome = item
-            cancelled = run.cancel_requested
-            self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
-            self.notify(p.STATE, p.StateNotification(
-                self.uri, run.number, False, bool(outcome.get("ok")), cancelled, outcome.get("error"), outcome.get("woke")))
-            if self.run is run:
-                self.run = None
-        elif kind == "said":
-            self.notify(p.TRANSCRIPT, p.TranscriptNotification(
-                self.uri, None, None, None, "user", "text", item, None, None, None, None))
-        else:
-            await self._event(item)
+        match kind, item:
+            case "begin", Run() as run:
+                self.notify(p.STATE, p.StateNotification(self.uri, run.number, True, None, False, None, None))
+            case "end", (Run() as run, dict() as outcome):
+                cancelled = run.cancel_requested
+                self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
+                self.notify(p.STATE, p.StateNotification(self.uri, run.number, False, bool(outcome.get("ok")), cancelled,
+                                                         outcome.get("error"), outcome.get("woke")))
+                if self.run is run:
+                    self.run = None
+            case "said", str() as said:
+                self._transcript(None, None, None, "user", "text", said)
+            case "pruned", (str() as session_id, dict() as verdicts):
+                self._verdicts[session_id] = verdicts
+                self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts))
+            case "event", Event() as event:
+                await self._event(event)
+            case _:
+                log.error("nothing to send for queue item %r", kind)
 
-    async def _event(self, e: Event) -> None:
+    def _transcript(self, step: str | None, session_id: str | None, uuid: str | None, role: p.Role,
+                    kind: p.EntryKind, text: str, tool: ToolCall | None = None) -> None:
+        """A live `flower/transcript`: the next seq, and the history's uuid for a second block of one entry."""
+        if uuid is not None:
+            last, n = self._block
+            n = n + 1 if uuid == last else 0
+            self._block = (uuid, n)
+            uuid = f"{uuid}#{n}" if n else uuid
+        self._seq += 1
+        verdict = self._verdicts.get(session_id or "", {}).get((uuid or "").partition("#")[0])
+        self.notify(p.TRANSCRIPT, p.TranscriptNotification(
+            self.uri, step, session_id, uuid, role, kind, text, tool.name if tool else None,
+            cut(tool.input) if tool else None, tool.tool_use_id if tool else None,
+            verdict if verdict in ("hidden", "rewritten", "added") else None, None, self._seq))  # type: ignore[arg-type]
+
+    async def _event(self, event: Event) -> None:
         f = self.uri
-        k = e.kind
-        if k == "banner":
-            self.notify(p.BANNER, p.BannerNotification(f, e.text, e.woke))
-        elif k == "header":
-            self._header = e.text
-            self.notify(p.HEADER, p.HeaderNotification(f, e.step, e.text))
-        elif k == "step_start":
-            token = await self._begin_progress(e)
-            self.notify(p.STEP_START, p.StepStartNotification(f, e.step, e.index, e.total, e.session_id, e.woke, token))
-        elif k == "step_end":
-            self.notify(p.STEP_END, p.StepEndNotification(f, e.step, e.ok, e.session_id, e.error, e.context))
-            self._end_progress("done" if e.ok else f"failed: {e.error or 'unknown error'}")
-            if e.session_id:
-                await self._send_pruned(e.session_id)
-        elif k == "session":
-            self.notify(p.SESSION, p.SessionNotification(f, e.step, e.session_id, e.resumed))
-        elif k == "text":
-            self.notify(p.TRANSCRIPT, p.TranscriptNotification(
-                f, e.step, e.session_id, e.uuid, "assistant", "text", e.text, None, None, None, self._verdict(e)))
-            self._report(e.text.strip().splitlines()[0] if e.text.strip() else "")
-        elif k == "tool":
-            summary = tool_summary(e.name, e.input)
-            self.notify(p.TRANSCRIPT, p.TranscriptNotification(
-                f, e.step, e.session_id, e.uuid, "assistant", "tool", summary, e.name, p.cut(e.input), e.tool_use_id,
-                self._verdict(e)))
-            self._report(summary)
-        elif k == "context":
-            self.notify(p.CONTEXT, p.ContextNotification(f, e.step, e.session_id, e.tokens, self.svc.window))
-            self._report(f"context {kilo(e.tokens)} / {kilo(self.svc.window)}")
-        elif k == "wait":
-            self.notify(p.WAIT, p.WaitNotification(
-                f, e.step, e.reason, e.attempt, e.max_attempts, e.seconds, e.error or "", e.offline_since))
-            self._report(f"{e.reason}: waiting {e.seconds:.0f} s (attempt {e.attempt}/{e.max_attempts})")
-        elif k == "verdict":
-            self.notify(p.VERDICT, p.VerdictNotification(f, e.step, e.round, e.passed, e.reasons))
-        elif k == "question":
-            self.notify(p.QUESTION, p.QuestionNotification(f, e.text))
-        elif k == "handoff":
-            self.notify(p.HANDOFF, p.HandoffNotification(f, e.old_session, e.new_session, e.path))
-        elif k == "notice":
-            self.notify(p.NOTICE, p.NoticeNotification(f, e.text))
-        else:
-            log.debug("no notification for event %r", k)
+        match event:
+            case Banner(text=text, woke=woke):
+                self.notify(p.BANNER, p.BannerNotification(f, text, woke))
+            case Header(step=step, text=text):
+                self._header = text
+                self.notify(p.HEADER, p.HeaderNotification(f, step, text))
+            case StepStarted():
+                token = await self._begin_progress(event)
+                self.notify(p.STEP_START, p.StepStartNotification(
+                    f, event.step, event.index, event.total, event.session_id, event.woke, token))
+            case StepEnded():
+                self.notify(p.STEP_END, p.StepEndNotification(
+                    f, event.step, event.ok, event.session_id, event.error, event.context))
+                self._end_progress("done" if event.ok else f"failed: {event.error or 'unknown error'}")
+                if event.session_id:
+                    await self._send_pruned(event.session_id)
+            case SessionStarted():
+                self.notify(p.SESSION, p.SessionNotification(f, event.step, event.session_id, event.resumed))
+            case AssistantText():
+                self._transcript(event.step, event.session_id, event.uuid, "assistant", "text", event.text)
+                self._report(event.text.strip().splitlines()[0] if event.text.strip() else "")
+            case ToolCall():
+                summary = tool_label(event.name, event.input)
+                self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event)
+                self._report(summary)
+            case ContextSize():
+                self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window))
+                self._report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
+            case Waiting():
+                self.notify(p.WAIT, p.WaitNotification(f, event.step, event.reason, event.attempt, event.max_attempts,
+                                                       event.seconds, event.error or "", event.offline_since))
+                self._report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
+            case Verdict():
+                self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons))
+            case Question(text=text):
+                self.notify(p.QUESTION, p.QuestionNotification(f, text))
+            case Handoff():
+                self.notify(p.HANDOFF, p.HandoffNotification(f, event.old_session, event.new_session, event.path))
+            case Notice(text=text):
+                self.notify(p.NOTICE, p.NoticeNotification(f, text))
+            case _:
+                log.debug("no notification for event %r", event.kind)
 
     # -- $/progress ----------------------------------------------------------------------------
     @property
@@ -316,7 +430,7 @@ class Folder:
         caps = getattr(self.ls.protocol, "client_capabilities", None)
         return bool(caps and caps.window and caps.window.work_done_progress)
 
-    async def _begin_progress(self, e: Event) -> str | None:
+    async def _begin_progress(self, e: StepStarted) -> str | None:
         self._end_progress("done")
         if not self._progress_supported:
             return None
@@ -336,31 +450,19 @@ class Folder:
 
     def _report(self, message: str) -> None:
         if self.progress and message:
-            short = message if len(message) <= REPORT_LIMIT else message[:REPORT_LIMIT - 1] + "…"
-            self.ls.work_done_progress.report(self.progress, types.WorkDoneProgressReport(message=p.redact(short)))
+            self.ls.work_done_progress.report(self.progress, types.WorkDoneProgressReport(
+                message=p.redact(clip(message, REPORT_LIMIT))))
 
     def _end_progress(self, message: str) -> None:
         token, self.progress = self.progress, None
         if token:
-            short = message if len(message) <= REPORT_LIMIT else message[:REPORT_LIMIT - 1] + "…"
-            self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=p.redact(short)))
+            self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=p.redact(clip(message, REPORT_LIMIT))))
 
     # -- what the pruner does (S23) -----------------------------------------------------------
-    def _verdict(self, e: Event) -> str | None:
-        return self._verdicts.get(getattr(e, "session_id", None) or "", {}).get(getattr(e, "uuid", None) or "")
-
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
-        verdicts = await self.svc.pruned(session_id)
-        if verdicts is not None:
-            self._verdicts[session_id] = verdicts
-            self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts))
-
-
-def tool_summary(name: str, data: Any) -> str:
-    """`Write(notes.txt)`, `Bash(ls -la)`: a tool call in one line."""
-    data = data if isinstance(data, dict) else {}
-    arg = next((v for k in ("file_path", "command", "path", "pattern", "url", "description") if isinstance(v := data.get(k), str)), "")
-    arg = arg.splitlines()[0] if arg else ""
-    arg = arg if len(arg) <= 80 else arg[:77] + "..."
-    return f"{name}({arg})"
+        count = await asyncio.to_thread(self.history.count, session_id)  # a large session is pruned in a process
+        verdicts = await self.history.verdicts(session_id, count)
+        if verdicts.count:
+            self._verdicts[session_id] = verdicts.verdicts
+            self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts.verdicts))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
 import cattrs
@@ -23,6 +24,7 @@ WAKE = "flower/wake"
 SAY = "flower/say"
 NEW = "flower/new"
 STATUS = "flower/status"
+HISTORY = "flower/history"
 ASK = "flower/ask"
 """Server → client request: a clarify question the person answers."""
 
@@ -49,10 +51,10 @@ WORKSPACE_BUSY = -32011
 FLOWER_ERROR = -32012
 """An expected failure with an actionable message (nothing to continue, no API key, …)."""
 
-TOOL_INPUT_LIMIT = 4000
-"""String values in `toolInput` longer than this are cut (a Write of a large file would otherwise flood the client)."""
-
+T = TypeVar("T")
 Role = Literal["user", "assistant"]
+EntryKind = Literal["text", "tool", "result"]
+PrunedVerdict = Literal["hidden", "rewritten", "added"]
 
 
 # -- client → server: requests -----------------------------------------------------------------
@@ -164,6 +166,10 @@ class WaitState:
     """The attempt that failed (1 = the first try)."""
     max_attempts: int
     """Attempts allowed in all."""
+    until: float
+    """Unix time at which the wait ends (the retry or the next probe)."""
+    seconds_left: float
+    """`until` minus the server's clock when the status was made, never below 0."""
 
 
 @attrs.define
@@ -197,9 +203,11 @@ class FolderStatus:
     goals: list[Goal]
     """The goal checklist with ticks; empty when `目标.md` is missing."""
     context: int | None
-    """The work session's context size in tokens, when known."""
+    """The work session's context size in tokens: last seen by this server, else read from sessions.db; null if unknown."""
     window: int
     """The model's context window in tokens (for the gauge)."""
+    handoff_at: int
+    """The context size in tokens at which work hands off to a new session (S26): the gauge warns from here."""
     running: bool
     """A wake is in progress in this server."""
     step: str | None
@@ -207,7 +215,7 @@ class FolderStatus:
     waiting: WaitState | None
     """A retry wait in progress, or null."""
     verdict: VerdictState | None
-    """The last judge verdict seen by this server, or null."""
+    """The judge's last verdict on the current work session (seen here, else from the manifest), or null."""
 
 
 @attrs.define
@@ -216,6 +224,52 @@ class StatusResult:
 
     folders: list[FolderStatus]
     """One entry for the requested folder, or one per workspace folder."""
+
+
+@attrs.define
+class HistoryParams:
+    """`flower/history`: a page of the folder's stored transcript, newest page first."""
+
+    folder: str
+    """The workspace folder's URI."""
+    session_id: str | None = None
+    """Only this session (one of the folder's); absent: every session of the folder, interleaved by seq."""
+    before: int | None = None
+    """Only entries with seq below this (the previous page's `nextBefore`); absent: the newest page."""
+    limit: int | None = None
+    """Entries per page, 1..1000; absent: 200."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "before": 18230, "limit": 200}'
+
+
+@attrs.define
+class HistorySession:
+    """One session of the folder, as `flower/history` lists it."""
+
+    session_id: str
+    """The session."""
+    steps: list[str]
+    """The step names that ran in it, in the order they first did (the judge's `干活·判定#N`)."""
+    entries: int
+    """Entries stored for it."""
+    current: bool
+    """The lineage maps a step to it now."""
+
+
+@attrs.define
+class HistoryResult:
+    """`flower/history` result: one page, oldest first."""
+
+    folder: str
+    """The folder URI."""
+    entries: list[TranscriptNotification]
+    """This page, oldest first, with seq = the position in sessions.db."""
+    next_before: int | None
+    """`before` for the page before this one; null when this page reaches the oldest entry."""
+    sessions: list[HistorySession]
+    """Every session of the folder that sessions.db holds, oldest first."""
+    pending: list[str]
+    """Sessions in this page whose pruner verdicts are still computed; a `flower/pruned` follows for each."""
 
 
 # -- server → client: request ------------------------------------------------------------------
@@ -348,8 +402,8 @@ class TranscriptNotification:
     """The transcript entry's uuid (null for the person's sentences)."""
     role: Role
     """`assistant` (the model) or `user` (a sentence the person said through wake/say/new)."""
-    kind: Literal["text", "tool"]
-    """`text`, or `tool` for a tool call."""
+    kind: EntryKind
+    """`text`, `tool` for a tool call, or (history only) `result` for a tool result."""
     text: str
     """The text; for a tool call a one-line summary like `Write(notes.txt)`."""
     tool_name: str | None
@@ -358,9 +412,13 @@ class TranscriptNotification:
     """The tool call's input for `tool` (long strings cut at 4000 characters), else null."""
     tool_use_id: str | None
     """The tool_use id for `tool`, else null."""
-    pruned: Literal["hidden", "rewritten", "added"] | None
+    pruned: PrunedVerdict | None
     """What the pruner does to this entry on resume if known when sent (in practice null: the pruner judges an
-    entry by what follows it); the verdicts come with `flower/pruned` after the step (S23)."""
+    entry by what follows it); the verdicts come with `flower/pruned` after the step (S23). In history: the verdict."""
+    pruned_text: str | None
+    """History only: for `rewritten` the text the model gets instead, for `added` the synthesized result; else null."""
+    seq: int
+    """Live: the folder's notification counter (above every history seq known). History: the position in sessions.db."""
 
 
 @attrs.define
@@ -470,6 +528,12 @@ def _strict_str(value: Any, _: type) -> str:
     return value
 
 
+def _strict_int(value: Any, _: type) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
@@ -486,13 +550,14 @@ def make_converter() -> cattrs.Converter:
     """
     converter = get_converter(cattrs.Converter(forbid_extra_keys=True))
     converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook(int, _strict_int)
 
-    def unstructure(cls: type):
-        names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+    def unstructure(cls: type) -> Callable[[Any], dict[str, Any]]:
+        names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
         return make_dict_unstructure_fn(cls, converter, **names)
 
-    def structure(cls: type):
-        names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+    def structure(cls: type) -> Callable[[Any, Any], Any]:
+        names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
         return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **names)
 
     converter.register_unstructure_hook_factory(_ours, unstructure)
@@ -503,29 +568,31 @@ def make_converter() -> cattrs.Converter:
 CONVERTER = make_converter()
 
 
-def structure_params(method: str, params: Any, cls: type) -> Any:
+def structure_params(method: str, params: Any, cls: type[T]) -> T:
     """Params as `cls`, or JsonRpcInvalidParams saying what is wrong and what to send instead."""
     example = getattr(cls, "EXAMPLE", "{}")
-    if params is None and not any(a.default is attrs.NOTHING for a in attrs.fields(cls)):
+    fields = attrs.fields_dict(cls)  # type: ignore[arg-type]  # every params class is an attrs class
+    if params is None and not any(a.default is attrs.NOTHING for a in fields.values()):
         params = {}
     if not isinstance(params, dict):
         raise JsonRpcInvalidParams(
             f"{method}: params must be an object like {example}, not {type(params).__name__ if params is not None else 'null'}"
         )
     try:
-        value = CONVERTER.structure(params, cls)
+        value: T = CONVERTER.structure(params, cls)
     except cattrs.BaseValidationError as exc:
         problems = "; ".join(cattrs.transform_error(exc, path="params"))
+        problems = re.sub(r"(?<=params\.)(\w+)", lambda m: _camel(m.group(1)), problems)  # the wire's names
         raise JsonRpcInvalidParams(f"{method}: {problems}. Send params like {example}") from None
-    text_field = attrs.fields_dict(cls).get("text")
-    if text_field is not None and text_field.default is attrs.NOTHING and not value.text.strip():
+    text_field = fields.get("text")
+    if text_field is not None and text_field.default is attrs.NOTHING and not getattr(value, "text", "x").strip():
         raise JsonRpcInvalidParams(f"{method}: params.text is blank; say something, e.g. {example}")
     return value
 
 
 def error(code: int, message: str, **data: Any) -> JsonRpcServerError:
     """A JSON-RPC error in flower's range with its data (API keys removed)."""
-    return JsonRpcServerError(redact(message), code, redact(data) if data else None)
+    return JsonRpcServerError(redact(message), code, redact(data) if data else None)  # type: ignore[no-untyped-call]
 
 
 # -- to the wire (D6: no API key ever leaves) --------------------------------------------------
@@ -561,18 +628,7 @@ def to_wire(payload: Any) -> Any:
     return redact(CONVERTER.unstructure(payload))
 
 
-def cut(value: Any, limit: int = TOOL_INPUT_LIMIT) -> Any:
-    """Long strings inside `value` cut to `limit` characters, saying how much was left out."""
-    if isinstance(value, str) and len(value) > limit:
-        return value[:limit] + f"… [{len(value) - limit} more characters]"
-    if isinstance(value, dict):
-        return {k: cut(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [cut(v, limit) for v in value]
-    return value
-
-
-PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams}
+PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams}
 """Each request method's params class."""
 
 NOTIFICATIONS = {

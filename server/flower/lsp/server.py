@@ -9,10 +9,11 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -29,16 +30,16 @@ log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 
 
-def converter_factory():
+def converter_factory() -> cattrs.Converter:
     """pygls' converter, except that params and results of custom methods stay plain JSON (the params pitfall).
 
     pygls turns unknown methods' params into namedtuples; flower structures them itself with the strict
     protocol converter, so a bad request always gets an InvalidParams answer instead of silence.
     """
-    converter = default_converter()
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]  # untyped in pygls
 
-    def keep(field: str):
-        def hook(obj: dict, cls: type):
+    def keep(field: str) -> Callable[[dict[str, Any], type], Any]:
+        def hook(obj: dict[str, Any], cls: type) -> Any:
             return cls(**{k: obj.get(k) for k in ("id", "method", "jsonrpc", field) if k in obj or k == field})
         return hook
 
@@ -58,8 +59,8 @@ class FlowerServer(LanguageServer):
         """Normalized folder path → Folder."""
         self.locale = "en"
         self.options = Options()
-        self._closing: set[asyncio.Task] = set()
-        self._stopping: asyncio.Future | None = None
+        self._closing: set[asyncio.Task[None]] = set()
+        self._stopping: asyncio.Future[None] | None = None
         self.loop_watch: LoopWatch | None = None
         """Set by `--watch-loop`: measures event-loop stalls (benchmarks/lsp.py reads its log lines)."""
 
@@ -119,7 +120,7 @@ class FlowerServer(LanguageServer):
 
         self._stopping = asyncio.ensure_future(stop())
 
-    def report_server_error(self, error: Exception, source) -> None:
+    def report_server_error(self, error: Exception, source: Any) -> None:
         """Log out-of-band errors; never show raw exception text (it could carry secrets) to the person."""
         log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
 
@@ -133,7 +134,7 @@ class LoopWatch:
         self.worst = 0.0
         self.stalls: list[tuple[float, float]] = []
         """(lag, CPU time of the loop thread during it) of each stall, in seconds."""
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start beating on the running loop (idempotent)."""
@@ -194,15 +195,19 @@ def _key(path: Path) -> str:
     return os.path.normcase(os.path.abspath(path))
 
 
-def answers(method: str, params_cls: type) -> Callable:
+Handler = Callable[["FlowerServer", Any], Awaitable[Any]]
+
+
+def answers(method: str, params_cls: type) -> Callable[[Handler], Handler]:
     """Structure params strictly, call the handler, map flower's failures to JSON-RPC errors, send plain JSON."""
 
-    def wrap(handler: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(handler: Handler) -> Handler:
         @functools.wraps(handler)
         async def run(ls: FlowerServer, params: Any) -> Any:
-            value = p.structure_params(method, params, params_cls)
+            value: Any = p.structure_params(method, params, params_cls)
             try:
-                return p.to_wire(await handler(ls, value))
+                result = await handler(ls, value)
+                return result if isinstance(result, dict) else p.to_wire(result)  # a dict is wire JSON already
             except JsonRpcException:
                 raise
             except WorkspaceBusy as exc:
@@ -225,7 +230,7 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
     ls.locale = lang(params.locale)
     ls.options = _options(params.initialization_options)
-    folders = [(f.uri, f.name) for f in params.workspace_folders or []]
+    folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
     for uri, name in folders:
@@ -282,6 +287,14 @@ def status(ls: FlowerServer, params: Any) -> Any:
     value = p.structure_params(p.STATUS, params, p.StatusParams)
     folders = [ls.folder(value.folder)] if value.folder is not None else list(ls.folders.values())
     return p.to_wire(p.StatusResult([f.status() for f in folders]))
+
+
+@server.feature(p.HISTORY)
+@answers(p.HISTORY, p.HistoryParams)
+async def history(ls: FlowerServer, params: p.HistoryParams) -> Any:
+    """A page of the folder's stored transcript (every step and judge round), newest page first, with pruner verdicts."""
+    page = await ls.folder(params.folder).read_history(params)
+    return await asyncio.to_thread(p.to_wire, page)  # up to 1000 entries: converted off the event loop
 
 
 @server.feature(types.SHUTDOWN)
