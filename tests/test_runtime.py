@@ -69,8 +69,7 @@ async def test_events_stream_session_tool_text_and_context(model, env, workspace
     async with Runtime(workspace, run_dir, env=env) as rt:
         rt.listeners.append(events.append)
         hooked = []
-        rt.on_session = hooked.append
-        result = await rt.run(AgentSpec("writer", allowed_tools=["Write"]), "go")
+        result = await rt.run(AgentSpec("writer", allowed_tools=["Write"]), "go", on_session=hooked.append)
     kinds = [e.kind for e in events]
     assert kinds[0] == "session" and hooked == [result.session_id]
     assert "tool" in kinds and "text" in kinds

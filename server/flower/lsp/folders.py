@@ -23,6 +23,7 @@ from ..core.banner import kilo, label
 from ..core.errors import FlowerError
 from ..core.events import Event
 from ..service import FlowerService
+from ..status import to_json
 from . import protocol as p
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class Folder:
     # -- commands --------------------------------------------------------------------------
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory and files: no model request, no waiting."""
-        s = self.svc.status()
+        s = to_json(self.svc.status())
         waiting, verdict = s.get("waiting"), s.get("verdict")
         return p.FolderStatus(
             folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
@@ -183,7 +184,8 @@ class Folder:
 
     async def _drive(self, run: Run, work) -> dict[str, Any]:
         try:
-            outcome = await work
+            result = await work
+            outcome = to_json(result) if result is not None else {"ok": True}
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
             if not isinstance(exc, FlowerError):
                 log.exception("wake in %s failed", self.uri)
