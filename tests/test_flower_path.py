@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 
 import flowerscript as fs
-from conftest import kill_group, run_program, start_program, until
-from flower import CLARIFY_RESUME, FlowerService, Runtime
+from conftest import PROGRAMS, kill_group, run_program, start_program, until
+from flower import CLARIFY_RESUME, FlowerService, Runtime, wake_state
+from flower.status import to_json
 from flower.core.banner import banner, header
 from flower.core.manifest import Manifest
 from flower.testing import Reply, say, text
@@ -226,3 +230,59 @@ async def test_S27_rounds_cap_work_rounds_and_reset_at_every_wake(model, env, wo
     assert second.ok
     steps = [r["step"] for r in Manifest(workspace / "runs").rows()]
     assert steps[-4:] == ["干活", "干活·判定#1", "干活", "干活·判定#1"]
+
+
+async def test_a_subscriber_raising_on_every_event_never_changes_the_wake(model, env, workspace, caplog):
+    """The service contains a front-end's bug the way the Runtime does: logged, the wake goes on unchanged."""
+    model.push(*fs.first_run(workspace))
+    service = FlowerService(workspace, env=env)
+    seen = []
+
+    def broken(event) -> None:
+        seen.append(event)
+        raise RuntimeError("front-end bug")
+
+    service.subscribe(broken)
+    result = await service.wake(TASK)
+    assert result.ok and result.verdict.passed and result.woke == 1
+    rows = Manifest(workspace / "runs").rows()
+    assert [r["step"] for r in rows] == ["澄清", "目标", "干活", "干活·判定#1"] and all(r["attempts"] == 1 for r in rows)
+    assert len(model.conversation) == 7  # 2 + 2 + 2 + 1: nothing retried
+    assert service.status().steps == result.sessions
+    failed = [r for r in caplog.records if r.name == "flower" and "listener failed" in r.getMessage()]
+    assert seen and len(failed) == len(seen)
+
+
+async def test_status_and_wake_state_come_from_one_status(model, env, workspace):
+    """`flower status --json` keys, the editor's gauge (context, window, handoff_at) and S3's wake_state agree."""
+    model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace, input_tokens=4321), *fs.judge())
+    result, _, live = await wake(workspace, env, TASK, handoff_at=50_000)
+    fresh = FlowerService(workspace, env=env, handoff_at=50_000)  # a new process: nothing in memory yet
+    st = fresh.status()
+    assert st.context == 4321 == live.status().context  # read back from sessions.db before any wake
+    data = to_json(st)
+    assert list(data) == ["workspace", "run_dir", "woke", "started", "steps", "goals", "context", "window",
+                          "running", "step", "waiting", "verdict", "handoff_at"]
+    assert data["handoff_at"] == 50_000 and data["steps"] == result.sessions and data["started"] is True
+    assert data["goals"] == [{"text": "calc.py adds", "done": False}, {"text": "calc.py subtracts", "done": False}]
+    assert to_json(live.status())["verdict"] == {"round": 1, "passed": True, "reasons": result.verdict.reasons}
+    state = wake_state(workspace, workspace / "runs")
+    assert (state["waking"], state["checks"], state["woke"], state["steps"]) == (True, 2, st.woke, st.steps)
+    assert to_json(result) == {"ok": True, "error": None, "woke": 1, "sessions": result.sessions,
+                               "verdict": {"passed": True, "rounds": 1, "reasons": result.verdict.reasons}}
+
+
+async def test_S14_the_judge_stays_out_of_the_lineage_under_python_O(model, env, workspace):
+    """The lineage hook is an argument of the work run, not an `assert`-guarded attribute: -O changes nothing (S11)."""
+    model.push(*fs.first_run(workspace))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-O", str(PROGRAMS / "service.py"), json.dumps({"workspace": str(workspace), "text": TASK}),
+        cwd=workspace, env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["ok"] and result["debug"] is False  # really ran with asserts stripped
+    rows = {r["step"]: r["session_id"] for r in Manifest(workspace / "runs").rows()}
+    lineage = json.loads((workspace / "runs" / "lineage.json").read_text())
+    assert lineage["steps"]["干活"] == rows["干活"] != rows["干活·判定#1"]
+    assert rows["干活·判定#1"] not in lineage["steps"].values()

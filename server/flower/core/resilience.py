@@ -275,7 +275,8 @@ class Failure:
     @property
     def advice(self) -> str:
         """What to fix, from the structured fields first, else from the text."""
-        key = (_STATUS_FIX.get(self.status or 0) or ("too_long" if self.reason in FATAL_REASONS else None)
+        # The terminal reason is the most specific (a too-long prompt comes as a plain 400).
+        key = (("too_long" if self.reason in FATAL_REASONS else None) or _STATUS_FIX.get(self.status or 0)
                or _CATEGORY_FIX.get(self.category or ""))
         return _FIX[key] if key else advice(self.text)
 
