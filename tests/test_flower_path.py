@@ -10,9 +10,9 @@ import sys
 import flowerscript as fs
 from conftest import PROGRAMS, kill_group, run_program, start_program, until
 from flower import CLARIFY_RESUME, FlowerService, Runtime, wake_state
-from flower.status import to_json
 from flower.core.banner import banner, header
 from flower.core.manifest import Manifest
+from flower.status import to_json
 from flower.testing import Reply, say, text
 
 TASK = "build a calculator"

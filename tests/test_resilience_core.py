@@ -13,8 +13,8 @@ import pytest
 
 from flower.core.resilience import (
     FATAL_PATTERNS,
-    Failure,
     TRANSIENT_PATTERNS,
+    Failure,
     OfflineWait,
     Resilience,
     advice,
