@@ -18,6 +18,7 @@ from claude_agent_sdk import (
     ClaudeSDKClient,
     CLINotFoundError,
     ProcessError,
+    ResultError,
     ResultMessage,
     SessionStoreEntry,
     SystemMessage,
@@ -288,9 +289,12 @@ class Runtime:
         except Exception as exc:  # the CLI died or could not start: keep what arrived, report why
             tail = "\n".join(stderr).strip()
             out.ok = False
-            out.failure = Failure.of(
+            # An error result already read says more than the exit that follows it; else the exception's own fields.
+            out.failure = out.failure or Failure.of(
                 f"{type(exc).__name__}: {exc}" + (f"\n{tail}" if tail else ""),
+                status=exc.api_error_status if isinstance(exc, ResultError) else None,
                 category=CLI_MISSING if isinstance(exc, CLINotFoundError) else out.category,
+                reason=exc.terminal_reason if isinstance(exc, ResultError) else None,
                 exit_code=exc.exit_code if isinstance(exc, ProcessError) else None,
             )
         if not out.text:

@@ -108,6 +108,7 @@ class FlowerService:
             lineage = Lineage.load(self.run_dir, self.workspace)
             extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
+        self._context = self._verdict = None  # they were the archived task's
         self._emit(Notice(text=f"archived the previous task to {into}"))
         return await self.wake(text)
 
