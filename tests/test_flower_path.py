@@ -286,3 +286,15 @@ async def test_S14_the_judge_stays_out_of_the_lineage_under_python_O(model, env,
     lineage = json.loads((workspace / "runs" / "lineage.json").read_text())
     assert lineage["steps"]["干活"] == rows["干活"] != rows["干活·判定#1"]
     assert rows["干活·判定#1"] not in lineage["steps"].values()
+
+
+def test_status_with_an_unreadable_sessions_db_shows_no_gauge_and_does_not_fail(workspace, caplog):
+    """The gauge is a bonus (S12): a sessions.db that is not a database leaves `context` unknown, logged."""
+    runs = workspace / "runs"
+    runs.mkdir()
+    (runs / "lineage.json").write_text(json.dumps({"workspace": str(workspace), "woke": 1, "steps": {"干活": "s-1"}}))
+    (runs / "sessions.db").write_bytes(b"not a database at all" * 100)
+    st = FlowerService(workspace).status()
+    assert st.steps == {"干活": "s-1"} and st.context is None and st.started
+    assert any("cannot read the context size" in r.getMessage() for r in caplog.records)
+    assert (runs / "sessions.db").read_bytes() == b"not a database at all" * 100  # kept as it was

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,8 @@ from .runtime import Runtime, Sessions, emit_to
 from .status import WINDOW, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
 from .workflow.base import step_of
 from .workflow.flower import WORK, Ask, FlowerPath, NothingToDo
+
+log = logging.getLogger(__name__)
 
 
 class FlowerService:
@@ -160,6 +163,14 @@ class FlowerService:
         return await self.ask(question) if self.ask else None
 
     # -- status ----------------------------------------------------------------------------
+    def _stored_context(self, session_id: str) -> int | None:
+        """The session's last context size in sessions.db; None (logged) if the db cannot be read: the gauge is a bonus (S12)."""
+        try:
+            return self.sessions.context(self.workspace, session_id)
+        except Exception as exc:
+            log.warning("cannot read the context size of %s from %s (%s)", session_id, self.sessions.raw.path, exc)
+            return None
+
     def status(self) -> Status:
         """Everything a front-end shows, answered at once from files and memory (no model request).
 
@@ -170,8 +181,9 @@ class FlowerService:
         context, work = self._context, st.steps.get(WORK)
         if context is None and work is not None:
             if self._stored is None or self._stored[0] != work:
-                self._stored = (work, self.sessions.context(self.workspace, work))
+                self._stored = (work, self._stored_context(work))
             context = self._stored[1]
         return dataclasses.replace(
             st, context=context, window=self.window, running=self.running, step=self._step,
             waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at)
+
