@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 
 import flowerscript as fs
-from conftest import kill_group, run_program, start_program, until
-from flower import CLARIFY_RESUME, FlowerService, Runtime
+from conftest import PROGRAMS, kill_group, run_program, start_program, until
+from flower import CLARIFY_RESUME, FlowerService, Runtime, wake_state
 from flower.core.banner import banner, header
 from flower.core.manifest import Manifest
+from flower.status import to_json
 from flower.testing import Reply, say, text
 
 TASK = "build a calculator"
@@ -35,8 +39,8 @@ async def wake(workspace, env, text=None, **kw):
 async def test_full_first_run_writes_requirements_goals_and_passes_the_judge(model, env, workspace):
     model.push(*fs.first_run(workspace))
     result, events, service = await wake(workspace, env, TASK)
-    assert result["ok"] and result["verdict"]["passed"] and result["woke"] == 1
-    assert service.status()["window"] == 1_000_000  # as CLI 2.1.332 reports its default model's window
+    assert result.ok and result.verdict.passed and result.woke == 1
+    assert service.status().window == 1_000_000  # as CLI 2.1.332 reports its default model's window
     sections = (workspace / "需求.md").read_text()
     assert all(f"## {name}" in sections for name in ("目标 Goal", "范围 Scope", "约束 Constraints", "验收 Acceptance"))
     assert "- [ ] calc.py adds" in (workspace / "目标.md").read_text()
@@ -57,7 +61,7 @@ async def test_clarify_questions_reach_the_person_and_answers_return_to_the_same
 
     service.ask = ask
     result = await service.wake(TASK)
-    assert result["ok"] and asked == ["Which language should it use?"]
+    assert result.ok and asked == ["Which language should it use?"]
     answer = model.conversation[1]
     assert answer.last_user_text.endswith("Python, please")
     assert answer.session_id == model.conversation[0].session_id
@@ -117,10 +121,10 @@ async def test_wake_sentence_lands_in_three_places(model, env, workspace):
     model.push(*fs.goals(workspace, new_goals), *fs.work(workspace), *fs.judge())
     sentence = "also support multiplication"
     result, events, _ = await wake(workspace, env, sentence)
-    assert result["ok"]
+    assert result.ok
     assert sentence in (workspace / "需求.md").read_text()  # place 2: the requirements record
     assert len(goal_requests(model)) == 2 and "multiplies" in (workspace / "目标.md").read_text()  # place 3
-    work = [r for r in model.conversation if sentence in r.last_user_text and r.session_id == first["sessions"]["干活"]]
+    work = [r for r in model.conversation if sentence in r.last_user_text and r.session_id == first.sessions["干活"]]
     assert work, "place 1: the work session receives the sentence as its next message"
     assert "calc.py multiplies" in judge_requests(model)[-1].last_user_text  # the judge reads the new list
     assert [e.text for e in events if e.kind == "banner"][0].endswith("wake #2")
@@ -132,9 +136,9 @@ async def test_empty_wake_costs_no_goal_request_and_continues_the_work_session(m
     before = len(model.conversation)
     model.push(*fs.work(workspace), *fs.judge())
     result, _, _ = await wake(workspace, env)
-    assert result["ok"] and len(goal_requests(model)) == 1
+    assert result.ok and len(goal_requests(model)) == 1
     resumed = model.conversation[before]
-    assert resumed.session_id == first["sessions"]["干活"] and "Continue the work" in resumed.last_user_text
+    assert resumed.session_id == first.sessions["干活"] and "Continue the work" in resumed.last_user_text
     assert len(model.conversation) - before == 3  # two work turns and the judge, nothing else
 
 
@@ -163,7 +167,7 @@ async def test_S17_frozen_requirements_and_goals_skip_clarify_and_goals(model, e
     (workspace / "目标.md").write_text(fs.GOALS)
     model.push(*fs.work(workspace), *fs.judge())
     result, _, _ = await wake(workspace, env)
-    assert result["ok"] and set(result["sessions"]) == {"干活"}
+    assert result.ok and set(result.sessions) == {"干活"}
     assert "Do the work described in" in model.conversation[0].last_user_text
     assert not goal_requests(model) and len(model.conversation) == 3
 
@@ -191,11 +195,11 @@ async def test_handoff_moves_work_to_a_new_session_seeded_with_the_document(mode
     model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace, input_tokens=5000),
                *fs.judge(False, "not yet"), *fs.work(workspace), *fs.judge())
     result, events, _ = await wake(workspace, env, TASK, handoff_at=1000)
-    assert result["ok"]
+    assert result.ok
     rows = {r["step"]: r for r in Manifest(workspace / "runs").rows()}
     old, new = rows["干活"]["session_id"], rows["干活#round2"]["session_id"]
     assert old != new and rows["干活#round2"]["retired"] == [old]
-    assert result["sessions"]["干活"] == new
+    assert result.sessions["干活"] == new
     documents = list((workspace / "notes").glob("handoff-*.md"))
     assert len(documents) == 1 and "calc.py written" in documents[0].read_text()
     first_of_new = next(r for r in model.conversation if r.session_id == new)
@@ -208,21 +212,89 @@ async def test_new_archives_and_starts_the_new_task(model, env, workspace):
     first, _, service = await wake(workspace, env, TASK)
     model.push(*fs.first_run(workspace))
     result = await service.new("write the docs instead")
-    assert result["ok"] and result["woke"] == 1
+    assert result.ok and result.woke == 1
     archived = list((workspace / "notes" / "archive").iterdir())
     assert len(archived) == 1
     assert {p.name for p in archived[0].iterdir()} == {"lineage.json", "需求.md", "目标.md"}
     assert (workspace / "runs" / "sessions.db").exists()
-    assert set(result["sessions"].values()).isdisjoint(first["sessions"].values())
+    assert set(result.sessions.values()).isdisjoint(first.sessions.values())
     assert "write the docs instead" in model.conversation[-7].last_user_text
 
 
 async def test_S27_rounds_cap_work_rounds_and_reset_at_every_wake(model, env, workspace):
     model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace), *fs.judge(False, "half done"))
     first, _, _ = await wake(workspace, env, TASK, rounds=1)
-    assert not first["ok"] and "1 round" in first["error"] and "half done" in first["error"]
+    assert not first.ok and "1 round" in first.error and "half done" in first.error
     model.push(*fs.work(workspace), *fs.judge())
     second, _, _ = await wake(workspace, env, rounds=1)  # a new wake is a new intent: one more round
-    assert second["ok"]
+    assert second.ok
     steps = [r["step"] for r in Manifest(workspace / "runs").rows()]
     assert steps[-4:] == ["干活", "干活·判定#1", "干活", "干活·判定#1"]
+
+
+async def test_a_subscriber_raising_on_every_event_never_changes_the_wake(model, env, workspace, caplog):
+    """The service contains a front-end's bug the way the Runtime does: logged, the wake goes on unchanged."""
+    model.push(*fs.first_run(workspace))
+    service = FlowerService(workspace, env=env)
+    seen = []
+
+    def broken(event) -> None:
+        seen.append(event)
+        raise RuntimeError("front-end bug")
+
+    service.subscribe(broken)
+    result = await service.wake(TASK)
+    assert result.ok and result.verdict.passed and result.woke == 1
+    rows = Manifest(workspace / "runs").rows()
+    assert [r["step"] for r in rows] == ["澄清", "目标", "干活", "干活·判定#1"] and all(r["attempts"] == 1 for r in rows)
+    assert len(model.conversation) == 7  # 2 + 2 + 2 + 1: nothing retried
+    assert service.status().steps == result.sessions
+    failed = [r for r in caplog.records if r.name == "flower" and "listener failed" in r.getMessage()]
+    assert seen and len(failed) == len(seen)
+
+
+async def test_status_and_wake_state_come_from_one_status(model, env, workspace):
+    """`flower status --json` keys, the editor's gauge (context, window, handoff_at) and S3's wake_state agree."""
+    model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace, input_tokens=4321), *fs.judge())
+    result, _, live = await wake(workspace, env, TASK, handoff_at=50_000)
+    fresh = FlowerService(workspace, env=env, handoff_at=50_000)  # a new process: nothing in memory yet
+    st = fresh.status()
+    assert st.context == 4321 == live.status().context  # read back from sessions.db before any wake
+    data = to_json(st)
+    assert list(data) == ["workspace", "run_dir", "woke", "started", "steps", "goals", "context", "window",
+                          "running", "step", "waiting", "verdict", "handoff_at"]
+    assert data["handoff_at"] == 50_000 and data["steps"] == result.sessions and data["started"] is True
+    assert data["goals"] == [{"text": "calc.py adds", "done": False}, {"text": "calc.py subtracts", "done": False}]
+    assert to_json(live.status())["verdict"] == {"round": 1, "passed": True, "reasons": result.verdict.reasons}
+    state = wake_state(workspace, workspace / "runs")
+    assert (state["waking"], state["checks"], state["woke"], state["steps"]) == (True, 2, st.woke, st.steps)
+    assert to_json(result) == {"ok": True, "error": None, "woke": 1, "sessions": result.sessions,
+                               "verdict": {"passed": True, "rounds": 1, "reasons": result.verdict.reasons}}
+
+
+async def test_S14_the_judge_stays_out_of_the_lineage_under_python_O(model, env, workspace):
+    """The lineage hook is an argument of the work run, not an `assert`-guarded attribute: -O changes nothing (S11)."""
+    model.push(*fs.first_run(workspace))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-O", str(PROGRAMS / "service.py"), json.dumps({"workspace": str(workspace), "text": TASK}),
+        cwd=workspace, env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["ok"] and result["debug"] is False  # really ran with asserts stripped
+    rows = {r["step"]: r["session_id"] for r in Manifest(workspace / "runs").rows()}
+    lineage = json.loads((workspace / "runs" / "lineage.json").read_text())
+    assert lineage["steps"]["干活"] == rows["干活"] != rows["干活·判定#1"]
+    assert rows["干活·判定#1"] not in lineage["steps"].values()
+
+
+def test_status_with_an_unreadable_sessions_db_shows_no_gauge_and_does_not_fail(workspace, caplog):
+    """The gauge is a bonus (S12): a sessions.db that is not a database leaves `context` unknown, logged."""
+    runs = workspace / "runs"
+    runs.mkdir()
+    (runs / "lineage.json").write_text(json.dumps({"workspace": str(workspace), "woke": 1, "steps": {"干活": "s-1"}}))
+    (runs / "sessions.db").write_bytes(b"not a database at all" * 100)
+    st = FlowerService(workspace).status()
+    assert st.steps == {"干活": "s-1"} and st.context is None and st.started
+    assert any("cannot read the context size" in r.getMessage() for r in caplog.records)
+    assert (runs / "sessions.db").read_bytes() == b"not a database at all" * 100  # kept as it was

@@ -98,3 +98,26 @@ async def test_offline_too_long_fails_clearly_and_a_later_run_resumes(model, env
         ctx = await asyncio.wait_for(Workflow([worker(workspace)]).run(rt), 60)
     assert ctx["_ok"] and ctx["_sessions"]["work"] == sid and ctx["_woke"] == 2
     assert model.last.session_id == sid and "write the report" in model.last.text
+
+
+@pytest.mark.parametrize("scripted", [
+    error(503, "authentication_error upstream"),
+    error(429, "You exceeded your current quota, please check your plan"),
+], ids=["503-saying-authentication", "429-saying-quota"])
+async def test_the_http_status_decides_before_the_text(model, env, workspace, run_dir, scripted):
+    """S21 from fields first: a 503 or 429 is transient even when its message reads like a fatal one."""
+    model.push(scripted, text("answered after the retry"))
+    async with Runtime(workspace, run_dir, env=env, resilience=Resilience(**FAST)) as rt:
+        result = await rt.run(AgentSpec("w"), "hi")
+    assert classify(result.errors[0]) == "fatal", result.errors[0]  # the text alone would have stopped here
+    assert result.ok and result.attempts == 2 and result.text == "answered after the retry"
+
+
+async def test_a_fatal_status_stops_with_advice_from_the_status(model, env, workspace, run_dir):
+    """A 403 names the key's permissions, whatever its message says (S21)."""
+    model.push(error(403, "connection not allowed from this network"))
+    async with Runtime(workspace, run_dir, env=env, resilience=Resilience(**FAST)) as rt:
+        result = await rt.run(AgentSpec("w"), "hi")
+    assert not result.ok and result.attempts == 1 and len(model.conversation) == 1
+    assert "(HTTP 403)" in result.errors[0]
+    assert "not retried: this key may not use this model or endpoint" in result.error

@@ -14,6 +14,7 @@ import pytest
 from flower.core.resilience import (
     FATAL_PATTERNS,
     TRANSIENT_PATTERNS,
+    Failure,
     OfflineWait,
     Resilience,
     advice,
@@ -298,3 +299,40 @@ async def test_wait_online_schedule_with_fake_clock(closed_port):
 ])
 def test_fatal_errors_come_with_what_to_fix(text, says):
     assert says in advice(text)
+
+
+# ---------------------------------------------------------------- structured failures (S21)
+
+
+@pytest.mark.parametrize("fields, kind", [
+    ({"status": 503}, "transient"),
+    ({"status": 529}, "transient"),
+    ({"status": 429}, "transient"),
+    ({"status": 401}, "fatal"),
+    ({"status": 413}, "fatal"),
+    ({"category": "rate_limit"}, "transient"),
+    ({"category": "server_error"}, "transient"),
+    ({"category": "authentication_failed"}, "fatal"),
+    ({"category": "cli_not_found"}, "fatal"),
+    ({"reason": "prompt_too_long"}, "fatal"),
+], ids=lambda v: str(v))
+def test_failure_kind_comes_from_fields_before_the_text(fields, kind):
+    # Each text says the opposite of the fields, so only the fields can give the expected kind.
+    text = "invalid x-api-key" if kind == "transient" else "connect ECONNREFUSED 127.0.0.1:443"
+    assert Failure.of(text, **fields).kind == kind
+
+
+def test_status_outranks_category_and_unknown_fields_fall_back_to_the_text():
+    assert Failure.of("x", status=503, category="authentication_failed").kind == "transient"
+    assert Failure.of("read ECONNRESET", status=302, category="unknown", reason="api_error").kind == "transient"
+    assert Failure.of("Invalid API key · Fix external API key").kind == "fatal"
+    assert Failure.of("something odd").kind == "unknown"
+
+
+def test_failure_detail_and_advice_from_fields():
+    f = Failure.of("Failed to authenticate. API Error: 403 connection not allowed", status=403, category="authentication_failed")
+    assert f.detail.endswith("(HTTP 403)") and "permissions" in f.advice
+    assert "context" in Failure.of("Prompt is too long", status=400, reason="prompt_too_long").advice
+    assert "billing" in Failure.of("no", category="billing_error").advice
+    assert "reinstall" in Failure.of("CLINotFoundError: Claude Code not found", category="cli_not_found").advice
+    assert Failure.of("credit balance is too low").advice == advice("credit balance is too low")

@@ -9,6 +9,7 @@ import uuid
 
 from conftest import run_program
 from flower import AgentSpec, Runtime
+from flower.runtime import Sessions
 from flower.testing import reply, say, text, tool, tool_use
 
 
@@ -69,8 +70,7 @@ async def test_events_stream_session_tool_text_and_context(model, env, workspace
     async with Runtime(workspace, run_dir, env=env) as rt:
         rt.listeners.append(events.append)
         hooked = []
-        rt.on_session = hooked.append
-        result = await rt.run(AgentSpec("writer", allowed_tools=["Write"]), "go")
+        result = await rt.run(AgentSpec("writer", allowed_tools=["Write"]), "go", on_session=hooked.append)
     kinds = [e.kind for e in events]
     assert kinds[0] == "session" and hooked == [result.session_id]
     assert "tool" in kinds and "text" in kinds
@@ -91,3 +91,48 @@ async def test_missing_api_key_is_a_clear_message(tmp_path, workspace):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3, proc.stderr
     assert "ANTHROPIC_API_KEY" in proc.stdout and "flower demo" in proc.stdout
+
+
+async def test_a_listener_raising_on_every_event_never_changes_the_run(model, env, workspace, run_dir, caplog):
+    """A front-end's bug is logged, not raised into the run (events are emitted inside the attempt's error handling)."""
+    script = [tool("Write", {"file_path": str(workspace / "a.txt"), "content": "x"}), text("done", input_tokens=900)]
+    agent = AgentSpec("writer", allowed_tools=["Write"])
+    model.push(*script)
+    async with Runtime(workspace, run_dir, env=env) as rt:
+        calm = await rt.run(agent, "go")
+    model.push(*script)
+    seen = []
+
+    def broken(event) -> None:
+        seen.append(event)
+        raise RuntimeError("listener bug")
+
+    async with Runtime(workspace, run_dir, env=env) as rt:
+        rt.listeners.append(broken)
+        hooked = []
+        result = await rt.run(agent, "go", on_session=hooked.append)
+    assert result.ok and result.attempts == 1 and not result.errors, result.errors
+    assert (result.text, result.num_turns, result.context) == (calm.text, calm.num_turns, calm.context)
+    assert hooked == [result.session_id] and rt.has_session(result.session_id)
+    assert [e.kind for e in seen][0] == "session" and {"tool", "text", "context"} <= {e.kind for e in seen}
+    assert len(model.conversation) == 4  # two requests per run: no retry happened
+    failed = [r for r in caplog.records if r.name == "flower" and "listener failed" in r.getMessage()]
+    assert len(failed) == len(seen) and "listener bug" in (failed[0].exc_text or "")
+
+
+async def test_runtimes_share_the_sessions_they_are_given(model, env, workspace, run_dir):
+    """One Sessions object for many Runtimes (the service's wakes): a Runtime does not close what it did not open."""
+    sessions = Sessions.open(run_dir)
+    model.push(text("first"), text("second"))
+    try:
+        async with Runtime(workspace, run_dir, env=env, sessions=sessions) as rt:
+            assert rt.store is sessions.pruned and rt.raw_store is sessions.raw
+            first = await rt.run(AgentSpec("w"), "one")
+        async with Runtime(workspace, run_dir, env=env, sessions=sessions) as rt:
+            second = await rt.run(AgentSpec("w"), "two", resume=first.session_id)
+        assert second.ok and second.session_id == first.session_id
+        assert sessions.has(workspace, first.session_id)
+        entries = await sessions.entries(workspace, first.session_id)
+        assert entries and sessions.context(workspace, first.session_id) == second.context
+    finally:
+        await sessions.close()

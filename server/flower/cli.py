@@ -408,7 +408,7 @@ def setup_logging(console: Console) -> None:
 
 def used_here(svc: Any) -> bool:
     """Whether a task was started here: the next wake continues it rather than asking what to do."""
-    return svc.status()["started"]
+    return bool(svc.status().started)
 
 
 async def flower_command(args: argparse.Namespace, lang: str) -> int:
@@ -466,11 +466,11 @@ async def flower_command(args: argparse.Namespace, lang: str) -> int:
     finally:
         if keyboard is not None:
             keyboard.close()
-    if result.get("ok"):
-        verdict = result.get("verdict") or {}
-        console.line(console.style(t["done"].format(rounds=verdict["rounds"]) if verdict.get("passed") else t["done_plain"], "1;32"))
+    if result.ok:
+        verdict = result.verdict
+        console.line(console.style(t["done"].format(rounds=verdict.rounds) if verdict and verdict.passed else t["done_plain"], "1;32"))
         return EXIT_OK
-    console.error(first_line(result.get("error")) or "the run did not finish")
+    console.error(first_line(result.error) or "the run did not finish")
     return EXIT_FAILED
 
 
@@ -538,10 +538,11 @@ async def once_command(args: argparse.Namespace, lang: str) -> int:
 async def status_command(args: argparse.Namespace, lang: str) -> int:
     """`flower status`: the service's status of this directory, for people or (--json) scripts."""
     from .service import FlowerService
+    from .status import to_json
 
     console = Console(lang, workspace=Path.cwd())
     setup_logging(console)
-    st = FlowerService(Path.cwd(), Path(os.path.abspath(args.run_dir)), locale=lang).status()
+    st = to_json(FlowerService(Path.cwd(), Path(os.path.abspath(args.run_dir)), locale=lang).status())
     if args.json:
         print(json.dumps(st, ensure_ascii=False, indent=2))
         return EXIT_OK

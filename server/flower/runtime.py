@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    CLINotFoundError,
+    ProcessError,
+    ResultError,
     ResultMessage,
+    SessionStoreEntry,
     SystemMessage,
     TextBlock,
     ToolUseBlock,
@@ -25,9 +30,11 @@ from claude_agent_sdk import (
 from .core.errors import MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.manifest import StepResult
-from .core.resilience import OfflineWait, Resilience, advice, classify, endpoint, reachable_async, wait_online
+from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
+
+log = logging.getLogger("flower")
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
 CREDENTIAL_ENV = (
@@ -45,7 +52,7 @@ class AgentSpec:
     allowed_tools: list[str] = field(default_factory=list)
     max_turns: int | None = None
     model: str | None = None
-    permission_mode: str = "default"
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] = "default"
     disallowed_tools: list[str] = field(default_factory=list)
 
 
@@ -56,17 +63,19 @@ class _Attempt:
     session_id: str | None = None
     ok: bool = False
     text: str = ""
-    error: str | None = None
+    failure: Failure | None = None
+    category: str | None = None
+    """The CLI's category of the last API error it reported (`AssistantMessage.error`)."""
     cost_usd: float = 0.0
     num_turns: int = 0
 
 
-def tokens_of(usage: dict) -> int:
+def tokens_of(usage: dict[str, Any]) -> int:
     """Context size of one API response: input + cache read + cache creation tokens."""
     return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
 
 
-def context_of(entries: list[dict] | None) -> int | None:
+def context_of(entries: Sequence[Mapping[str, object]] | None) -> int | None:
     """Context size of a transcript: input + cache read + cache creation of its last real assistant message."""
     for entry in reversed(entries or []):
         message = entry.get("message") if entry.get("type") == "assistant" else None
@@ -79,14 +88,51 @@ def context_of(entries: list[dict] | None) -> int | None:
     return None
 
 
+def project_key(workspace: str | os.PathLike[str]) -> str:
+    """The SDK's project key of a workspace: its sessions are stored under it (S12: the path is the key)."""
+    return project_key_for_directory(Path(os.path.abspath(workspace)))
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """A run_dir's `sessions.db`: the raw store (every entry as written) and the pruned view the model resumes from (S23, D2)."""
+
+    raw: SqliteSessionStore
+    pruned: PruningSessionStore
+
+    @classmethod
+    def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False) -> Sessions:
+        """The store of `run_dir` (opened on first use); `trim` switches large-result trimming only (S25)."""
+        run_dir = Path(os.path.abspath(run_dir))
+        raw = SqliteSessionStore(run_dir / "sessions.db")
+        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
+
+    def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
+        """Whether sessions.db holds this workspace's session (S10)."""
+        return self.raw.has_session_sync(project_key(workspace), session_id)
+
+    async def entries(self, workspace: str | os.PathLike[str], session_id: str) -> list[SessionStoreEntry] | None:
+        """The raw stored transcript of a session, unpruned."""
+        return await self.raw.load({"project_key": project_key(workspace), "session_id": session_id})
+
+    def context(self, workspace: str | os.PathLike[str], session_id: str) -> int | None:
+        """The session's last-round context size read back from sessions.db now (sync, read-only); None if unknown."""
+        return context_of(self.raw.load_sync({"project_key": project_key(workspace), "session_id": session_id}))
+
+    async def close(self) -> None:
+        """Close the database connection (the next use reopens it)."""
+        await self.raw.close()
+
+
 class Runtime:
-    """Owns the session store of a run_dir and runs agents in a workspace (S2, S4)."""
+    """Runs agents in a workspace on the session store of a run_dir (S2, S4)."""
 
     def __init__(
         self,
-        workspace: str | os.PathLike = ".",
-        run_dir: str | os.PathLike = "runs",
+        workspace: str | os.PathLike[str] = ".",
+        run_dir: str | os.PathLike[str] = "runs",
         *,
+        sessions: Sessions | None = None,
         trim: bool = False,
         resilience: Resilience | None = None,
         env: dict[str, str] | None = None,
@@ -94,16 +140,17 @@ class Runtime:
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
         self.run_dir = Path(os.path.abspath(run_dir))
-        self.trim = trim
+        self.sessions = sessions or Sessions.open(self.run_dir, trim=trim)
+        """Given by the caller (who closes it) or opened here (closed by `close`)."""
+        self._owns_sessions = sessions is None
+        self.trim = self.sessions.pruned.trim
         self.resilience = resilience or Resilience()
         self.env = dict(env or {})
-        self.project_key = project_key_for_directory(self.workspace)
-        self.db_path = self.run_dir / "sessions.db"
-        self.raw_store = SqliteSessionStore(self.db_path)
+        self.project_key = project_key(self.workspace)
+        self.raw_store = self.sessions.raw
         # S23/S25: the model always resumes from the pruned view; `trim` only switches large-result trimming.
-        self.store = PruningSessionStore(self.raw_store, trim=trim, spill_dir=self.run_dir / "spill")
-        self.on_session: Callable[[str], None] | None = None
-        """S11: called the instant a session id arrives; set only around `run` by the workflow."""
+        self.store = self.sessions.pruned
+        self.db_path = self.raw_store.path
         self.listeners: list[Listener] = []
         self.window: int | None = None
         """The model's context window as the CLI last reported it (its `modelUsage`), once known."""
@@ -111,19 +158,20 @@ class Runtime:
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
         """Whether sessions.db holds this workspace's session (S10)."""
-        return self.raw_store.has_session_sync(self.project_key, session_id)
+        return self.sessions.has(self.workspace, session_id)
 
-    async def entries(self, session_id: str) -> list[dict] | None:
+    async def entries(self, session_id: str) -> list[SessionStoreEntry] | None:
         """The raw stored transcript of a session, unpruned."""
-        return await self.raw_store.load({"project_key": self.project_key, "session_id": session_id})
+        return await self.sessions.entries(self.workspace, session_id)
 
     async def context_size(self, session_id: str) -> int | None:
         """The session's last-round context size in tokens, read back from sessions.db; None if unknown."""
         return context_of(await self.entries(session_id))
 
     async def close(self) -> None:
-        """Close the session store."""
-        await self.raw_store.close()
+        """Close the session store if this Runtime opened it."""
+        if self._owns_sessions:
+            await self.sessions.close()
 
     async def __aenter__(self) -> Runtime:
         return self
@@ -133,9 +181,8 @@ class Runtime:
 
     # -- running ---------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        """Hand an event to every listener."""
-        for listener in list(self.listeners):
-            listener(event)
+        """Hand an event to every listener; a listener's exception is logged and never changes the run."""
+        emit_to(self.listeners, event)
 
     def check_credentials(self) -> None:
         """Fail early, with what to do, when the CLI would have no way to authenticate."""
@@ -168,30 +215,36 @@ class Runtime:
             stderr=stderr,
         )
 
-    async def run(self, agent: AgentSpec, prompt: str, resume: str | None = None, *, step: str | None = None) -> StepResult:
-        """Run one agent turn (resuming `resume` when given), riding out outages, and return its StepResult (S6, S21)."""
+    async def run(self, agent: AgentSpec, prompt: str, resume: str | None = None, *, step: str | None = None,
+                  on_session: Callable[[str], None] | None = None) -> StepResult:
+        """Run one agent turn (resuming `resume` when given), riding out outages, and return its StepResult (S6, S21).
+
+        `on_session(sid)` is called the instant a session id arrives (S11: the workflow writes its lineage there).
+        """
         self.check_credentials()
         res = self.resilience
         result = StepResult(step=step or agent.name, started_at=time.time(), resumed=resume is not None, attempts=0)
         session, message = resume, prompt
         while True:
             result.attempts += 1
-            attempt = await self._attempt(agent, message, session, result.step)
+            attempt = await self._attempt(agent, message, session, result.step, on_session)
             session = attempt.session_id or session
-            result.ok, result.text, result.error = attempt.ok, attempt.text, attempt.error
+            result.ok, result.text, result.error = attempt.ok, attempt.text, None
             result.cost_usd += attempt.cost_usd
             result.num_turns += attempt.num_turns
             if attempt.ok:
                 break
-            result.errors.append(attempt.error or "unknown error")
-            kind = classify(attempt.error)
-            if not res.should_retry(kind, result.attempts):
-                if kind == "fatal":
-                    result.error = f"{attempt.error}\nnot retried: {advice(attempt.error)}"
+            failure = attempt.failure or Failure.of("the agent ended without a result", category=attempt.category)
+            result.error = failure.detail
+            result.errors.append(failure.detail)
+            # S21: the kind was decided from the SDK's fields (status, category, exit) before any text.
+            if not res.should_retry(failure.kind, result.attempts):
+                if failure.kind == "fatal":
+                    result.error = f"{failure.detail}\nnot retried: {failure.advice}"
                 break
-            if not await self._wait(result, attempt.error or ""):
+            if not await self._wait(result, failure.detail):
                 result.error = (
-                    f"offline for more than {res.max_offline_wait:.0f} s ({attempt.error}); "
+                    f"offline for more than {res.max_offline_wait:.0f} s ({failure.detail}); "
                     "the session is kept: run again when the network is back to resume it"
                 )
                 break
@@ -210,16 +263,19 @@ class Runtime:
         host, port = endpoint({**os.environ, **self.env})
 
         def offline(w: OfflineWait) -> None:
-            self.emit(Waiting("offline", result.attempts, res.max_attempts, w.next_probe_in, error, w.offline_since, step=result.step))
+            self.emit(Waiting(reason="offline", attempt=result.attempts, max_attempts=res.max_attempts,
+                              seconds=w.next_probe_in, error=error, offline_since=w.offline_since, step=result.step))
 
         if not await reachable_async(host, port, res.probe_timeout) and not await wait_online(res, host, port, offline):
             return False
         pause = res.delay(result.attempts)
-        self.emit(Waiting("backoff", result.attempts, res.max_attempts, pause, error, step=result.step))
+        self.emit(Waiting(reason="backoff", attempt=result.attempts, max_attempts=res.max_attempts,
+                          seconds=pause, error=error, step=result.step))
         await asyncio.sleep(pause)
         return True
 
-    async def _attempt(self, agent: AgentSpec, prompt: str, resume: str | None, step: str) -> _Attempt:
+    async def _attempt(self, agent: AgentSpec, prompt: str, resume: str | None, step: str,
+                       on_session: Callable[[str], None] | None) -> _Attempt:
         """One CLI process: stream its messages into events, return what it produced."""
         out = _Attempt(session_id=resume)
         stderr: collections.deque[str] = collections.deque(maxlen=40)
@@ -229,35 +285,45 @@ class Runtime:
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append)) as client:
                 await client.query(prompt)
                 async for message in client.receive_response():
-                    self._observe(message, out, texts, seen_usage, step, resume)
+                    self._observe(message, out, texts, seen_usage, step, resume, on_session)
         except Exception as exc:  # the CLI died or could not start: keep what arrived, report why
             tail = "\n".join(stderr).strip()
             out.ok = False
-            out.error = f"{type(exc).__name__}: {exc}" + (f"\n{tail}" if tail else "")
+            # An error result already read says more than the exit that follows it; else the exception's own fields.
+            out.failure = out.failure or Failure.of(
+                f"{type(exc).__name__}: {exc}" + (f"\n{tail}" if tail else ""),
+                status=exc.api_error_status if isinstance(exc, ResultError) else None,
+                category=CLI_MISSING if isinstance(exc, CLINotFoundError) else out.category,
+                reason=exc.terminal_reason if isinstance(exc, ResultError) else None,
+                exit_code=exc.exit_code if isinstance(exc, ProcessError) else None,
+            )
         if not out.text:
             out.text = "\n".join(texts)
         return out
 
-    def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str, resume: str | None) -> None:
+    def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str,
+                 resume: str | None, on_session: Callable[[str], None] | None) -> None:
         if isinstance(message, SystemMessage) and message.subtype == "init":
             sid = message.data.get("session_id")
             if sid:
                 out.session_id = sid
-                if self.on_session is not None:
-                    self.on_session(sid)  # S11: write the lineage now, not at the step boundary
-                self.emit(SessionStarted(sid, resumed=resume is not None, step=step))
+                if on_session is not None:
+                    on_session(sid)  # S11: write the lineage now, not at the step boundary
+                self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
         elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
             sid = message.session_id or out.session_id
+            out.category = message.error  # the CLI's category of an API error, on its synthetic message
             for block in message.content:
                 if isinstance(block, TextBlock) and block.text:
                     texts.append(block.text)
-                    self.emit(AssistantText(block.text, session_id=sid, uuid=message.uuid, step=step))
+                    self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step))
                 elif isinstance(block, ToolUseBlock):
-                    self.emit(ToolCall(block.name, block.input, block.id, session_id=sid, uuid=message.uuid, step=step))
+                    self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id,
+                                       session_id=sid, uuid=message.uuid, step=step))
             usage = message.usage or {}
             if sid and message.model != "<synthetic>" and message.message_id not in seen_usage and usage:
                 seen_usage.add(message.message_id or "")
-                self.emit(ContextSize(sid, tokens_of(usage), step=step))
+                self.emit(ContextSize(session_id=sid, tokens=tokens_of(usage), step=step))
         elif isinstance(message, ResultMessage):
             out.session_id = message.session_id or out.session_id
             out.ok = not message.is_error and message.subtype == "success"
@@ -268,4 +334,14 @@ class Runtime:
             self.window = max(windows, default=0) or self.window
             if not out.ok:
                 detail = message.result or "; ".join(message.errors or []) or message.subtype
-                out.error = f"{detail} (HTTP {message.api_error_status})" if message.api_error_status else detail
+                out.failure = Failure.of(detail, status=message.api_error_status, category=out.category,
+                                         reason=message.terminal_reason)
+
+
+def emit_to(listeners: list[Listener], event: Event) -> None:
+    """Hand `event` to each listener; one that raises is logged and skipped: a front-end's bug never breaks a run."""
+    for listener in list(listeners):
+        try:
+            listener(event)
+        except Exception:
+            log.exception("a listener failed on a %s event; the run goes on", event.kind)

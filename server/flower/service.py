@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .core import goals
 from .core.errors import FlowerError
-from .core.events import Event, Listener, Notice
+from .core.events import Banner, ContextSize, Event, Listener, Notice, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
-from .runtime import Runtime
+from .runtime import Runtime, Sessions, emit_to
+from .status import WINDOW, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
+from .workflow.base import step_of
 from .workflow.flower import WORK, Ask, FlowerPath, NothingToDo
 
-WINDOW = 200_000
-"""The context window assumed until the CLI reports the model's own, and the default handoff threshold's base (60%)."""
+log = logging.getLogger(__name__)
 
 
 class FlowerService:
     """Drives the flower path in one workspace for any front-end; events go to every subscriber."""
 
-    def __init__(self, workspace: str | os.PathLike, run_dir: str | os.PathLike | None = None, *,
+    def __init__(self, workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None, *,
                  locale: str = "en", trim: bool = True, rounds: int | None = None, env: dict[str, str] | None = None,
                  resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW):
         self.workspace = Path(os.path.abspath(workspace))
@@ -35,11 +37,18 @@ class FlowerService:
         self.handoff_at = handoff_at or int(window * 0.6)
         self.ask: Ask | None = None
         """Set by a front-end to put clarify questions to the person; None means nobody is there."""
+        self.sessions = Sessions.open(self.run_dir, trim=trim)
+        """This workspace's sessions.db, shared by every wake's Runtime and by the readers below."""
         self._listeners: list[Listener] = []
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[WakeOutcome] | None = None
         self._path: FlowerPath | None = None
-        self._state: dict[str, Any] = {"step": None, "waiting": None, "verdict": None, "context": None}
-        self._reader: Runtime | None = None
+        self._step: str | None = None
+        self._waiting: WaitState | None = None
+        self._verdict: VerdictState | None = None
+        self._context: int | None = None
+        """The work session's context size, once seen in this process."""
+        self._stored: tuple[str, int | None] | None = None
+        """(work session, its context size read back from sessions.db), so status() reads the db once per session."""
         self._runtime: Runtime | None = None
 
     # -- events ----------------------------------------------------------------------------
@@ -49,21 +58,23 @@ class FlowerService:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _emit(self, event: Event) -> None:
-        kind = event.kind
+        """Keep what status() shows, then hand the event on; a subscriber's exception is logged, never raised."""
         if self._runtime is not None and self._runtime.window:
             self.window = self._runtime.window  # the gauge follows the model actually used
-        if kind == "step_start":
-            self._state["step"] = event.step
-        elif kind == "context" and (event.step or "").partition("#")[0] == WORK:  # not the judge's
-            self._state["context"] = event.tokens
-        elif kind == "banner" and event.context is not None:  # read from sessions.db at wake
-            self._state["context"] = event.context
-        elif kind == "verdict":
-            self._state["verdict"] = {"round": event.round, "passed": event.passed, "reasons": event.reasons}
-        self._state["waiting"] = {"reason": event.reason, "seconds": event.seconds, "attempt": event.attempt,
-                                  "max_attempts": event.max_attempts} if kind == "wait" else None
-        for listener in list(self._listeners):
-            listener(event)
+        self._waiting = None
+        match event:
+            case StepStarted(step=step):
+                self._step = step
+            case ContextSize(step=step, tokens=tokens) if step_of(step or "") == WORK:  # not the judge's
+                self._context = tokens
+            case Banner(context=int(context)):  # read from sessions.db at wake
+                self._context = context
+            case Verdict(round=n, passed=passed, reasons=reasons):
+                self._verdict = VerdictState(round=n, passed=passed, reasons=reasons)
+            case Waiting():
+                self._waiting = WaitState(reason=event.reason, seconds=event.seconds, attempt=event.attempt,
+                                          max_attempts=event.max_attempts)
+        emit_to(self._listeners, event)
 
     # -- commands --------------------------------------------------------------------------
     @property
@@ -71,40 +82,42 @@ class FlowerService:
         """Whether a wake is in progress in this process."""
         return self._task is not None and not self._task.done()
 
-    async def wake(self, text: str | None = None) -> dict[str, Any]:
+    async def wake(self, text: str | None = None) -> WakeOutcome:
         """Continue here (text = a wake sentence), or start (text = the task); joins a wake already running (D5)."""
         if self.running:
             if text and text.strip():
                 await self.say(text)
+            assert self._task is not None  # for mypy: `running` says so
             return await asyncio.shield(self._task)
         self._task = asyncio.create_task(self._run(text))
         return await asyncio.shield(self._task)
 
-    async def say(self, text: str) -> None:
-        """A sentence for the work session: delivered at its next turn while running, else a wake (S15)."""
+    async def say(self, text: str) -> WakeOutcome | None:
+        """A sentence for the work session: delivered at its next turn while running (None), else a wake (S15)."""
         if self.running and self._path is not None:
             self._path.inbox.put_nowait(text.strip())
-            self._emit(Notice(f"queued for the work session: {text.strip()}"))
-        else:
-            await self.wake(text)
+            self._emit(Notice(text=f"queued for the work session: {text.strip()}"))
+            return None
+        return await self.wake(text)
 
-    async def new(self, text: str) -> dict[str, Any]:
+    async def new(self, text: str) -> WakeOutcome:
         """Start something else: archive lineage, 需求.md and 目标.md (S28), then start `text` as the task."""
         if not text or not text.strip():
             raise FlowerError("say what the new task is, e.g. flower --new \"write the docs\"")
-        if self.running:
+        if self._task is not None and self.running:
             self.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         with WorkspaceLock(self.run_dir):
             lineage = Lineage.load(self.run_dir, self.workspace)
             extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
-        self._emit(Notice(f"archived the previous task to {into}"))
+        self._context = self._verdict = None  # they were the archived task's
+        self._emit(Notice(text=f"archived the previous task to {into}"))
         return await self.wake(text)
 
     def cancel(self) -> None:
         """Stop the running wake cleanly; the lineage keeps its sessions, so the next wake resumes."""
-        if self.running:
+        if self._task is not None and self.running:
             self._task.cancel()
 
     async def close(self) -> None:
@@ -112,59 +125,65 @@ class FlowerService:
         if self._task is not None:
             self.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        if self._reader is not None:
-            await self._reader.close()
-            self._reader = None
+        await self.sessions.close()
 
     async def pruned(self, session_id: str) -> dict[str, str] | None:
         """How the pruner treats a session's stored entries on resume: {uuid: "hidden" | "rewritten" | "added"} (S23).
 
         None when sessions.db holds nothing for the session.
         """
-        if self._reader is None:
-            self._reader = Runtime(self.workspace, self.run_dir, trim=self.trim, env=self.env)
-        entries = await self._reader.entries(session_id)
+        entries = await self.sessions.entries(self.workspace, session_id)
         if not entries:
             return None
-        return dict((await asyncio.to_thread(self._reader.store.prune, entries)).verdicts)
+        pruned = await asyncio.to_thread(self.sessions.pruned.prune, [dict(e) for e in entries])
+        return dict(pruned.verdicts)
 
-    async def _run(self, text: str | None) -> dict[str, Any]:
-        rt = Runtime(self.workspace, self.run_dir, trim=self.trim, resilience=self.resilience, env=self.env)
+    async def _run(self, text: str | None) -> WakeOutcome:
+        rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env)
         rt.listeners.append(self._emit)
         self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
         try:
             ctx = await self._path.wake(text)
-            return {"ok": ctx["_ok"], "error": ctx.get("_error"), "woke": ctx["_woke"],
-                    "sessions": dict(ctx["_sessions"]), "verdict": ctx.get("verdict")}
+            verdict = ctx.get("verdict")
+            return WakeOutcome(ok=ctx["_ok"], error=ctx.get("_error"), woke=ctx["_woke"], sessions=dict(ctx["_sessions"]),
+                               verdict=Judged(**verdict) if verdict else None)
         except NothingToDo as exc:
             raise FlowerError(str(exc)) from None
         except asyncio.CancelledError:
-            return {"ok": False, "error": "cancelled; wake again to resume", "woke": None, "sessions": {}, "verdict": None}
+            return WakeOutcome(ok=False, error="cancelled; wake again to resume")
         finally:
-            self._state["step"] = self._state["waiting"] = None
+            self._step = self._waiting = None
             self.window = rt.window or self.window
             self._runtime = None
-            await rt.close()
+            # The connection is per wake: an open aiosqlite thread would keep the process alive; the next use reopens it.
+            await self.sessions.close()
 
     async def _ask(self, question: str) -> str | None:
         return await self.ask(question) if self.ask else None
 
     # -- status ----------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """Everything a front-end shows, answered at once from files and memory (no model request)."""
-        lineage = Lineage.load(self.run_dir, self.workspace)
-        return {
-            "workspace": str(self.workspace),
-            "run_dir": str(self.run_dir),
-            "woke": lineage.woke,
-            "started": bool(lineage.steps) or (self.workspace / REQUIREMENTS_FILE).exists(),
-            "steps": dict(lineage.steps),
-            "goals": [{"text": g.text, "done": g.done} for g in goals.read(self.workspace / goals.GOALS_FILE)],
-            "context": self._state["context"],
-            "window": self.window,
-            "running": self.running,
-            "step": self._state["step"],
-            "waiting": self._state["waiting"],
-            "verdict": self._state["verdict"],
-        }
+    def _stored_context(self, session_id: str) -> int | None:
+        """The session's last context size in sessions.db; None (logged) if the db cannot be read: the gauge is a bonus (S12)."""
+        try:
+            return self.sessions.context(self.workspace, session_id)
+        except Exception as exc:
+            log.warning("cannot read the context size of %s from %s (%s)", session_id, self.sessions.raw.path, exc)
+            return None
+
+    def status(self) -> Status:
+        """Everything a front-end shows, answered at once from files and memory (no model request).
+
+        `context` is the work session's size seen in this process, or else its last round read back
+        from sessions.db, so a fresh process shows the gauge before any wake.
+        """
+        st = at_rest(self.workspace, self.run_dir)
+        context, work = self._context, st.steps.get(WORK)
+        if context is None and work is not None:
+            if self._stored is None or self._stored[0] != work:
+                self._stored = (work, self._stored_context(work))
+            context = self._stored[1]
+        return dataclasses.replace(
+            st, context=context, window=self.window, running=self.running, step=self._step,
+            waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at)
+

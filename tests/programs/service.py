@@ -5,6 +5,7 @@ import json
 import sys
 
 from flower import FlowerService
+from flower.status import to_json
 
 
 async def main(args: dict) -> None:
@@ -12,7 +13,7 @@ async def main(args: dict) -> None:
     banners = []
     service.subscribe(lambda e: banners.append(e.text) if e.kind == "banner" else None)
     result = await service.wake(args.get("text"))
-    print(json.dumps({**result, "banners": banners}, ensure_ascii=False))
+    print(json.dumps({**to_json(result), "banners": banners, "debug": __debug__}, ensure_ascii=False))
 
 
 asyncio.run(main(json.loads(sys.argv[1])))

@@ -20,6 +20,7 @@ import shutil
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from flower.core.durable import move_aside, stamp, write_atomic
 
@@ -31,7 +32,7 @@ LINEAGE_FILE = "lineage.json"
 class Lineage:
     """The step → session mapping of one workspace and run_dir, plus the wake count."""
 
-    def __init__(self, run_dir: str | os.PathLike, workspace: str | os.PathLike, woke: int = 0,
+    def __init__(self, run_dir: str | os.PathLike[str], workspace: str | os.PathLike[str], woke: int = 0,
                  steps: dict[str, str] | None = None, *, persist: bool = True) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
         self.workspace = os.path.abspath(workspace)
@@ -48,7 +49,7 @@ class Lineage:
         return self.run_dir / LINEAGE_FILE
 
     @classmethod
-    def load(cls, run_dir: str | os.PathLike, workspace: str | os.PathLike,
+    def load(cls, run_dir: str | os.PathLike[str], workspace: str | os.PathLike[str],
              has_session: Callable[[str], bool] | None = None) -> Lineage:
         """The stored lineage if it is valid and belongs to `workspace`, else a fresh one (S12).
 
@@ -117,7 +118,7 @@ class Lineage:
         self._dirty = False
         return True
 
-    def archive(self, into: str | os.PathLike, extra: Iterable[str | os.PathLike] = ()) -> Path:
+    def archive(self, into: str | os.PathLike[str], extra: Iterable[str | os.PathLike[str]] = ()) -> Path:
         """Move lineage.json and the existing `extra` files together into `<into>/<YYYYmmdd-HHMMSS>/` (S28).
 
         Then `steps` and `woke` start over. Archive, never delete: sessions.db is not touched.
@@ -148,19 +149,19 @@ class Lineage:
             log.info("archived %s into %s", ", ".join(p.name for p in sources) or "nothing", dest)
             return dest
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The S5 shape: `{"workspace", "woke", "steps"}` (a copy)."""
         with self._lock:
             return self._as_dict_locked()
 
-    def _as_dict_locked(self) -> dict:
+    def _as_dict_locked(self) -> dict[str, Any]:
         return {"workspace": self.workspace, "woke": self.woke, "steps": dict(self.steps)}
 
     def __repr__(self) -> str:
         return f"Lineage(workspace={self.workspace!r}, woke={self.woke}, steps={self.steps!r})"
 
 
-def _parse(raw: bytes) -> dict | None:
+def _parse(raw: bytes) -> dict[str, Any] | None:
     """The lineage dict if `raw` has exactly the S5 shape, else None."""
     try:
         data = json.loads(raw.decode("utf-8"))

@@ -34,7 +34,7 @@ def endpoint(env: Mapping[str, str] | None = None) -> tuple[str, int]:
         port = parts.port or default
     except ValueError:  # malformed port: probe the scheme default rather than crash
         port = default
-    return parts.hostname or urlsplit(DEFAULT_BASE_URL).hostname, port
+    return parts.hostname or "api.anthropic.com", port
 
 
 def reachable(host: str, port: int, timeout: float = 5.0) -> bool:
@@ -63,7 +63,7 @@ async def reachable_async(host: str, port: int, timeout: float = 5.0) -> bool:
     return await asyncio.to_thread(reachable, host, port, timeout)
 
 
-def _resolve(host: str, port: int, timeout: float) -> list:
+def _resolve(host: str, port: int, timeout: float) -> list[tuple[Any, ...]]:
     """getaddrinfo bounded by `timeout` (it has no timeout of its own), in a daemon thread that may be abandoned."""
     box: dict[str, Any] = {}
 
@@ -77,7 +77,7 @@ def _resolve(host: str, port: int, timeout: float) -> list:
     t.start()
     t.join(timeout)
     if "ok" in box:
-        return box["ok"]
+        return list(box["ok"])
     raise box.get("err") or TimeoutError(f"DNS lookup of {host} took longer than {timeout}s")
 
 
@@ -183,24 +183,102 @@ RESUME_PROMPT = (
 
 
 # What to fix for each family of fatal errors: said once, instead of retrying (S21).
-_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), a) for p, a in (
-    (r"401|authentication|api[ _-]?key|oauth|/login",
-     "the API key was refused: check ANTHROPIC_API_KEY (or log in again with `claude login`)"),
-    (r"403|permission_error", "this key may not use this model or endpoint: check the key's permissions"),
-    (r"credit|quota|billing", "the account is out of credit or quota: check billing, then run again"),
-    (r"too long|context[ _]length|too many tokens",
-     "the conversation no longer fits the model's context: start over with `flower --new`, or trim (no --no-trim)"),
-    (r"404|not_found|selected model", "the model was not found: check the model name and ANTHROPIC_BASE_URL"),
-    (r"400|invalid_request", "the API rejected the request as malformed: run again; if it repeats, report it"),
+_FIX = {
+    "auth": "the API key was refused: check ANTHROPIC_API_KEY (or log in again with `claude login`)",
+    "permission": "this key may not use this model or endpoint: check the key's permissions",
+    "billing": "the account is out of credit or quota: check billing, then run again",
+    "too_long": "the conversation no longer fits the model's context: start over with `flower --new`, or trim (no --no-trim)",
+    "model": "the model was not found: check the model name and ANTHROPIC_BASE_URL",
+    "invalid": "the API rejected the request as malformed: run again; if it repeats, report it",
+    "cli": "the Claude Code CLI could not be started: reinstall flower (the SDK bundles the CLI)",
+}
+_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), _FIX[key]) for p, key in (
+    (r"401|authentication|api[ _-]?key|oauth|/login", "auth"),
+    (r"403|permission_error", "permission"),
+    (r"credit|quota|billing", "billing"),
+    (r"too long|context[ _]length|too many tokens", "too_long"),
+    (r"404|not_found|selected model", "model"),
+    (r"400|invalid_request", "invalid"),
 ))
+_STATUS_FIX = {401: "auth", 402: "billing", 403: "permission", 404: "model", 413: "too_long", 400: "invalid"}
+_CATEGORY_FIX = {"authentication_failed": "auth", "billing_error": "billing", "invalid_request": "invalid",
+                 "cli_not_found": "cli"}
 
 
 def advice(text: str | None) -> str:
-    """One sentence saying what to fix for a fatal error."""
+    """One sentence saying what to fix for a fatal error, from its text."""
     for pattern, said in _ADVICE:
         if pattern.search(text or ""):
             return said
     return "this error will not go away by retrying: fix its cause, then run again"
+
+
+# ---------------------------------------------------------------- structured failures (S21)
+
+CLI_MISSING = "cli_not_found"
+"""The category flower gives a Claude Code CLI that is not installed (the SDK's CLINotFoundError)."""
+FATAL_STATUS = frozenset({400, 401, 402, 403, 404, 413})
+"""HTTP statuses a retry cannot change: bad request, key, billing, permission, model, size."""
+TRANSIENT_STATUS = frozenset({408, 409, 429})
+"""Timeout, conflict and rate limit; every 5xx (529 overloaded included) is transient too."""
+CATEGORY_KINDS: dict[str, Kind] = {
+    "authentication_failed": "fatal", "billing_error": "fatal", "invalid_request": "fatal",
+    "rate_limit": "transient", "server_error": "transient", CLI_MISSING: "fatal",
+}
+"""The CLI's own category of an API error (`AssistantMessage.error`), and flower's `CLI_MISSING`; "unknown" decides nothing."""
+FATAL_REASONS = frozenset({"prompt_too_long"})
+"""`ResultMessage.terminal_reason` values no retry can change."""
+
+
+def status_kind(status: int | None) -> Kind | None:
+    """The kind an HTTP status decides, or None when it decides nothing."""
+    if status is None:
+        return None
+    if status in FATAL_STATUS:
+        return "fatal"
+    if status in TRANSIENT_STATUS or 500 <= status <= 599:
+        return "transient"
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failure:
+    """Why one attempt failed. Its kind comes from what the SDK reports in fields (HTTP status, the
+    CLI's error category, the terminal reason, a process that could not start) before any text is
+    matched: the text is the last resort, and `classify` keeps fatal before transient there (S21)."""
+
+    kind: Kind
+    text: str
+    """What a person reads: the CLI's message, or the exception and the tail of the CLI's stderr."""
+    status: int | None = None
+    """HTTP status of the failing API call (`ResultMessage.api_error_status`)."""
+    category: str | None = None
+    """The CLI's category of the API error (`AssistantMessage.error`, e.g. "rate_limit")."""
+    reason: str | None = None
+    """Why the CLI's loop ended (`ResultMessage.terminal_reason`, e.g. "prompt_too_long")."""
+    exit_code: int | None = None
+    """The CLI process's exit code, when it died."""
+
+    @classmethod
+    def of(cls, text: str, *, status: int | None = None, category: str | None = None, reason: str | None = None,
+           exit_code: int | None = None) -> Failure:
+        """A Failure whose kind is decided by status, then category, then terminal reason, and only then text."""
+        decided = (status_kind(status) or CATEGORY_KINDS.get(category or "")
+                   or ("fatal" if reason in FATAL_REASONS else None) or classify(text))
+        return cls(kind=decided, text=text, status=status, category=category, reason=reason, exit_code=exit_code)
+
+    @property
+    def detail(self) -> str:
+        """The text with the HTTP status, as shown and recorded in the manifest's `errors[]`."""
+        return f"{self.text} (HTTP {self.status})" if self.status is not None else self.text
+
+    @property
+    def advice(self) -> str:
+        """What to fix, from the structured fields first, else from the text."""
+        # The terminal reason is the most specific (a too-long prompt comes as a plain 400).
+        key = (("too_long" if self.reason in FATAL_REASONS else None) or _STATUS_FIX.get(self.status or 0)
+               or _CATEGORY_FIX.get(self.category or ""))
+        return _FIX[key] if key else advice(self.text)
 
 
 @dataclass(frozen=True)
@@ -230,7 +308,7 @@ class Resilience:
         """Seconds to wait after failed attempt `attempt` (1-based): min(base·2^(a-1), max) × jitter in [0.75, 1.25] (S21)."""
         a = max(1, int(attempt))
         raw = self.max_delay if a > 64 else min(self.base_delay * 2 ** (a - 1), self.max_delay)
-        return raw * rng.uniform(0.75, 1.25)
+        return raw * float(rng.uniform(0.75, 1.25))
 
     def should_retry(self, kind: str, attempt: int) -> bool:
         """Whether attempt `attempt` (1-based, just failed with `kind`) may be followed by another one."""

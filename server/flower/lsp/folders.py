@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -43,7 +43,7 @@ from ..core.events import (
 from ..core.text import clip, tool_label
 from ..history import History, Item, UnknownSession, Verdicts, cut
 from ..service import FlowerService
-from ..workflow.flower import WORK
+from ..status import WakeOutcome, to_json
 from . import protocol as p
 
 if TYPE_CHECKING:
@@ -122,12 +122,8 @@ class Folder:
     # -- commands --------------------------------------------------------------------------
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory and files: no model request, no waiting."""
-        s = self.svc.status()
+        s = to_json(self.svc.status())
         waiting, verdict = s.get("waiting"), s.get("verdict")
-        context = s.get("context")
-        work = s["steps"].get(WORK)
-        if context is None and work is not None and not s["running"]:
-            context = self.history.context(work)  # S19: the gauge's last value, before any wake in this process
         if verdict is None and not s["running"]:
             judged = self.history.last_verdict()  # the manifest's, before any judge in this process
             verdict = {"round": judged[0], "passed": judged[1], "reasons": judged[2]} if judged else None
@@ -140,7 +136,7 @@ class Folder:
         return p.FolderStatus(
             folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
             steps=dict(s["steps"]), goals=[p.Goal(g["text"], g["done"]) for g in s["goals"]],
-            context=context, window=s["window"], handoff_at=self.svc.handoff_at, running=s["running"],
+            context=s["context"], window=s["window"], handoff_at=s["handoff_at"], running=s["running"],
             step=s.get("step"), waiting=wait,
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
         )
@@ -256,7 +252,7 @@ class Folder:
         await self._queue.join()
 
     # -- running in the background -----------------------------------------------------------
-    async def _start(self, work: Awaitable[dict[str, Any]], said: str | None = None) -> Run:
+    async def _start(self, work: Awaitable[WakeOutcome | None], said: str | None = None) -> Run:
         """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
         self._ensure_pump()
         run = Run(next(self._numbers), said=said)
@@ -274,10 +270,11 @@ class Folder:
         run.answered = True
         return run
 
-    async def _drive(self, run: Run, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    async def _drive(self, run: Run, work: Awaitable[WakeOutcome | None]) -> dict[str, Any]:
         outcome: dict[str, Any]
         try:
-            outcome = await work
+            result = await work
+            outcome = to_json(result) if result is not None else {"ok": True}
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
             if not isinstance(exc, FlowerError):
                 log.exception("wake in %s failed", self.uri)
@@ -359,7 +356,7 @@ class Folder:
             case "pruned", (str() as session_id, dict() as verdicts):
                 self._verdicts[session_id] = verdicts
                 self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts))
-            case "event", Event() as event:
+            case "event", event if isinstance(event, Event):
                 await self._event(event)
             case _:
                 log.error("nothing to send for queue item %r", kind)
@@ -422,7 +419,7 @@ class Folder:
             case Notice(text=text):
                 self.notify(p.NOTICE, p.NoticeNotification(f, text))
             case _:
-                log.debug("no notification for event %r", event.kind)
+                assert_never(event)  # a new Event class must be given its notification here
 
     # -- $/progress ----------------------------------------------------------------------------
     @property

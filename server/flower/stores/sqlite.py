@@ -365,3 +365,31 @@ class SqliteSessionStore(SessionStore):
         finally:
             conn.close()
         return row is not None
+
+    def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """``load`` for synchronous callers (a status answered at once): read-only, never creates the file."""
+        if not self.path.exists():
+            return None
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+        except sqlite3.Error as err:
+            raise SessionStoreError(f"cannot open {self.path}: {err}") from err
+        try:
+            rows = conn.execute(
+                "SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
+                " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ?"
+                " ORDER BY e.seq",
+                _key3(key),
+            ).fetchall()
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):  # an empty file: no store written yet
+                return None
+            raise
+        except sqlite3.DatabaseError as err:
+            if _is_not_a_database(err):
+                raise _not_a_database(self.path, err) from err
+            raise
+        finally:
+            conn.close()
+        return _decode_array([r[0] for r in rows]) if rows else None

@@ -5,17 +5,25 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..core import goals
 from ..core.events import StepEnded, StepStarted
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock
-from ..core.manifest import Manifest, StepResult, retry_name
-from ..runtime import AgentSpec, Runtime
+from ..core.manifest import Manifest, StepResult, parse_name, retry_name
+from ..runtime import AgentSpec, Runtime, Sessions
+from ..status import at_rest
 
-Prompt = str | Callable[[dict], str]
+Prompt = str | Callable[[dict[str, Any]], str]
+
+
+def step_of(name: str) -> str:
+    """The step a run's name belongs to (S7): `干活#round2#retry1` → `干活`; a judge's name (`干活·判定#1`) stays itself."""
+    base, kind, _ = parse_name(name)
+    while kind in ("retry", "round"):
+        name = base
+        base, kind, _ = parse_name(name)
+    return name
 
 
 @dataclass
@@ -28,10 +36,10 @@ class Step:
     resume_prompt: Prompt | None = None
     retries: int = 0
     """Ordinary retries after a failed run, recorded as `<step>#retry<N>` (S7)."""
-    skip: Callable[[dict], bool] | None = None
+    skip: Callable[[dict[str, Any]], bool] | None = None
     """When true for the ctx, the step is frozen and not run (S17)."""
 
-    def message(self, ctx: dict, resuming: bool) -> str:
+    def message(self, ctx: dict[str, Any], resuming: bool) -> str:
         """The prompt to send: on resume the other side already has the brief, so send `resume_prompt` (S18)."""
         chosen = self.resume_prompt if resuming and self.resume_prompt is not None else self.prompt
         return chosen(ctx) if callable(chosen) else chosen
@@ -74,40 +82,37 @@ class Workflow:
             self.manifest = Manifest(rt.run_dir)
         return self.manifest
 
-    async def run_step(self, rt: Runtime, step: Step, ctx: dict, lineage: Lineage, index: int,
+    async def run_step(self, rt: Runtime, step: Step, ctx: dict[str, Any], lineage: Lineage, index: int,
                        message: str | None = None, name: str | None = None, total: int | None = None) -> StepResult:
         """Run one step with its ordinary retries; the session id is recorded the instant it arrives (S11)."""
         for attempt in range(step.retries + 1):
             session = lineage.steps.get(step.name)
             shown = name or step.name
             shown = shown if attempt == 0 else retry_name(shown, attempt)
-            rt.emit(StepStarted(index, total or len(self.steps), session, ctx["_woke"], step=shown))
+            rt.emit(StepStarted(index=index, total=total or len(self.steps), session_id=session, woke=ctx["_woke"], step=shown))
             text = message if message is not None else step.message(ctx, session is not None)
             result = await self.dispatch(rt, step, text, session, lineage, shown)
             self.manifest_for(rt).add(result)
-            rt.emit(StepEnded(result.ok, result.session_id, result.error, result.context, step=shown))
+            rt.emit(StepEnded(ok=result.ok, session_id=result.session_id, error=result.error, context=result.context, step=shown))
             if result.ok:
                 break
         return result
 
     async def dispatch(self, rt: Runtime, step: Step, prompt: str, session: str | None, lineage: Lineage, name: str) -> StepResult:
-        """`rt.run` with the lineage hook installed only for its duration (S11: the judge must not be recorded)."""
-        rt.on_session = lambda sid: lineage.record(step.name, sid)
-        try:
-            return await rt.run(step.agent, prompt, resume=session, step=name)
-        finally:
-            rt.on_session = None
+        """`rt.run` recording the session id in the lineage the instant it arrives (S11).
+
+        The hook is an argument of this one run, so nothing else (the judge, S14) can ever be recorded by it.
+        """
+        return await rt.run(step.agent, prompt, resume=session, step=name,
+                            on_session=lambda sid: lineage.record(step.name, sid))
 
 
-def wake_state(workspace: str | os.PathLike = ".", run_dir: str | os.PathLike = "runs") -> dict[str, Any]:
-    """Would the next run here resume? `waking`, `checks` (goal count), `woke`, `steps` (S3)."""
-    rt = Runtime(workspace, run_dir)
-    lineage = Lineage.load(rt.run_dir, rt.workspace, rt.has_session)
-    return {
-        "waking": bool(lineage.steps),
-        "checks": len(goals.read(Path(rt.workspace) / goals.GOALS_FILE)),
-        "woke": lineage.woke,
-        "steps": dict(lineage.steps),
-        "workspace": str(rt.workspace),
-        "run_dir": str(rt.run_dir),
-    }
+def wake_state(workspace: str | os.PathLike[str] = ".", run_dir: str | os.PathLike[str] = "runs") -> dict[str, Any]:
+    """Would the next run here resume? `waking`, `checks` (goal count), `woke`, `steps` (S3).
+
+    Computed from the same `Status` as `flower status`, with only sessions still in sessions.db (S10).
+    """
+    sessions = Sessions.open(run_dir)
+    st = at_rest(workspace, run_dir, lambda sid: sessions.has(workspace, sid))
+    return {"waking": bool(st.steps), "checks": len(st.goals), "woke": st.woke, "steps": dict(st.steps),
+            "workspace": st.workspace, "run_dir": st.run_dir}

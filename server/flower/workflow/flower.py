@@ -15,9 +15,9 @@ from ..core.durable import stamp
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock
-from ..core.manifest import round_name
+from ..core.manifest import StepResult, round_name
 from ..runtime import AgentSpec, Runtime
-from .base import Step, Workflow
+from .base import Step, Workflow, step_of
 from .goal import with_goal
 
 CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
@@ -87,7 +87,7 @@ class FlowerPath:
     """Context size (tokens) of the work session above which work moves to a new session (S26)."""
     ask: Ask | None = None
     clarify_rounds: int = 6
-    inbox: asyncio.Queue = field(default_factory=asyncio.Queue)
+    inbox: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     """Sentences said while running; the work session receives them at its next turn."""
     last_words: str = ""
     workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
@@ -111,20 +111,20 @@ class FlowerPath:
         self.rt.check_credentials()  # before anything is counted or written
         with WorkspaceLock(self.rt.run_dir):
             lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
-            used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status()['started']
+            used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
                 raise NothingToDo("nothing to continue here: say what to do, e.g. flower \"build a todo app\"")
             if not used:
-                requirements.record_request(self.requirements_path, text)  # on disk before any model request
+                requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
             ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
             sentence = text.strip() if used and text and text.strip() else None
             if used:
                 context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
                 line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
-                self.emit(Banner(line, ctx["_woke"], context))
+                self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
             if sentence:
                 requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
-                self.emit(Notice(f"recorded in {requirements.REQUIREMENTS_FILE}: {sentence}"))
+                self.emit(Notice(text=f"recorded in {requirements.REQUIREMENTS_FILE}: {sentence}"))
             ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
             ok = (await self.clarify(ctx, lineage, sentence)
                   and await self.derive_goals(ctx, lineage, again=bool(sentence))
@@ -132,13 +132,13 @@ class FlowerPath:
             ctx["_ok"] = ok and ctx["_ok"]
             return ctx
 
-    def start(self, ctx: dict, lineage: Lineage, step: str, index: int) -> None:
+    def start(self, ctx: dict[str, Any], lineage: Lineage, step: str, index: int) -> None:
         """The S19 header for a step about to run."""
-        resumed = step.partition("#")[0] in lineage.steps
-        self.emit(Header(header(self.locale, step, index, 3, ctx["_woke"], resumed), step=step))
+        resumed = step_of(step) in lineage.steps
+        self.emit(Header(text=header(self.locale, step, index, 3, ctx["_woke"], resumed), step=step))
 
-    async def run(self, ctx: dict, lineage: Lineage, step: Step, index: int, message: str | None = None,
-                  name: str | None = None):
+    async def run(self, ctx: dict[str, Any], lineage: Lineage, step: Step, index: int, message: str | None = None,
+                  name: str | None = None) -> StepResult:
         """Run one step under its header; a failure is recorded in ctx."""
         self.start(ctx, lineage, name or step.name, index)
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
@@ -146,7 +146,7 @@ class FlowerPath:
             ctx["_ok"], ctx["_error"] = False, f"{name or step.name}: {result.error}"
         return result
 
-    async def clarify(self, ctx: dict, lineage: Lineage, sentence: str | None) -> bool:
+    async def clarify(self, ctx: dict[str, Any], lineage: Lineage, sentence: str | None) -> bool:
         """Pin down the requirements, asking the person through the front-end; skipped when frozen (S16, S17)."""
         if requirements.complete(self.requirements_path):
             ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")  # frozen, still in ctx
@@ -160,13 +160,13 @@ class FlowerPath:
             if requirements.complete(self.requirements_path):
                 ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")
                 return True
-            self.emit(Question(result.text, step=CLARIFY))
+            self.emit(Question(text=result.text, step=CLARIFY))
             answer = await self.ask(result.text) if self.ask else None
             message = answer.strip() if answer and answer.strip() else NOBODY_TO_ASK
         ctx["_ok"], ctx["_error"] = False, f"{CLARIFY}: {requirements.REQUIREMENTS_FILE} is still incomplete"
         return False
 
-    async def derive_goals(self, ctx: dict, lineage: Lineage, again: bool) -> bool:
+    async def derive_goals(self, ctx: dict[str, Any], lineage: Lineage, again: bool) -> bool:
         """Write `目标.md`; skipped when it exists, re-derived after a wake sentence (S15 place 3, S17)."""
         if goals.read(self.goals_path) and not again:
             ctx[GOALS] = self.goals_path.read_text(encoding="utf-8")
@@ -175,9 +175,9 @@ class FlowerPath:
         if result.ok and not goals.read(self.goals_path):
             ctx["_ok"], ctx["_error"] = False, f"{GOALS}: no checklist items were written to {goals.GOALS_FILE}"
         ctx[GOALS] = result.text
-        return ctx["_ok"]
+        return bool(ctx["_ok"])
 
-    async def work(self, ctx: dict, lineage: Lineage, sentence: str | None) -> bool:
+    async def work(self, ctx: dict[str, Any], lineage: Lineage, sentence: str | None) -> bool:
         """Work rounds under the judge (S14); the sentence said at wake is the session's next message (S15 place 1)."""
         if WORK not in lineage.steps:
             first = WORK_PROMPT
@@ -185,22 +185,21 @@ class FlowerPath:
             first = WAKE_SENTENCE.format(sentence=sentence) if sentence else WORK_RESUME
         manifest = self.workflow.manifest_for(self.rt)
 
-        async def one_round(n: int, message: str):
+        async def one_round(n: int, message: str) -> StepResult:
             message = await self.pending(ctx, lineage, message)
-            retired, handoff = [], None
+            handoff: Path | None = None
             session = lineage.steps.get(WORK)
             if session and (await self.rt.context_size(session) or 0) > self.handoff_at:
-                handoff = self.write_handoff(ctx, session)
+                handoff, document = self.write_handoff(ctx, session)
                 lineage.steps.pop(WORK)  # S26: the next run of the step starts a new session
                 lineage.save()
-                retired = [session]
-                message = HANDOFF_PROMPT.format(path=handoff[0], document=handoff[1]) + "\n\n" + message
+                message = HANDOFF_PROMPT.format(path=handoff, document=document) + "\n\n" + message
             result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n))
             self.last_words = result.text or self.last_words
-            if retired:
-                result.retired = retired
+            if session and handoff is not None:
+                result.retired = [session]
                 manifest.add(result)  # the same StepResult again: its row is replaced, now with retired[]
-                self.emit(Handoff(session, result.session_id, str(handoff[0]), step=WORK))
+                self.emit(Handoff(old_session=session, new_session=result.session_id, path=str(handoff), step=WORK))
             return result
 
         while True:
@@ -215,7 +214,7 @@ class FlowerPath:
             ctx["_error"] = f"the judge did not pass the work in {gate.rounds} round(s): {gate.reasons}"
         return gate.passed
 
-    async def pending(self, ctx: dict, lineage: Lineage, message: str) -> str:
+    async def pending(self, ctx: dict[str, Any], lineage: Lineage, message: str) -> str:
         """Sentences said while running (`say`) land in all three places before the next work round (S15)."""
         said = []
         while not self.inbox.empty():
@@ -227,7 +226,7 @@ class FlowerPath:
         await self.derive_goals(ctx, lineage, again=True)
         return "\n\n".join([message] + [WAKE_SENTENCE.format(sentence=s) for s in said])
 
-    def write_handoff(self, ctx: dict, session: str) -> tuple[Path, str]:
+    def write_handoff(self, ctx: dict[str, Any], session: str) -> tuple[Path, str]:
         """A readable, editable transition document under `notes/` (S26); returns its path and text."""
         notes = self.rt.workspace / "notes"
         notes.mkdir(exist_ok=True)

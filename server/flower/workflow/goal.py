@@ -59,12 +59,14 @@ class GateResult:
 
 
 async def judge(rt: Runtime, manifest: Manifest, step: str, n: int) -> tuple[bool, str, StepResult]:
-    """One judge round: always a new session, dispatched with `rt.run` outside the lineage (S14)."""
-    assert rt.on_session is None, "the lineage hook must be removed before the goal gate (S11)"
+    """One judge round: always a new session, dispatched with `rt.run` outside the lineage (S14).
+
+    No `on_session` is passed: the judge's session can never be recorded as the work step's (S11), by construction.
+    """
     result = await rt.run(JUDGE, judge_prompt(rt.workspace), step=judge_name(step, n))
     manifest.add(result)
     passed, reasons = verdict_of(result.text) if result.ok else (False, f"the judge could not run: {result.error}")
-    rt.emit(Verdict(n, passed, reasons, step=judge_name(step, n)))
+    rt.emit(Verdict(round=n, passed=passed, reasons=reasons, step=judge_name(step, n)))
     return passed, reasons, result
 
 

@@ -1,0 +1,113 @@
+"""What a front-end shows about a workspace, and how a wake ended: typed, with one converter to JSON.
+
+`flower status --json`, the editor's `flower/status` and `wake_state()` (S3) all start from the
+same `Status`; `to_json` turns it (or a `WakeOutcome`) into the plain dict they send.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .core import goals
+from .core.lineage import Lineage
+from .core.requirements import REQUIREMENTS_FILE
+
+WINDOW = 200_000
+"""The context window assumed until the CLI reports the model's own, and the default handoff threshold's base (60%)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Goal:
+    """One line of the goal checklist `目标.md`."""
+
+    text: str
+    done: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitState:
+    """The retry wait in progress: an outage (`offline`) or a pause between attempts (`backoff`)."""
+
+    reason: Literal["backoff", "offline"]
+    seconds: float
+    attempt: int
+    max_attempts: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerdictState:
+    """The judge's last verdict in this process (S14)."""
+
+    round: int
+    passed: bool
+    reasons: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status:
+    """Everything a front-end shows about one workspace, answered from files and memory (no model request)."""
+
+    workspace: str
+    run_dir: str
+    woke: int
+    started: bool
+    """A task was started here: the next wake continues it."""
+    steps: dict[str, str]
+    """The lineage: step → session id (S5)."""
+    goals: list[Goal]
+    context: int | None = None
+    """The work session's last context size in tokens: live while running, else read back from sessions.db."""
+    window: int = WINDOW
+    running: bool = False
+    step: str | None = None
+    waiting: WaitState | None = None
+    verdict: VerdictState | None = None
+    handoff_at: int = int(WINDOW * 0.6)
+    """Context size (tokens) of the work session above which work moves to a new session (S26)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judged:
+    """How the goal gate ended a wake: passed or not, after how many rounds, and why (S14)."""
+
+    passed: bool
+    rounds: int
+    reasons: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WakeOutcome:
+    """How a wake ended."""
+
+    ok: bool
+    error: str | None = None
+    woke: int | None = None
+    """The wake count; None when the wake was cancelled."""
+    sessions: dict[str, str] = field(default_factory=dict)
+    verdict: Judged | None = None
+
+
+def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
+            has_session: Callable[[str], bool] | None = None) -> Status:
+    """The Status read from files only: lineage (sessions filtered by `has_session(sid)` when given, S10) and goals.
+
+    `run_dir` is relative to the current directory (S4).
+    """
+    workspace, run_dir = Path(os.path.abspath(workspace)), Path(os.path.abspath(run_dir))
+    lineage = Lineage.load(run_dir, workspace, has_session)
+    return Status(
+        workspace=str(workspace), run_dir=str(run_dir), woke=lineage.woke,
+        started=bool(lineage.steps) or (workspace / REQUIREMENTS_FILE).exists(),
+        steps=dict(lineage.steps),
+        goals=[Goal(text=g.text, done=g.done) for g in goals.read(workspace / goals.GOALS_FILE)],
+    )
+
+
+def to_json(obj: Status | WakeOutcome) -> dict[str, Any]:
+    """The plain dict of a Status or WakeOutcome (nested states as dicts), as `flower status --json` prints it."""
+    return dataclasses.asdict(obj)
