@@ -8,8 +8,6 @@ with InvalidParams and a message that says what to send instead.
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -17,6 +15,8 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
+
+from ..core.redact import cut, redact  # noqa: F401  (D6: one redaction for every exit; `cut` re-exported for folders.py)
 
 # -- method names ----------------------------------------------------------------------------
 WAKE = "flower/wake"
@@ -48,9 +48,6 @@ WORKSPACE_BUSY = -32011
 """Another process (a terminal `flower`, another editor window) drives this workspace (D5)."""
 FLOWER_ERROR = -32012
 """An expected failure with an actionable message (nothing to continue, no API key, …)."""
-
-TOOL_INPUT_LIMIT = 4000
-"""String values in `toolInput` longer than this are cut (a Write of a large file would otherwise flood the client)."""
 
 Role = Literal["user", "assistant"]
 
@@ -529,47 +526,9 @@ def error(code: int, message: str, **data: Any) -> JsonRpcServerError:
 
 
 # -- to the wire (D6: no API key ever leaves) --------------------------------------------------
-SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "AWS_SECRET_ACCESS_KEY",
-              "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
-_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
-REDACTED = "[redacted]"
-
-
-def _secrets() -> list[str]:
-    return sorted({v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 8}, key=len, reverse=True)
-
-
-_SECRETS = _secrets()
-
-
-def redact(value: Any) -> Any:
-    """`value` with every API key (this process's credential env values, anything shaped `sk-ant-…`) replaced."""
-    if isinstance(value, str):
-        for secret in _SECRETS:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return _KEY_SHAPE.sub(REDACTED, value) if "sk-ant-" in value else value
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
-    return value
-
-
 def to_wire(payload: Any) -> Any:
     """A payload as the JSON it is sent as: camelCase, explicit nulls, API keys removed."""
     return redact(CONVERTER.unstructure(payload))
-
-
-def cut(value: Any, limit: int = TOOL_INPUT_LIMIT) -> Any:
-    """Long strings inside `value` cut to `limit` characters, saying how much was left out."""
-    if isinstance(value, str) and len(value) > limit:
-        return value[:limit] + f"… [{len(value) - limit} more characters]"
-    if isinstance(value, dict):
-        return {k: cut(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [cut(v, limit) for v in value]
-    return value
 
 
 PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams}
