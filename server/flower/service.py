@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .core import goals
+from .core import goals, texts
 from .core.errors import FlowerError
 from .core.events import Event, Listener, Notice
 from .core.lineage import Lineage
@@ -84,7 +84,7 @@ class FlowerService:
         """A sentence for the work session: delivered at its next turn while running, else a wake (S15)."""
         if self.running and self._path is not None:
             self._path.inbox.put_nowait(text.strip())
-            self._emit(Notice(f"queued for the work session: {text.strip()}"))
+            self._emit(Notice(texts.text("queued", self.locale, sentence=text.strip())))
         else:
             await self.wake(text)
 
@@ -99,7 +99,7 @@ class FlowerService:
             lineage = Lineage.load(self.run_dir, self.workspace)
             extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
-        self._emit(Notice(f"archived the previous task to {into}"))
+        self._emit(Notice(texts.text("archived", self.locale, path=into)))
         return await self.wake(text)
 
     def cancel(self) -> None:
