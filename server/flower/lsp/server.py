@@ -19,9 +19,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 from pygls.uris import to_fs_path
 
-from ..core.texts import locale_from
 from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
+from ..core.texts import locale_from
 from . import protocol as p
 from .folders import CLOSE_TIMEOUT, Folder, Options
 
