@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, overload
 
 from .text import clip
 
@@ -21,6 +21,12 @@ _KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
 def _secrets() -> list[str]:
     """This process's credential values, longest first (a key that contains another is replaced whole)."""
     return sorted({v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 8}, key=len, reverse=True)
+
+
+@overload
+def redact(value: str) -> str: ...
+@overload
+def redact(value: Any) -> Any: ...
 
 
 def redact(value: Any) -> Any:

@@ -25,6 +25,7 @@ from claude_agent_sdk.types import (
 )
 
 from ..core.errors import FlowerError
+from ..core.redact import redact
 
 __all__ = ["SessionStoreError", "SqliteSessionStore"]
 
@@ -109,7 +110,9 @@ def _key3(key: SessionKey) -> tuple[str, str, str]:
 def _dumps(entry: SessionStoreEntry) -> str:
     # ensure_ascii (the default) escapes lone surrogates, which the CLI can emit
     # when it truncates text mid-emoji; they could not be stored as UTF-8.
-    return json.dumps(entry, separators=(",", ":"))
+    # D6: an API key quoted in an entry (the CLI records API errors as assistant text) is not stored;
+    # redacting the JSON text is safe (keys are [A-Za-z0-9_-]) and far cheaper than walking the entry.
+    return redact(json.dumps(entry, separators=(",", ":")))
 
 
 def _uuid(entry: SessionStoreEntry) -> str | None:
