@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import secrets
 
-from test_cli import flower, seed_frozen
-
 from flower.core.manifest import Manifest, StepResult
 from flower.core.redact import REDACTED, cut, redact
 from flower.testing import server_error, text, unauthorized
+from test_cli import flower, seed_frozen
 
 
 def test_redact_replaces_credential_env_values_and_key_shapes(monkeypatch):
