@@ -7,6 +7,7 @@ import re
 import pytest
 
 import flowerscript as fs
+from flower.core.banner import header, label
 from flower.core.texts import CATALOG, LOCALES, env_locale, fields, locale_from, text
 from flower.testing import server_error
 from flower.testing import text as reply
@@ -33,6 +34,12 @@ def test_the_process_locale_follows_posix_precedence():
     assert env_locale({"LC_ALL": "C", "LANG": "zh_CN.UTF-8"}) == "en"  # LC_ALL wins
     assert env_locale({"LC_ALL": "", "LC_MESSAGES": "zh_TW", "LANG": "C"}) == "zh"  # an empty one is unset
     assert env_locale({}) == "en"
+
+
+def test_step_labels_keep_the_suffix_of_their_manifest_name():
+    assert label("en", "干活#round2") == "work#round2" and label("zh", "干活#round2") == "干活#round2"
+    assert label("en", "干活·判定#1") == "work·判定#1" and label("en", "once") == "once"
+    assert header("en", "干活#round3", 3, 3, 2, True) == "== work#round3 ==============================  3/3  <- resumed · wake #2"
 
 
 def english(template: str) -> re.Pattern[str]:
