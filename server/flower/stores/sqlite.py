@@ -110,9 +110,7 @@ def _key3(key: SessionKey) -> tuple[str, str, str]:
 def _dumps(entry: SessionStoreEntry) -> str:
     # ensure_ascii (the default) escapes lone surrogates, which the CLI can emit
     # when it truncates text mid-emoji; they could not be stored as UTF-8.
-    # D6: an API key quoted in an entry (the CLI records API errors as assistant text) is not stored;
-    # redacting the JSON text is safe (keys are [A-Za-z0-9_-]) and far cheaper than walking the entry.
-    return redact(json.dumps(entry, separators=(",", ":")))
+    return json.dumps(entry, separators=(",", ":"))
 
 
 def _uuid(entry: SessionStoreEntry) -> str | None:
@@ -249,7 +247,9 @@ class SqliteSessionStore(SessionStore):
             return
         k3 = _key3(key)
         uuids = [_uuid(e) for e in entries]
-        bodies = [_dumps(e) for e in entries]
+        # D6: no API key is stored, e.g. quoted in an API error the CLI records as assistant text. The JSON
+        # text is redacted, in one call per batch: keys are [A-Za-z0-9_-], and walking entries costs more.
+        bodies: list[str] = redact([_dumps(e) for e in entries])
 
         async def work(db: aiosqlite.Connection) -> None:
             wanted = [u for u in uuids if u is not None]
