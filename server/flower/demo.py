@@ -182,7 +182,7 @@ class Demo:
                                    for b in (e.get("message", {}).get("content") or []) if isinstance(b, dict)):
                     return str(sid)
                 if loop.time() > deadline:
-                    raise TimeoutError("the work session did not reach sessions.db")
+                    raise TimeoutError(self.words("not_on_disk"))
                 await asyncio.sleep(0.05)
 
     async def run(self) -> int:
@@ -217,10 +217,10 @@ class Demo:
             # 3. check on the model server what the woken session saw
             woken = model.conversation[seen_before]
             if code != 0:
-                raise RuntimeError(f"the second flower exited {code}")
+                raise RuntimeError(self.words("exited", code=code))
             said_before = "Starting with the headings." if self.lang == "en" else "先做标题。"
             if woken.session_id != sid or said_before not in woken.texts("assistant"):
-                raise RuntimeError("the woken request did not carry the first run's conversation")
+                raise RuntimeError(self.words("not_carried"))
             self.say(self.words("explain", task=task, sid=sid, seen=len(woken.messages)))
             return 0
         except (TimeoutError, RuntimeError, OSError, IndexError) as exc:

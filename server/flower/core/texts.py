@@ -119,6 +119,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "   (再次在同一目录运行 flower,不说任何话 = 接着做)",
     },
     "demo_failed": {"en": "the demo failed: {why}", "zh": "演示失败: {why}"},
+    "demo_not_on_disk": {"en": "the work session did not reach sessions.db", "zh": "干活会话没有写进 sessions.db"},
+    "demo_exited": {"en": "the second flower exited {code}", "zh": "第二次运行的 flower 退出码为 {code}"},
+    "demo_not_carried": {
+        "en": "the woken request did not carry the first run's conversation",
+        "zh": "醒来后的请求没有带上第一次运行的对话",
+    },
     "demo_kept": {
         "en": "the demo folder is kept in {dir} (look at runs/lineage.json, manifest.json, 需求.md, 目标.md)",
         "zh": "演示目录保留在 {dir}(看看 runs/lineage.json、manifest.json、需求.md、目标.md)",
