@@ -16,7 +16,8 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
 
-from ..core.redact import cut, redact  # noqa: F401  (D6: one redaction for every exit; `cut` re-exported for folders.py)
+from ..core.redact import cut as cut  # D6: one redaction for every exit, re-exported for folders.py and server.py
+from ..core.redact import redact as redact
 
 # -- method names ----------------------------------------------------------------------------
 WAKE = "flower/wake"
