@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flower.core.lock import WorkspaceBusy, WorkspaceLock
+from flower.core.lock import WorkspaceBusy, WorkspaceLock, exclusive
 
 HOLDER = r"""
 import sys, time
@@ -130,3 +130,15 @@ def test_holder_that_has_not_written_its_pid_yet_is_still_refused_clearly(tmp_pa
         assert busy.value.pid is None and "pid unknown" in str(busy.value)
     finally:
         os.close(fd)
+
+
+def test_exclusive_gives_up_after_its_timeout_and_lets_the_next_in_once_released(tmp_path):
+    # The manifest's lock (S8): a stopped holder must not hang a run, and a released one blocks nobody.
+    path = tmp_path / "x.lock"
+    with exclusive(path, 1):
+        with pytest.raises(TimeoutError, match="held by another process"):
+            with exclusive(path, 0.05):
+                pass
+    with exclusive(path, 0):
+        pass
+    assert path.exists()  # never deleted, like flower.lock

@@ -167,3 +167,15 @@ def test_eight_processes_appending_at_once_lose_no_row(tmp_path):
         assert all(r["duration_s"] == 1.0 for r in mine)
     assert list(run_dir.glob("manifest.json.corrupt-*")) == []
     assert sorted(p.name for p in run_dir.iterdir()) == ["manifest.json", "manifest.json.lock"]
+
+
+def test_a_held_manifest_lock_fails_the_write_softly_and_the_next_one_catches_up(tmp_path, monkeypatch, caplog):
+    import flower.core.manifest as manifest_module
+    from flower.core.lock import exclusive
+
+    monkeypatch.setattr(manifest_module, "LOCK_TIMEOUT_S", 0.05)
+    m = Manifest(tmp_path)
+    with exclusive(m.lock_path, 1):  # another process in the middle of its write
+        assert m.add(StepResult("干活", ok=True)) is False
+    assert "could not write" in caplog.text
+    assert m.flush() and [r["step"] for r in m.rows()] == ["干活"]

@@ -16,11 +16,12 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from .core import texts
 from .testing import Reply, ScriptedModel, reply, say, text, tool, tool_use
-
-TASK = {"zh": "写个 md 转 html 的脚本", "en": "write a script that turns Markdown into HTML"}
 
 REQUIREMENTS = """# 需求
 
@@ -96,51 +97,6 @@ if __name__ == "__main__":
     print(convert(open(sys.argv[1], encoding="utf-8").read()))
 '''
 
-SAYS = {
-    "zh": {
-        "title": "flower demo — 离线演示连续性(内置脚本模型 {url},不需要 API key)",
-        "workspace": "工作区: {ws}",
-        "kill": "   (干活步骤正说到一半;演示现在用 kill -9 杀掉 flower(pid {pid}),任何清理代码都不会运行)",
-        "killed": "   ✂ 已杀掉 (kill -9)",
-        "again": "   (再次在同一目录运行 flower,不说任何话 = 接着做)",
-        "failed": "演示失败: {why}",
-        "kept": "演示目录保留在 {dir}(看看 runs/lineage.json、manifest.json、需求.md、目标.md)",
-        "explain": """
-刚才发生了什么:
-  1. flower "{task}" 澄清了需求(需求.md),写出目标清单(目标.md),开始干活。
-  2. 干活做到一半,flower 被 kill -9 杀掉 —— finally 一行都没跑。
-     但会话 id 在到达的那一刻就写进了 runs/lineage.json(S11)。
-  3. 在同一目录再跑 flower:横幅 "第 2 次唤醒" 说明它记得。干活步骤接上的是同一个会话({sid});
-     模型醒来后的第一个请求带着之前的全部对话({seen} 条消息)。
-  4. 一个每轮都是新会话的判定者对照 目标.md 检查了工作,判定通过。
-模型是 flower.testing 的脚本模型,跑在 127.0.0.1 上;真实的 Claude Code CLI,没有网络,没有 API key。
-真用的时候: export ANTHROPIC_API_KEY=…; cd 你的项目; flower "要做的事"
-""",
-    },
-    "en": {
-        "title": "flower demo — continuity, offline (built-in scripted model at {url}, no API key needed)",
-        "workspace": "workspace: {ws}",
-        "kill": "   (the work step is mid-reply; the demo now kills flower (pid {pid}) with kill -9 — no cleanup code runs)",
-        "killed": "   ✂ killed (kill -9)",
-        "again": "   (run flower again in the same folder; saying nothing = carry on)",
-        "failed": "the demo failed: {why}",
-        "kept": "the demo folder is kept in {dir} (look at runs/lineage.json, manifest.json, 需求.md, 目标.md)",
-        "explain": """
-What happened:
-  1. flower "{task}" clarified the task (需求.md), wrote a goal checklist (目标.md) and started work.
-  2. Mid-way through the work step, flower was killed with kill -9 — not one line of cleanup ran.
-     But the session id had been written to runs/lineage.json the moment it arrived (S11).
-  3. flower, run again in the same folder: the banner "wake #2" shows it remembered. The work step
-     resumed the same session ({sid});
-     the model's first request after waking carried the whole earlier conversation ({seen} messages).
-  4. A judge with fresh eyes (a new session every round) checked the work against 目标.md: passed.
-The model was flower.testing's scripted model on 127.0.0.1, driving the real Claude Code CLI: no network, no API key.
-For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
-""",
-    },
-}
-
-
 def script(ws: Path, lang: str) -> list[Reply]:
     """The model's side of the demo, request by request (the flower path's order: clarify, goals, work, judge)."""
     clarified = "需求已写好: 需求.md" if lang == "zh" else "The requirements are written to 需求.md."
@@ -180,7 +136,7 @@ class Demo:
     """One demo run in a temporary folder."""
 
     def __init__(self, lang: str, root: Path):
-        self.lang, self.says = lang, SAYS[lang]
+        self.lang = texts.locale_from(lang)
         self.root = root
         self.ws = root / "md2html"
         self.ws.mkdir()
@@ -189,9 +145,14 @@ class Demo:
         self.runs = self.ws / "runs"  # the default run_dir: ./runs of where flower runs (S4)
 
     def say(self, line: str = "") -> None:
+        """One line of the demo (the `flower` process's stdout removes any API key, D6)."""
         print(line, flush=True)
 
-    async def start(self, model: ScriptedModel, *args: str) -> tuple[asyncio.subprocess.Process, asyncio.Task]:
+    def words(self, key: str, **fields: object) -> str:
+        """The catalog sentence `demo_<key>` in the demo's language."""
+        return texts.text(f"demo_{key}", self.lang, **fields)
+
+    async def start(self, model: ScriptedModel, *args: str) -> tuple[asyncio.subprocess.Process, asyncio.Task[None]]:
         """Start `flower *args` in the workspace (its own process group) and echo its output as it comes."""
         shown = " ".join(f'"{a}"' if " " in a else a for a in args)
         self.say(f"$ flower {shown}".rstrip())
@@ -220,30 +181,30 @@ class Demo:
                 sid = wake_state(self.ws, self.runs)["steps"].get(WORK)
                 entries = await rt.entries(sid) if sid else None
                 if entries and any(b.get("type") == "tool_result" for e in entries if e.get("type") == "user"
-                                   for b in (e.get("message", {}).get("content") or []) if isinstance(b, dict)):
-                    return sid
+                                   for b in _content(e) if isinstance(b, dict)):
+                    return str(sid)
                 if loop.time() > deadline:
-                    raise TimeoutError("the work session did not reach sessions.db")
+                    raise TimeoutError(self.words("not_on_disk"))
                 await asyncio.sleep(0.05)
 
     async def run(self) -> int:
         model = ScriptedModel(script(self.ws, self.lang))
         await model.start()
         try:
-            self.say(self.says["title"].format(url=model.url))
-            self.say(self.says["workspace"].format(ws=self.ws))
+            self.say(self.words("title", url=model.url))
+            self.say(self.words("workspace", ws=self.ws))
             self.say()
-            task = TASK[self.lang]
+            task = self.words("task")
             # 1. start, and kill it mid-step
             proc, echo = await self.start(model, task)
             try:
                 await model.wait_for_requests(6, timeout=120)  # the held reply: the work step is mid-turn
                 sid = await self.work_session_on_disk()
-                self.say(self.says["kill"].format(pid=proc.pid))
+                self.say(self.words("kill", pid=proc.pid))
                 os.killpg(proc.pid, signal.SIGKILL)
                 await asyncio.wait_for(proc.wait(), 30)
                 await asyncio.wait_for(echo, 10)
-                self.say(self.says["killed"])
+                self.say(self.words("killed"))
             finally:
                 if proc.returncode is None:
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -251,21 +212,21 @@ class Demo:
             seen_before = len(model.conversation)
             # 2. wake again: no text = carry on
             self.say()
-            self.say(self.says["again"])
+            self.say(self.words("again"))
             proc, echo = await self.start(model)
             code = await asyncio.wait_for(proc.wait(), 180)
             await asyncio.wait_for(echo, 10)
             # 3. check on the model server what the woken session saw
             woken = model.conversation[seen_before]
             if code != 0:
-                raise RuntimeError(f"the second flower exited {code}")
+                raise RuntimeError(self.words("exited", code=code))
             said_before = "Starting with the headings." if self.lang == "en" else "先做标题。"
             if woken.session_id != sid or said_before not in woken.texts("assistant"):
-                raise RuntimeError("the woken request did not carry the first run's conversation")
-            self.say(self.says["explain"].format(task=task, sid=sid, seen=len(woken.messages)))
+                raise RuntimeError(self.words("not_carried"))
+            self.say(self.words("explain", task=task, sid=sid, seen=len(woken.messages)))
             return 0
         except (TimeoutError, RuntimeError, OSError, IndexError) as exc:
-            self.say(self.says["failed"].format(why=exc or type(exc).__name__))
+            self.say(self.words("failed", why=exc or type(exc).__name__))
             return 1
         finally:
             await model.stop()
@@ -278,6 +239,13 @@ async def demo_command(args: argparse.Namespace, lang: str) -> int:
         return await Demo(lang, root).run()
     finally:
         if args.keep:
-            print(SAYS[lang]["kept"].format(dir=root), flush=True)
+            print(texts.text("demo_kept", lang, dir=root), flush=True)
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _content(entry: Mapping[str, Any]) -> list[Any]:
+    """The content blocks of a stored transcript entry's message (none when it has no list)."""
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []

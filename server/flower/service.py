@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .core import goals
+from .core import goals, texts
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
@@ -96,7 +96,7 @@ class FlowerService:
         """A sentence for the work session: delivered at its next turn while running (None), else a wake (S15)."""
         if self.running and self._path is not None:
             self._path.inbox.put_nowait(text.strip())
-            self._emit(Notice(text=f"queued for the work session: {text.strip()}"))
+            self._emit(Notice(text=texts.text("queued", self.locale, sentence=text.strip())))
             return None
         return await self.wake(text)
 
@@ -112,7 +112,7 @@ class FlowerService:
             extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
         self._context = self._verdict = None  # they were the archived task's
-        self._emit(Notice(text=f"archived the previous task to {into}"))
+        self._emit(Notice(text=texts.text("archived", self.locale, path=into)))
         return await self.wake(text)
 
     def cancel(self) -> None:

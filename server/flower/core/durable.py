@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 _DEFAULT_MODE = 0o644
 
 
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace `path` with `data` so that a reader or a crash sees the old or the new file, whole.
 
     Temp file in the same directory, flush + fsync, `os.replace`, then fsync of the directory
@@ -48,7 +48,7 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     fsync_dir(directory)
 
 
-def fsync_dir(directory: str | os.PathLike) -> None:
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
     """Flush a directory entry change (a rename) to disk; silently skipped where unsupported."""
     try:
         dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -67,7 +67,7 @@ def stamp(t: float | None = None) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(t))
 
 
-def move_aside(path: str | os.PathLike, tag: str = "corrupt", *, expect: os.stat_result | None = None) -> Path | None:
+def move_aside(path: str | os.PathLike[str], tag: str = "corrupt", *, expect: os.stat_result | None = None) -> Path | None:
     """Rename `path` to `<name>.<tag>-<YYYYmmdd-HHMMSS>[-N]` beside it; never overwrites; never raises.
 
     `expect`: the stat of the file that was judged bad; if the path now names a different

@@ -1,4 +1,4 @@
-"""One writer per workspace (D5): a lock in run_dir that a second wake runs into.
+"""One writer per workspace (D5): a lock in run_dir that a second wake runs into; and the flock helper every lock uses.
 
 `<run_dir>/flower.lock` is held with an exclusive `flock` and records the holder's pid and
 start time, so the refusal can say who holds it. The OS drops a flock when the holder's
@@ -16,7 +16,10 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .errors import FlowerError
 
@@ -40,6 +43,36 @@ class WorkspaceBusy(FlowerError):
         )
 
 
+def try_flock(fd: int, timeout: float = 0.0) -> bool:
+    """Take an exclusive flock on `fd`, trying for up to `timeout` seconds; False if another holder kept it."""
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+@contextmanager
+def exclusive(path: str | os.PathLike[str], timeout: float) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if missing); TimeoutError after `timeout` s, so a stopped holder cannot hang a run."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not try_flock(fd, timeout):
+            raise TimeoutError(f"{path} held by another process for {timeout:.0f}s")
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 class WorkspaceLock:
     """Exclusive, non-blocking lock on `<run_dir>/flower.lock`; a context manager.
 
@@ -49,7 +82,7 @@ class WorkspaceLock:
     flower does not keep the workspace locked.
     """
 
-    def __init__(self, run_dir: str | os.PathLike) -> None:
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
         self._fd: int | None = None
         self._mutex = threading.Lock()
@@ -72,14 +105,14 @@ class WorkspaceLock:
             os.makedirs(self.run_dir, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                info = _read_info(fd)
-                os.close(fd)
-                raise WorkspaceBusy(self.path, info.get("pid"), info.get("started_at")) from None
+                taken = try_flock(fd)
             except BaseException:
                 os.close(fd)
                 raise
+            if not taken:
+                holder = _read_info(fd)
+                os.close(fd)
+                raise WorkspaceBusy(self.path, holder.get("pid"), holder.get("started_at"))
             try:
                 info = json.dumps({"pid": os.getpid(), "started_at": time.time()}).encode()
                 os.ftruncate(fd, 0)
@@ -119,7 +152,7 @@ class WorkspaceLock:
                 pass
 
 
-def _read_info(fd: int) -> dict:
+def _read_info(fd: int) -> dict[str, Any]:
     """The holder's `{"pid", "started_at"}`, or {} if it has not written it (yet) or it is garbled."""
     try:
         data = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import logging
 import os
 import re
 import secrets
 import threading
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from flower.core.durable import move_aside, stamp, write_atomic
+from .durable import move_aside, stamp, write_atomic
+from .lock import exclusive
+from .redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,10 @@ class StepResult:
         """Wall time of the run in seconds."""
         return max(0.0, self.ended_at - self.started_at)
 
-    def row(self, run: str) -> dict:
-        """The manifest row: every field plus `duration_s` (asdict() misses properties) and `run`."""
-        return {**dataclasses.asdict(self), "duration_s": round(self.duration_s, 3), "run": run}
+    def row(self, run: str) -> dict[str, Any]:
+        """The manifest row: every field plus `duration_s` (asdict() misses properties) and `run`; API keys removed (D6)."""
+        row: dict[str, Any] = redact({**dataclasses.asdict(self), "duration_s": round(self.duration_s, 3), "run": run})
+        return row
 
 
 # --- step names (S7) -------------------------------------------------------------------------
@@ -104,12 +105,12 @@ class Manifest:
     disk is logged, never raised: a manifest failure must not break a run.
     """
 
-    def __init__(self, run_dir: str | os.PathLike, run: str | None = None) -> None:
+    def __init__(self, run_dir: str | os.PathLike[str], run: str | None = None) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
         # One mark per writer: a long-lived process (the editor server) runs many wakes, and each
         # wake's rows must survive the next one's writes (S8 dedups by `run`).
         self.run = run or new_run_mark()
-        self._mine: list[tuple[StepResult, dict]] = []
+        self._mine: list[tuple[StepResult, dict[str, Any]]] = []
         self._lock = threading.Lock()
 
     @property
@@ -144,7 +145,7 @@ class Manifest:
         with self._lock:
             return self._write_locked()
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[dict[str, Any]]:
         """Every row in the file, all processes; [] if it is missing or unreadable."""
         try:
             raw = self.path.read_bytes()
@@ -160,7 +161,7 @@ class Manifest:
         mine = [row for _, row in self._mine]
         try:
             os.makedirs(self.run_dir, exist_ok=True)
-            with _exclusive(self.lock_path, LOCK_TIMEOUT_S):
+            with exclusive(self.lock_path, LOCK_TIMEOUT_S):
                 merged = _merge(self._read_for_update(), mine, self.run)
                 data = json.dumps(merged, ensure_ascii=False, indent=1, default=str) + "\n"
                 write_atomic(self.path, data.encode())
@@ -169,7 +170,7 @@ class Manifest:
             return False
         return True
 
-    def _read_for_update(self) -> list:
+    def _read_for_update(self) -> list[Any]:
         """The file's rows, under the lock; a corrupt file is moved aside and counts as empty."""
         try:
             with open(self.path, "rb") as f:
@@ -186,7 +187,7 @@ class Manifest:
         return rows
 
 
-def _parse(raw: bytes) -> list | None:
+def _parse(raw: bytes) -> list[Any] | None:
     """The manifest list, or None if `raw` is not a JSON list."""
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -195,9 +196,9 @@ def _parse(raw: bytes) -> list | None:
     return data if isinstance(data, list) else None
 
 
-def _merge(existing: list, mine: list[dict], run: str) -> list:
+def _merge(existing: list[Any], mine: list[dict[str, Any]], run: str) -> list[Any]:
     """Other runs' rows in file order, with this run's current rows where its first row stood."""
-    out: list = []
+    out: list[Any] = []
     placed = False
     for row in existing:
         if isinstance(row, dict) and row.get("run") == run:
@@ -209,27 +210,3 @@ def _merge(existing: list, mine: list[dict], run: str) -> list:
     if not placed:
         out.extend(mine)
     return out
-
-
-@contextmanager
-def _exclusive(path: Path, timeout: float):
-    """Hold an exclusive flock on `path`; TimeoutError after `timeout` s (a stopped holder must not hang a run)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + timeout
-        delay = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"{path} held by another process for {timeout:.0f}s") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)

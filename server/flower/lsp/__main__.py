@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watch-loop", action="store_true",
                         help="measure event-loop stalls: warn on each over 50 ms, summary on stderr at shutdown")
     args = parser.parse_args(argv)
+    from ..core.redact import redact
     from ..core.text import clip
-    from .protocol import redact
 
     class Redacting(logging.Formatter):
         """D6: whatever a log line quotes (payloads at DEBUG, errors), API keys never reach the log.

@@ -8,7 +8,6 @@ with InvalidParams and a message that says what to send instead.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, TypeVar
@@ -18,6 +17,9 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
+
+from ..core.redact import cut as cut  # D6: one redaction for every exit, re-exported for folders.py and server.py
+from ..core.redact import redact as redact
 
 # -- method names ----------------------------------------------------------------------------
 WAKE = "flower/wake"
@@ -596,33 +598,6 @@ def error(code: int, message: str, **data: Any) -> JsonRpcServerError:
 
 
 # -- to the wire (D6: no API key ever leaves) --------------------------------------------------
-SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "AWS_SECRET_ACCESS_KEY",
-              "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
-_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
-REDACTED = "[redacted]"
-
-
-def _secrets() -> list[str]:
-    return sorted({v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 8}, key=len, reverse=True)
-
-
-_SECRETS = _secrets()
-
-
-def redact(value: Any) -> Any:
-    """`value` with every API key (this process's credential env values, anything shaped `sk-ant-…`) replaced."""
-    if isinstance(value, str):
-        for secret in _SECRETS:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return _KEY_SHAPE.sub(REDACTED, value) if "sk-ant-" in value else value
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
-    return value
-
-
 def to_wire(payload: Any) -> Any:
     """A payload as the JSON it is sent as: camelCase, explicit nulls, API keys removed."""
     return redact(CONVERTER.unstructure(payload))

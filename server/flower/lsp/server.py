@@ -20,9 +20,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 from pygls.uris import to_fs_path
 
-from ..core.banner import lang
 from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
+from ..core.texts import locale_from
 from . import protocol as p
 from .folders import CLOSE_TIMEOUT, Folder, Options
 
@@ -228,7 +228,7 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
     if not any(isinstance(h, ClientLog) for h in logging.getLogger("flower").handlers):
         logging.getLogger("flower").addHandler(ClientLog(ls))
         logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
-    ls.locale = lang(params.locale)
+    ls.locale = locale_from(params.locale)
     ls.options = _options(params.initialization_options)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:

@@ -25,6 +25,7 @@ from claude_agent_sdk.types import (
 )
 
 from ..core.errors import FlowerError
+from ..core.redact import redact
 
 __all__ = ["SessionStoreError", "SqliteSessionStore"]
 
@@ -246,7 +247,9 @@ class SqliteSessionStore(SessionStore):
             return
         k3 = _key3(key)
         uuids = [_uuid(e) for e in entries]
-        bodies = [_dumps(e) for e in entries]
+        # D6: no API key is stored, e.g. quoted in an API error the CLI records as assistant text. The JSON
+        # text is redacted, in one call per batch: keys are [A-Za-z0-9_-], and walking entries costs more.
+        bodies: list[str] = redact([_dumps(e) for e in entries])
 
         async def work(db: aiosqlite.Connection) -> None:
             wanted = [u for u in uuids if u is not None]

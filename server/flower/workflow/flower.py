@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import goals, requirements
+from ..core import goals, requirements, texts
 from ..core.banner import banner, header
 from ..core.durable import stamp
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
@@ -124,7 +124,7 @@ class FlowerPath:
                 self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
             if sentence:
                 requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
-                self.emit(Notice(text=f"recorded in {requirements.REQUIREMENTS_FILE}: {sentence}"))
+                self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
             ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
             ok = (await self.clarify(ctx, lineage, sentence)
                   and await self.derive_goals(ctx, lineage, again=bool(sentence))

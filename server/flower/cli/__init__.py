@@ -1,0 +1,75 @@
+"""The `flower` command line: parse input, render the service's events, nothing else (D3).
+
+    flower "task"            first time here: start; afterwards: one more sentence (S1, S15)
+    flower                   continue where it stopped (on a terminal: the wake prompt of S28)
+    flower --new "task"      archive this task and start another (S28)
+    flower once "prompt"     one agent, no workflow, no lineage; --resume SID to continue it (S29)
+    flower status            what the next run would resume
+    flower demo              the whole thing offline on the built-in scripted model
+
+Exit codes: 0 done; 1 the run did not finish (the reason is the last line on stderr);
+2 bad input; 3 another flower drives this workspace; 130 interrupted (run `flower` again).
+
+Modules: `args` (parsers), `console` (rendering, redacted output), `keyboard` (what a person
+types), `commands` (what each command does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TextIO, cast
+
+from ..core.errors import FlowerError
+from ..core.lock import WorkspaceBusy
+from ..core.texts import env_locale, text
+from .args import UsageError, demo_parser, main_parser, once_parser, status_parser
+from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, flower_command, once_command, status_command
+from .console import Redacted
+
+Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
+COMMANDS = ("once", "status", "demo")
+
+
+def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
+    """Pick the command and parse its arguments (UsageError on bad input)."""
+    if argv and argv[0] in COMMANDS:
+        command, rest = argv[0], argv[1:]
+        if command == "once":
+            return once_command, once_parser(locale).parse_intermixed_args(rest)
+        if command == "status":
+            return status_command, status_parser(locale).parse_args(rest)
+        from ..demo import demo_command
+        return demo_command, demo_parser(locale).parse_args(rest)
+    return flower_command, main_parser(locale).parse_intermixed_args(argv)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the command line and return its exit code; expected failures are one line, never a traceback."""
+    argv = sys.argv[1:] if argv is None else argv
+    locale = env_locale()
+    try:
+        command, args = parse(argv, locale)
+        return asyncio.run(command(args, locale))
+    except UsageError as exc:
+        sys.stderr.write(f"flower: {exc}\n")
+        return EXIT_USAGE
+    except WorkspaceBusy as exc:
+        sys.stderr.write(f"flower: {exc}\n")
+        return EXIT_BUSY
+    except FlowerError as exc:  # expected: the message says what to do
+        sys.stderr.write(f"flower: {exc}\n")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        sys.stderr.write(f"flower: {text('interrupted', locale)}\n")
+        return EXIT_INTERRUPTED
+
+
+def main() -> None:
+    """Console script entry point (`flower`): everything this process prints has API keys removed (D6)."""
+    sys.stdout = cast(TextIO, Redacted(sys.stdout))
+    sys.stderr = cast(TextIO, Redacted(sys.stderr))
+    sys.exit(run())

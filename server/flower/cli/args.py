@@ -1,0 +1,106 @@
+"""The command line's arguments: one parser per command, whose errors are one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..core.texts import text
+
+
+class UsageError(Exception):
+    """Bad input on the command line: exit 2 with this one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line and exit 2; `locale` picks the language of flower's own words."""
+
+    def __init__(self, *, locale: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.locale = locale
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(text("see_help", self.locale, problem=message, prog=self.prog))
+
+
+def rounds_type(locale: str) -> Callable[[str], int]:
+    """`--rounds N`: a whole number ≥ 1."""
+
+    def rounds(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(text("rounds_not_number", locale, value=repr(value))) from None
+        if n < 1:
+            raise argparse.ArgumentTypeError(text("rounds_too_small", locale, n=n))
+        return n
+
+    return rounds
+
+
+def add_run_dir(parser: argparse.ArgumentParser) -> None:
+    """The `-r/--run-dir DIR` every command that records takes."""
+    parser.add_argument("-r", "--run-dir", default="runs", metavar="DIR",
+                        help="where lineage.json, manifest.json and sessions.db live (default: ./runs, relative to the current directory)")
+
+
+def main_parser(locale: str) -> Parser:
+    """`flower [text] [--new] [--no-trim] [--rounds N] [-r DIR]`."""
+    made = Parser(
+        locale=locale, prog="flower",
+        description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
+        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower demo (offline, no API key). "
+               "Exit codes: 0 done, 1 not finished, 2 bad input, 3 workspace busy, 130 interrupted.",
+    )
+    made.add_argument("text", nargs="*", help="the task (first time) or one more sentence (afterwards)")
+    made.add_argument("--new", action="store_true", help="archive this task (lineage, 需求.md, 目标.md) and start the text as a new one")
+    made.add_argument("--no-trim", dest="trim", action="store_false",
+                      help="keep large old tool results resident on resume (trim is on by default)")
+    made.add_argument("--rounds", type=rounds_type(locale), metavar="N",
+                      help="at most N work rounds in this wake (default 10; resets every wake)")
+    add_run_dir(made)
+    return made
+
+
+def once_parser(locale: str) -> Parser:
+    """`flower once "prompt" [--resume SID] [--tools …] [-r DIR]` (S29)."""
+    made = Parser(locale=locale, prog="flower once",
+                  description="One agent turn here: no workflow, no lineage (S29). Prints the reply and its session id.")
+    made.add_argument("prompt", nargs="+", help="what to ask")
+    made.add_argument("--resume", metavar="SID", help="continue this session (printed by an earlier `flower once`)")
+    made.add_argument("--tools", default="Read,Glob,Grep,Write,Edit",
+                      help="comma-separated tools the agent may use (default: Read,Glob,Grep,Write,Edit)")
+    add_run_dir(made)
+    return made
+
+
+def status_parser(locale: str) -> Parser:
+    """`flower status [--json] [-r DIR]`."""
+    made = Parser(locale=locale, prog="flower status", description="What the next run here would resume.")
+    made.add_argument("--json", action="store_true", help="print the status as JSON")
+    add_run_dir(made)
+    return made
+
+
+def demo_parser(locale: str) -> Parser:
+    """`flower demo [--keep]`."""
+    made = Parser(locale=locale, prog="flower demo",
+                  description="Run the flower path offline on the built-in scripted model: start, kill -9, wake again.")
+    made.add_argument("--keep", action="store_true", help="keep the temporary workspace to look at afterwards")
+    return made
+
+
+def writable_run_dir(run_dir: str, locale: str) -> Path:
+    """The run dir as an absolute path (S4: relative to the current directory), created and proven writable."""
+    path = Path(os.path.abspath(run_dir))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UsageError(text("run_dir_unwritable", locale, path=path, reason=exc.strerror or exc)) from None
+    return path

@@ -1,0 +1,131 @@
+"""The commands: `flower [text]`, `flower once`, `flower status` (`flower demo` is in flower/demo.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .args import UsageError, writable_run_dir
+from .console import Console, first_line, setup_logging
+from .keyboard import Asker, Keyboard, listen, prompt
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+async def flower_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower [text]`, `flower --new text`: drive the FlowerService and render its events."""
+    from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+
+    text = " ".join(args.text).strip()
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    workspace = Path.cwd()
+    run_dir = writable_run_dir(args.run_dir, locale)
+    console = Console(locale, workspace=workspace)
+    console.interactive = interactive
+    setup_logging(console)
+    svc = FlowerService(workspace, run_dir, locale=locale, trim=args.trim, rounds=args.rounds)
+    keyboard = Keyboard() if interactive else None
+    try:
+        # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
+        new = args.new
+        started = svc.status().started  # a task was started here: the next wake continues it
+        if not text:
+            if args.new or not started:
+                if keyboard is None:
+                    raise UsageError(console.text("new_needs_task" if args.new else "nothing_here"))
+                text = await prompt(keyboard, console, console.text("new_prompt"), allow_empty=False)
+            elif keyboard is not None:
+                text = await prompt(keyboard, console, console.text("wake_prompt"))
+                if text == "/new":
+                    new = True
+                    text = await prompt(keyboard, console, console.text("new_prompt"), allow_empty=False)
+
+        # -- run it, showing what happens as it happens -------------------------------------
+        if new or not started:
+            console.note(console.text("starting", where=workspace, runs=os.path.relpath(run_dir)))
+        svc.subscribe(console)
+        tasks = [asyncio.create_task(console.ticker())]
+        if keyboard is not None:
+            asker = Asker(keyboard, console)
+            svc.ask = asker
+            tasks.append(asyncio.create_task(listen(keyboard, svc, asker)))
+        try:
+            result = await (svc.new(text) if new else svc.wake(text or None))
+        finally:
+            for task in tasks:
+                task.cancel()
+            console.clear()
+    except asyncio.CancelledError:
+        # Ctrl-C: stop the agent cleanly (bounded); the lineage already holds its sessions.
+        await asyncio.wait_for(svc.close(), 15)
+        raise
+    finally:
+        if keyboard is not None:
+            keyboard.close()
+    if result.ok:
+        verdict = result.verdict
+        done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
+        console.line(console.style(done, "1;32"))
+        return EXIT_OK
+    console.error(first_line(result.error) or console.text("run_unfinished"))
+    return EXIT_FAILED
+
+
+async def once_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
+    from ..runtime import AgentSpec, Runtime
+
+    run_dir = writable_run_dir(args.run_dir, locale)
+    console = Console(locale, sys.stdout, sys.stderr, workspace=Path.cwd())
+    setup_logging(console)
+    tools = [name.strip() for name in args.tools.split(",") if name.strip()]
+    agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
+    async with Runtime(Path.cwd(), run_dir) as rt:
+        if args.resume and not rt.has_session(args.resume):
+            raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
+        rt.listeners.append(console)
+        ticker = asyncio.create_task(console.ticker())
+        try:
+            result = await rt.run(agent, " ".join(args.prompt), resume=args.resume, step="once")
+        finally:
+            ticker.cancel()
+            console.clear()
+    if result.session_id:
+        console.line(console.text("session", sid=result.session_id))
+        console.note(console.text("resume_hint", sid=result.session_id))
+    if result.ok:
+        return EXIT_OK
+    console.error(first_line(result.error) or console.text("agent_unfinished"))
+    return EXIT_FAILED
+
+
+async def status_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower status`: the service's status of this directory, for people or (--json) scripts."""
+    from ..service import FlowerService
+    from ..status import to_json
+
+    console = Console(locale, workspace=Path.cwd())
+    setup_logging(console)
+    st: dict[str, Any] = to_json(FlowerService(Path.cwd(), Path(os.path.abspath(args.run_dir)), locale=locale).status())
+    if args.json:
+        console.line(json.dumps(st, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    console.line(console.text("status_workspace", path=st["workspace"]))
+    console.line(console.text("status_run_dir", path=st["run_dir"]))
+    if st["steps"]:
+        console.line(console.text("status_resumes", woke=st["woke"], next=st["woke"] + 1))
+        for step, sid in st["steps"].items():
+            console.line(f"  {step}  {sid}")
+    else:
+        console.line(console.text("status_nothing"))
+    if st["goals"]:
+        done = sum(1 for g in st["goals"] if g["done"])
+        console.line(console.text("status_goals", done=done, total=len(st["goals"])))
+        for goal in st["goals"]:
+            console.line(f"  [{'x' if goal['done'] else ' '}] {goal['text']}")
+    return EXIT_OK

@@ -1,0 +1,97 @@
+"""What a person types at the terminal: the wake prompt (S28), answers to clarify questions (S16), sentences while it works (S15)."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+from typing import TYPE_CHECKING
+
+from .console import Console
+
+if TYPE_CHECKING:  # the service (and the SDK behind it) is imported only when a command runs
+    from ..service import FlowerService
+
+
+class Keyboard:
+    """Lines typed at the terminal, read without blocking the event loop (so Ctrl-C stays immediate)."""
+
+    def __init__(self, fd: int = 0):
+        self.fd = fd
+        self.lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._partial = ""
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(fd, self._readable)
+        self._closed = False
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self.fd, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            self.close()
+            return
+        self._partial += self._decoder.decode(data)
+        while "\n" in self._partial:
+            line, self._partial = self._partial.split("\n", 1)
+            self.lines.put_nowait(line.rstrip("\r"))
+
+    async def readline(self) -> str | None:
+        """The next line, or None at end of input (Ctrl-D)."""
+        if self._closed and self.lines.empty():
+            return None
+        return await self.lines.get()
+
+    def close(self) -> None:
+        """Stop reading; a waiting `readline` gets None."""
+        if not self._closed:
+            self._closed = True
+            self._loop.remove_reader(self.fd)
+            self.lines.put_nowait(None)
+
+
+async def prompt(keyboard: Keyboard, console: Console, question: str, *, allow_empty: bool = True) -> str:
+    """Ask on the terminal; Ctrl-D counts as Ctrl-C (the person left)."""
+    console.line(console.style(question, "1"))
+    while True:
+        console.out.write("> ")
+        console.out.flush()
+        line = await keyboard.readline()
+        if line is None:
+            raise KeyboardInterrupt
+        if line.strip() or allow_empty:
+            return line.strip()
+
+
+class Asker:
+    """`svc.ask` on a terminal: the clarify question was streamed already; read the person's answer."""
+
+    def __init__(self, keyboard: Keyboard, console: Console):
+        self.keyboard, self.console = keyboard, console
+        self.waiting: asyncio.Future[str | None] | None = None
+
+    async def __call__(self, question: str) -> str | None:
+        self.console.line(self.console.style(self.console.text("answer_prompt"), "1"))
+        self.console.out.write("> ")
+        self.console.out.flush()
+        self.waiting = asyncio.get_running_loop().create_future()
+        try:
+            answer = await self.waiting
+        finally:
+            self.waiting = None
+        return answer or None
+
+
+async def listen(keyboard: Keyboard, svc: FlowerService, asker: Asker) -> None:
+    """Lines typed while the agent works: an answer when a question is open, else a sentence for the work session."""
+    while True:
+        line = await keyboard.readline()
+        if asker.waiting is not None and not asker.waiting.done():
+            asker.waiting.set_result(None if line is None else line.strip())
+            continue
+        if line is None:
+            return
+        if line.strip():
+            await svc.say(line.strip())

@@ -1,0 +1,178 @@
+"""Every sentence flower says to a person, in English and in the seed's Chinese, and the one locale rule (D4).
+
+A front-end picks the language once with `locale_from` and asks for sentences by id with `text`.
+The banner and step headers of S19 are assembled from entries here (see core/banner.py).
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Mapping
+
+LOCALES = ("en", "zh")
+
+CATALOG: dict[str, dict[str, str]] = {
+    # -- the wake banner and step headers (S19) ---------------------------------------------------
+    "banner": {"en": "<- resumed in {where} · {facts}", "zh": "<- 在 {where} 接上上次  {facts}"},
+    "banner_confirmed": {"en": "requirements confirmed", "zh": "需求已确认"},
+    "banner_goals": {"en": "{count} goals", "zh": "目标 {count} 条"},
+    "banner_context": {"en": "work context {size}", "zh": "干活上下文 {size}"},
+    "banner_wake": {"en": "wake #{woke}", "zh": "第 {woke} 次唤醒"},
+    "header_resumed": {"en": "<- resumed · wake #{woke}", "zh": "<- 接上次 · 第 {woke} 次唤醒"},
+    "step_clarify": {"en": "clarify", "zh": "澄清"},
+    "step_goals": {"en": "goals", "zh": "目标"},
+    "step_work": {"en": "work", "zh": "干活"},
+    # -- what the service and the flower path tell the person (Notice events) ---------------------
+    "queued": {"en": "queued for the work session: {sentence}", "zh": "已排队,干活会话下一轮会收到: {sentence}"},
+    "archived": {"en": "archived the previous task to {path}", "zh": "上一件事已归档到 {path}"},
+    "recorded": {"en": "recorded in {file}: {sentence}", "zh": "已记入 {file}: {sentence}"},
+    # -- the command line: prompts and progress ---------------------------------------------------
+    "wake_prompt": {
+        "en": "Continue? Enter = carry on; or say something new; /new = start something else (Ctrl-C to quit)",
+        "zh": "接着上次? 直接回车 = 接着做;也可以说点新的;/new = 重开一件事(Ctrl-C 退出)",
+    },
+    "new_prompt": {
+        "en": "What should it do? One sentence is enough; Enter to start (Ctrl-C to quit)",
+        "zh": "要做什么? 一句话就够,回车开始(Ctrl-C 退出)",
+    },
+    "answer_prompt": {"en": "Your answer (Enter = let it assume)", "zh": "回答(直接回车 = 让它自己假设)"},
+    "nobody": {
+        "en": "(nobody at a terminal to answer; it will make reasonable assumptions)",
+        "zh": "(没人在终端前回答;它会自己做合理假设)",
+    },
+    "starting": {"en": "-> starting in {where}  (records in {runs})", "zh": "-> 在 {where} 开始  (记录在 {runs})"},
+    "interrupted": {
+        "en": "Interrupted. Run `flower` here again to continue where it stopped.",
+        "zh": "已中断。在这里再运行 `flower` 就接着做。",
+    },
+    "done": {"en": "done · the judge passed it (round {rounds})", "zh": "完成 · 判定通过(第 {rounds} 轮)"},
+    "done_plain": {"en": "done", "zh": "完成"},
+    "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
+    "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
+    "offline": {
+        "en": "offline, waiting for {host} to answer · next probe in {seconds} · attempt {attempt}/{max}",
+        "zh": "离线,等 {host} 恢复 · {seconds} 后再探 · 第 {attempt}/{max} 次",
+    },
+    "backoff": {
+        "en": "retrying in {seconds} (attempt {next}/{max}) after: {error}",
+        "zh": "{seconds} 后重试(第 {next}/{max} 次) · {error}",
+    },
+    "handoff": {
+        "en": "handoff: the context grew too large, work goes on in a new session; document {path}",
+        "zh": "交接: 上下文太大,换新会话继续;交接文档 {path}",
+    },
+    "failed_step": {"en": "x {step}: {error}", "zh": "x {step}: {error}"},
+    "session": {"en": "session: {sid}", "zh": "session: {sid}"},
+    "resume_hint": {"en": "continue it: flower once --resume {sid} \"…\"", "zh": "接着问: flower once --resume {sid} \"…\""},
+    "run_unfinished": {"en": "the run did not finish", "zh": "这次运行没有做完"},
+    "agent_unfinished": {"en": "the agent did not finish", "zh": "代理没有做完"},
+    # -- the command line: bad input (exit 2) -----------------------------------------------------
+    "see_help": {"en": "{problem} (see `{prog} --help`)", "zh": "{problem}(见 `{prog} --help`)"},
+    "rounds_not_number": {
+        "en": "takes a whole number of work rounds ≥ 1, not {value}",
+        "zh": "要一个 ≥ 1 的整数(干活轮数),不是 {value}",
+    },
+    "rounds_too_small": {
+        "en": "must be at least 1 (got {n}): it caps the work rounds of this wake",
+        "zh": "至少为 1(收到 {n}):它限制这次唤醒的干活轮数",
+    },
+    "nothing_here": {
+        "en": "nothing to continue here: give the task in one sentence, e.g. flower \"what to build\"",
+        "zh": "这里没有可接着做的事: 用一句话说出任务,例如 flower \"要做的事\"",
+    },
+    "new_needs_task": {
+        "en": "say what the new task is: give it in one sentence, e.g. flower --new \"write the docs\"",
+        "zh": "说出新任务是什么: 一句话就够,例如 flower --new \"写文档\"",
+    },
+    "run_dir_unwritable": {
+        "en": "cannot write the run dir {path}: {reason}; choose another with -r DIR",
+        "zh": "无法写入记录目录 {path}: {reason};用 -r DIR 换一个",
+    },
+    "no_session": {
+        "en": "no session {sid} for this directory in {db}; run `flower once` from the directory (and with the -r DIR) it was started in",
+        "zh": "{db} 里没有这个目录的会话 {sid};请在开始它的目录(用同样的 -r DIR)运行 `flower once`",
+    },
+    # -- flower status ------------------------------------------------------------------------------
+    "status_workspace": {"en": "workspace {path}", "zh": "工作区   {path}"},
+    "status_run_dir": {"en": "run dir   {path}", "zh": "记录     {path}"},
+    "status_resumes": {
+        "en": "woke {woke} time(s); the next run resumes (wake #{next})",
+        "zh": "已唤醒 {woke} 次;下次运行接着做(第 {next} 次唤醒)",
+    },
+    "status_nothing": {"en": "nothing to resume here: flower \"task\" starts one", "zh": "这里还没有可接续的会话:flower \"任务\" 开始"},
+    "status_goals": {"en": "goals {done}/{total} done", "zh": "目标 {done}/{total} 条已完成"},
+    # -- flower demo ----------------------------------------------------------------------------------
+    "demo_task": {"en": "write a script that turns Markdown into HTML", "zh": "写个 md 转 html 的脚本"},
+    "demo_title": {
+        "en": "flower demo — continuity, offline (built-in scripted model at {url}, no API key needed)",
+        "zh": "flower demo — 离线演示连续性(内置脚本模型 {url},不需要 API key)",
+    },
+    "demo_workspace": {"en": "workspace: {ws}", "zh": "工作区: {ws}"},
+    "demo_kill": {
+        "en": "   (the work step is mid-reply; the demo now kills flower (pid {pid}) with kill -9 — no cleanup code runs)",
+        "zh": "   (干活步骤正说到一半;演示现在用 kill -9 杀掉 flower(pid {pid}),任何清理代码都不会运行)",
+    },
+    "demo_killed": {"en": "   ✂ killed (kill -9)", "zh": "   ✂ 已杀掉 (kill -9)"},
+    "demo_again": {
+        "en": "   (run flower again in the same folder; saying nothing = carry on)",
+        "zh": "   (再次在同一目录运行 flower,不说任何话 = 接着做)",
+    },
+    "demo_failed": {"en": "the demo failed: {why}", "zh": "演示失败: {why}"},
+    "demo_not_on_disk": {"en": "the work session did not reach sessions.db", "zh": "干活会话没有写进 sessions.db"},
+    "demo_exited": {"en": "the second flower exited {code}", "zh": "第二次运行的 flower 退出码为 {code}"},
+    "demo_not_carried": {
+        "en": "the woken request did not carry the first run's conversation",
+        "zh": "醒来后的请求没有带上第一次运行的对话",
+    },
+    "demo_kept": {
+        "en": "the demo folder is kept in {dir} (look at runs/lineage.json, manifest.json, 需求.md, 目标.md)",
+        "zh": "演示目录保留在 {dir}(看看 runs/lineage.json、manifest.json、需求.md、目标.md)",
+    },
+    "demo_explain": {
+        "en": """
+What happened:
+  1. flower "{task}" clarified the task (需求.md), wrote a goal checklist (目标.md) and started work.
+  2. Mid-way through the work step, flower was killed with kill -9 — not one line of cleanup ran.
+     But the session id had been written to runs/lineage.json the moment it arrived (S11).
+  3. flower, run again in the same folder: the banner "wake #2" shows it remembered. The work step
+     resumed the same session ({sid});
+     the model's first request after waking carried the whole earlier conversation ({seen} messages).
+  4. A judge with fresh eyes (a new session every round) checked the work against 目标.md: passed.
+The model was flower.testing's scripted model on 127.0.0.1, driving the real Claude Code CLI: no network, no API key.
+For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
+""",
+        "zh": """
+刚才发生了什么:
+  1. flower "{task}" 澄清了需求(需求.md),写出目标清单(目标.md),开始干活。
+  2. 干活做到一半,flower 被 kill -9 杀掉 —— finally 一行都没跑。
+     但会话 id 在到达的那一刻就写进了 runs/lineage.json(S11)。
+  3. 在同一目录再跑 flower:横幅 "第 2 次唤醒" 说明它记得。干活步骤接上的是同一个会话({sid});
+     模型醒来后的第一个请求带着之前的全部对话({seen} 条消息)。
+  4. 一个每轮都是新会话的判定者对照 目标.md 检查了工作,判定通过。
+模型是 flower.testing 的脚本模型,跑在 127.0.0.1 上;真实的 Claude Code CLI,没有网络,没有 API key。
+真用的时候: export ANTHROPIC_API_KEY=…; cd 你的项目; flower "要做的事"
+""",
+    },
+}
+"""Message id → {locale: template}; every entry has every locale with the same {fields}."""
+
+
+def locale_from(value: str | None) -> str:
+    """The one locale rule (D4): `zh` for any Chinese locale (zh, zh-CN, zh_TW.UTF-8 …), else `en`."""
+    return "zh" if (value or "").lower().startswith("zh") else "en"
+
+
+def env_locale(environ: Mapping[str, str] = os.environ) -> str:
+    """The process locale: the first set of LC_ALL, LC_MESSAGES, LANG (POSIX precedence), by `locale_from`."""
+    return locale_from(next((environ[name] for name in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(name)), None))
+
+
+def text(key: str, locale: str | None, **fields: object) -> str:
+    """The sentence `key` in `locale` (any spelling `locale_from` accepts), its {fields} filled in."""
+    return CATALOG[key][locale_from(locale)].format(**fields)
+
+
+def fields(template: str) -> set[str]:
+    """The {field} names a template uses."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
