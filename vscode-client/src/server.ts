@@ -283,7 +283,11 @@ export class FolderServer implements vscode.Disposable {
                 closed: (): CloseHandlerResult => this.closed(),
             },
             middleware: {
-                handleWorkDoneProgress: (token, params) => this.hooks.progress(this, String(token), params),
+                handleWorkDoneProgress: (token, params, next) => {
+                    this.hooks.progress(this, String(token), params);
+                    // Only the end goes on: the built-in part then disposes itself, never having shown.
+                    if (params.kind === 'end') next(token, params);
+                },
             },
         };
         const client = new LanguageClient(`flower.${this.folder.index}`, `flower · ${this.folder.name}`, serverOptions, clientOptions);
