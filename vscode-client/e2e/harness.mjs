@@ -313,14 +313,50 @@ export class Editor {
   }
 
   /** Run a palette command by its shown title (`flower: Start a Task…`). */
-  async command(/** @type {string} */ title) {
+  async command(/** @type {string} */ title, timeout = secs(30)) {
     const { page } = this;
-    await page.keyboard.press('Escape');
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
+    // Right after load the palette may not list extension commands yet: reopen until it does.
+    await until(async () => {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ timeout: secs(10) });
+      await input.fill(`>${title}`);
+      const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+      try {
+        await row.waitFor({ timeout: secs(3) });
+      } catch {
+        return false;
+      }
+      await row.click();
+      return true;
+    }, `the palette to offer "${title}"`, timeout);
+  }
+
+  /** Developer: Reload Window, then wait for the new workbench. */
+  async reload() {
+    const loaded = this.page.waitForEvent('load', { timeout: secs(30) });
+    await this.command('Developer: Reload Window');
+    await loaded;
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: secs(30) });
+  }
+
+  /** Open a file by its absolute path through Quick Open (it becomes the active editor). */
+  async openFile(/** @type {string} */ file) {
+    await this.page.keyboard.press('Escape');
+    await this.page.keyboard.press('Control+P');
+    const input = this.page.locator('.quick-input-widget input');
     await input.waitFor({ timeout: secs(10) });
-    await input.fill(`>${title}`);
-    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+    await input.fill(file);
+    const row = this.page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }).first();
+    await row.waitFor({ timeout: secs(15) });
+    await input.press('Enter');
+    await this.page.locator(`.tab[aria-label*="${path.basename(file)}"]`).first().waitFor({ timeout: secs(15) });
+  }
+
+  /** Pick an item of an open quick pick by its label. */
+  async pick(/** @type {string} */ label) {
+    const row = this.page.locator('.quick-input-widget:visible .quick-input-list .monaco-list-row', { hasText: label }).first();
     await row.waitFor({ timeout: secs(15) });
     await row.click();
   }

@@ -69,18 +69,27 @@ def begin(ws: Path, **usage: int) -> Reply:
                  **usage)
 
 
+def never() -> Reply:
+    """A reply held for good: the step is mid-reply until the harness cancels or reloads it away."""
+    return Reply(blocks=[say("(never sent: the step was cut off while waiting)")], hold=True)
+
+
 def scenario(name: str, folders: list[Path]) -> list[Reply]:
     """The replies of one scenario, in order (per folder when there are several)."""
     ws = folders[0]
     big = {"input_tokens": 2300, "cache_read": 40000}  # the gauge: 42.3K
-    if name in ("start", "nokey"):
+    if name == "start":
         # Held after the first work reply so the harness sees the run mid-step, then released.
         return path(ws, work=[begin(ws, **big), *finish(ws, hold=True, **big)])
-    if name in ("cancel", "reload"):
-        # Held mid-step and never released: the step is cancelled (or the window reloaded) there.
-        # The resumed work session answers with the rest; the judge passes.
-        held = Reply(blocks=[say("(never sent: cancelled while waiting)")], hold=True)
-        return path(ws, work=[begin(ws, **big), held, *finish(ws, input_tokens=2500, cache_read=41000)])
+    if name == "nokey":
+        return path(ws, work=[begin(ws, **big), *finish(ws, **big)])
+    if name == "cancel":
+        # Held mid-step and never released: the step is cancelled there; the resumed work
+        # session answers with the rest and the judge passes.
+        return path(ws, work=[begin(ws, **big), never(), *finish(ws, input_tokens=2500, cache_read=41000)])
+    if name == "reload":
+        # Held mid-step at each of three wakes (the window reloads under the first two).
+        return path(ws, work=[begin(ws, **big), never(), never(), never()])
     if name == "pruned":
         return path(ws, outage=True, work=[begin(ws, **big), *finish(ws, **big)])
     if name == "escape":

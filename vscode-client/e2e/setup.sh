@@ -9,10 +9,11 @@ CS_VERSION=4.100.3
 CS_BIN="$CACHE/node_modules/.bin/code-server"
 STAMP="$CACHE/.code-server-$CS_VERSION.installed"
 
-# Debian packages: chromium (the browser that drives the workbench) and ripgrep (seeds
-# @vscode/ripgrep, whose own postinstall downloads from outside) always; the compilers and
-# headers only while code-server still has to be built (node-pty, argon2, kerberos).
-wanted=(chromium ripgrep)
+# Debian packages: chromium (the browser that drives the workbench), a CJK font (so the
+# screenshots show 需求.md and the zh-cn banner, not boxes) and ripgrep (seeds @vscode/ripgrep,
+# whose own postinstall downloads from outside) always; the compilers and headers only while
+# code-server still has to be built (node-pty, argon2, kerberos).
+wanted=(chromium fonts-wqy-microhei ripgrep)
 if [[ ! -f "$STAMP" ]]; then wanted+=(build-essential pkg-config libkrb5-dev); fi
 missing=()
 for pkg in "${wanted[@]}"; do
