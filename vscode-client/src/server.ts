@@ -290,7 +290,8 @@ export class FolderServer implements vscode.Disposable {
                 },
             },
         };
-        const client = new LanguageClient(`flower.${this.folder.index}`, `flower · ${this.folder.name}`, serverOptions, clientOptions);
+        // The id `flower` makes the client read `flower.trace.server`.
+        const client = new LanguageClient('flower', `flower · ${this.folder.name}`, serverOptions, clientOptions);
         this.register(client);
         this.client = client;
         this.model = new TranscriptModel();
@@ -404,7 +405,11 @@ export class FolderServer implements vscode.Disposable {
         client.onNotification(p.session, () => this.statusSoon());
         client.onNotification(p.state, (n) => {
             if (!n.running) this.progressToken = null;
-            this.patch({ running: n.running, ...(n.running ? {} : { step: null, waiting: null }) });
+            this.patch({
+                running: n.running,
+                ...(n.running ? {} : { step: null, waiting: null }),
+                ...(n.woke !== null ? { woke: n.woke } : {}),
+            });
             this.emitter.fire({ type: 'state', n });
             this.statusSoon();
         });
