@@ -218,6 +218,7 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
             resetRows(m.rows, m.hasOlder);
             loadingOlder = false;
             loadingNewer = false;
+            wantOlder();
             break;
         case 'rows':
             if (m.epoch !== state.epoch) {
@@ -235,6 +236,7 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
             window_.moreAbove = false;
             upsert(m.rows, 'top');
             window_.moreAbove = m.hasOlder;
+            if (m.rows.length > 0) wantOlder();
             break;
         case 'newer':
             loadingNewer = false;
@@ -253,14 +255,19 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
     save();
 });
 
-rowsEl.addEventListener('scroll', () => {
-    state.atBottom = nearBottom();
-    state.scrollTop = rowsEl.scrollTop;
-    save();
+/** Older rows are asked for when the top is near — also when the rows do not fill the view yet. */
+function wantOlder(): void {
     if (rowsEl.scrollTop < 200 && window_.moreAbove && !loadingOlder && window_.first !== null) {
         loadingOlder = true;
         send({ type: 'older', beforePos: window_.first });
     }
+}
+
+rowsEl.addEventListener('scroll', () => {
+    state.atBottom = nearBottom();
+    state.scrollTop = rowsEl.scrollTop;
+    save();
+    wantOlder();
     if (nearBottom() && window_.moreBelow && !loadingNewer && window_.last !== null) {
         loadingNewer = true;
         send({ type: 'newer', afterPos: window_.last });
