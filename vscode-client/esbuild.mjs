@@ -7,7 +7,7 @@ const common = { bundle: true, sourcemap: true, logLevel: 'warning', legalCommen
 
 if (process.argv.includes('--tests')) {
     const tests = readdirSync('test').filter((f) => f.endsWith('.test.ts')).map((f) => `test/${f}`);
-    await build({ ...common, entryPoints: tests, outdir: 'out/test', platform: 'node', format: 'cjs', target: 'node20' });
+    await build({ ...common, entryPoints: tests, outdir: 'out/test', platform: 'node', format: 'cjs', target: 'node20', external: ['playwright-core'] });
 } else {
     await Promise.all([
         build({

@@ -37,3 +37,13 @@ test('snake_case and lone stars are not emphasis', () => {
 test('an unclosed fence runs to the end without losing text', () => {
     assert.deepEqual(parseMarkdown('```\na\nb'), [{ t: 'pre', lang: '', s: 'a\nb' }]);
 });
+
+test('underscores inside code-like text stay text (window.__x, a__b__c)', () => {
+    assert.deepEqual(parseInline('x="window.__p=1" and window.__p'), [{ t: 'text', s: 'x="window.__p=1" and window.__p' }]);
+    assert.deepEqual(parseInline('a__b__c'), [{ t: 'text', s: 'a__b__c' }]);
+    assert.deepEqual(parseInline('__bold__ and _it_'), [
+        { t: 'strong', c: [{ t: 'text', s: 'bold' }] },
+        { t: 'text', s: ' and ' },
+        { t: 'em', c: [{ t: 'text', s: 'it' }] },
+    ]);
+});

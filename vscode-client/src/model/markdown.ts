@@ -92,19 +92,16 @@ export function parseInline(s: string): Inline[] {
             }
         }
         if ((ch === '*' || ch === '_') && s[i + 1] === ch) {
-            const mark = ch + ch;
-            const end = s.indexOf(mark, i + 2);
-            if (end > i + 2) {
+            const end = closing(s, ch + ch, i + 2);
+            if (end > i + 2 && opens(s, i, ch)) {
                 push({ t: 'strong', c: parseInline(s.slice(i + 2, end)) });
                 i = end + 2;
                 continue;
             }
         }
         if ((ch === '*' || ch === '_') && s[i + 1] !== undefined && s[i + 1] !== ' ' && s[i + 1] !== ch) {
-            const end = s.indexOf(ch, i + 1);
-            // `_` inside words (snake_case) is not emphasis.
-            const wordy = ch === '_' && ((i > 0 && /\w/.test(s[i - 1])) || /\w/.test(s[end + 1] ?? ''));
-            if (end > i + 1 && s[end - 1] !== ' ' && !wordy) {
+            const end = closing(s, ch, i + 1);
+            if (end > i + 1 && s[end - 1] !== ' ' && opens(s, i, ch)) {
                 push({ t: 'em', c: parseInline(s.slice(i + 1, end)) });
                 i = end + 1;
                 continue;
@@ -115,4 +112,16 @@ export function parseInline(s: string): Inline[] {
     }
     if (text !== '') out.push({ t: 'text', s: text });
     return out;
+}
+
+/** `_` emphasis does not start inside a word (snake_case, `window.__x` after a letter). */
+function opens(s: string, i: number, ch: string): boolean {
+    return ch !== '_' || i === 0 || !/\w/.test(s[i - 1]);
+}
+
+/** The first closing `mark` from `from`; for `_`, one not followed by a word character. */
+function closing(s: string, mark: string, from: number): number {
+    let end = s.indexOf(mark, from);
+    while (end !== -1 && mark[0] === '_' && /\w/.test(s[end + mark.length] ?? '')) end = s.indexOf(mark, end + 1);
+    return end;
 }

@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import type { Focus } from '../folders';
 import type { FromPage, Row, ToPage } from '../model/rows';
 import { type FolderServer, PAGE, type Servers } from '../server';
+import { pageHtml } from '../webview/html';
 
 export class TranscriptView implements vscode.WebviewViewProvider, vscode.Disposable {
     private view: vscode.WebviewView | undefined;
@@ -148,38 +149,18 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
     }
 
     private html(webview: vscode.Webview): string {
-        const nonce = nonceValue();
-        const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js'));
-        const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'transcript.css'));
-        const t = (s: string): string => escapeHtml(vscode.l10n.t(s));
-        return `<!DOCTYPE html>
-<html lang="${escapeHtml(vscode.env.language)}">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${webview.cspSource}; img-src ${webview.cspSource}; font-src ${webview.cspSource}; script-src 'nonce-${nonce}';">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link href="${style}" rel="stylesheet">
-<title>flower</title>
-</head>
-<body>
-<div id="toolbar"><label><input type="checkbox" id="pruned-toggle"> ${t('what the model sees')}</label></div>
-<div id="view-message" hidden></div>
-<div id="rows" role="log" aria-live="polite"></div>
-<form id="say-form"><textarea id="say-input" rows="2" placeholder="${t('Say something to flower (Enter sends, Shift+Enter for a new line)')}"></textarea></form>
-<script nonce="${nonce}" src="${script}"></script>
-</body>
-</html>`;
+        return pageHtml({
+            nonce: randomBytes(18).toString('base64').replace(/[+/=]/g, 'x'),
+            cspSource: webview.cspSource,
+            scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js')).toString(),
+            styleUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'transcript.css')).toString(),
+            lang: vscode.env.language,
+            toggleLabel: vscode.l10n.t('what the model sees'),
+            placeholder: vscode.l10n.t('Say something to flower (Enter sends, Shift+Enter for a new line)'),
+        });
     }
 
     dispose(): void {
         for (const s of this.subscriptions) s.dispose();
     }
-}
-
-function nonceValue(): string {
-    return randomBytes(18).toString('base64').replace(/[+/=]/g, 'x');
-}
-
-function escapeHtml(s: string): string {
-    return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
