@@ -59,7 +59,7 @@ async function open(): Promise<Page> {
 }
 
 async function post(page: Page, message: ToPage): Promise<void> {
-    await page.evaluate((m) => window.postMessage(m, '*'), message);
+    await page.evaluate((m: unknown) => window.postMessage(m, '*'), message as unknown);
 }
 
 async function sent(page: Page): Promise<unknown[]> {
