@@ -20,9 +20,10 @@ test('live events without a seq (banner, header, verdict) keep their arrival ord
     m.appendEvent({ kind: 'banner', n: { folder: FOLDER, text: '<- resumed', woke: 2 } });
     m.appendEvent({ kind: 'header', n: { folder: FOLDER, step: '干活', text: '== 干活 ==' } });
     m.appendTranscript(entry(50, 'a'));
-    m.appendEvent({ kind: 'verdict', n: { folder: FOLDER, step: '干活·判定#1', round: 1, passed: false, reasons: 'no' } });
+    m.appendEvent({ kind: 'verdict', n: { folder: FOLDER, step: '干活·判定#1', round: 1, passed: false, reasons: 'subtraction is missing\nVERDICT: FAIL' } });
     assert.deepEqual(m.all().map((r) => r.kind), ['banner', 'header', 'assistant', 'verdict']);
     assert.equal(m.all()[3].passed, false);
+    assert.equal(m.all()[3].text, 'round 1: FAIL — subtraction is missing');
 });
 
 test('a history page goes above the live rows; older pages above it', () => {

@@ -83,7 +83,8 @@ export class TranscriptModel {
                 row.step = e.n.step;
                 break;
             case 'verdict':
-                row.text = `round ${e.n.round}: ${e.n.passed ? 'PASS' : 'FAIL'} — ${e.n.reasons}`;
+                // The judge's own words are already a row above: the verdict line keeps their first line.
+                row.text = `round ${e.n.round}: ${e.n.passed ? 'PASS' : 'FAIL'} — ${e.n.reasons.split('\n', 1)[0]}`;
                 row.step = e.n.step;
                 row.passed = e.n.passed;
                 break;
