@@ -53,14 +53,19 @@ async function row(/** @type {Editor} */ ed, /** @type {string} */ selector, /**
 }
 
 const TASK = 'build a calculator';
+
+/** Palette `flower: Start a Task…`, then type the task into its input box. */
+async function start(/** @type {Editor} */ ed, task = TASK, locale = '') {
+  await ed.command(title('start', locale));
+  await ed.answer(task, secs(30));
+}
 const TIME = { timeout: secs(150) };
 
 test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree', TIME, async () => {
   const ws = tempDir('ws-start');
   await scenario('1-start', 'start', [ws], async (ed, model) => {
     await ed.command(title('showTranscript'));
-    await ed.command(title('start'));
-    await ed.answer(TASK);
+    await start(ed);
     // Requests: clarify ×2, goals ×2, work ×2 — the sixth is held: the step is mid-reply.
     await model.request(6, secs(90));
     await ed.toast(/flower: work/).waitFor({ timeout: secs(20) });
@@ -92,8 +97,7 @@ test('2 the model held mid-step: Cancel → idle; Continue resumes and the model
   const ws = tempDir('ws-cancel');
   await scenario('2-cancel', 'cancel', [ws], async (ed, model) => {
     await ed.command(title('showTranscript'));
-    await ed.command(title('start'));
-    await ed.answer(TASK);
+    await start(ed);
     await model.request(6, secs(90)); // the work step's second request: held
     const toast = ed.toast(/flower: work/);
     await toast.waitFor({ timeout: secs(20) });
@@ -119,8 +123,7 @@ test('3 Reload Window mid-run: transcript and gauge from history before any mode
   const ws = tempDir('ws-reload');
   await scenario('3-reload', 'reload', [ws], async (ed, model) => {
     await ed.command(title('showTranscript'));
-    await ed.command(title('start'));
-    await ed.answer(TASK);
+    await start(ed);
     await model.request(6, secs(90));
     await row(ed, '[data-kind="tool"]', 'calc.py');
     await ed.shot('3-reload-before');
@@ -153,18 +156,19 @@ test('4 "what the model sees" marks the outage residue the pruner hides', TIME, 
   const ws = tempDir('ws-pruned');
   await scenario('4-pruned', 'pruned', [ws], async (ed, model) => {
     await ed.command(title('showTranscript'));
-    await ed.command(title('start'));
-    await ed.answer(TASK);
+    await start(ed);
     await row(ed, '[data-kind="verdict"]', undefined, secs(120));
     assert.equal(model.requests[0].n, 1);
     const outage = await row(ed, '', /API Error: 529/);
     assert.equal(await outage.getAttribute('data-verdict'), null, 'the plain view shows the entry as it is');
+    await outage.scrollIntoViewIfNeeded();
     await ed.shot('4-pruned-off');
     await ed.view().locator('#pruned-toggle').click();
     await until(async () => (await outage.getAttribute('data-verdict')) === 'hidden', 'the outage row to be marked hidden');
     const hidden = await ed.view().locator('[data-testid="row"][data-verdict="hidden"]').count();
     assert.equal(hidden, 1, 'only the outage residue is hidden from the model');
     assert.equal(await ed.view().locator('[data-testid="row"][data-kind="tool"][data-verdict="hidden"]').count(), 0);
+    await ed.view().locator('#rows').evaluate((el) => { el.scrollTop = 0; });
     await ed.shot('4-pruned-on');
   });
 });
@@ -174,8 +178,7 @@ test('5 a reply with HTML and <script> shows as text; zh-cn shows the Chinese ba
   const zh = 'zh-cn';
   await scenario('5-escape', 'escape', [ws], async (ed) => {
     await ed.command(title('showTranscript', zh));
-    await ed.command(title('start', zh));
-    await ed.answer(TASK);
+    await start(ed, TASK, zh);
     const hostile = await row(ed, '[data-kind="assistant"]', 'Here is markup', secs(90));
     const shown = await hostile.innerText();
     assert.ok(shown.includes('<img src=x onerror=alert(1)>'), shown);
@@ -190,7 +193,7 @@ test('5 a reply with HTML and <script> shows as text; zh-cn shows the Chinese ba
     await say.fill('also print the result in green');
     await say.press('Enter');
     await row(ed, '[data-kind="banner"]', /第 2 次唤醒/, secs(60));
-    await row(ed, '[data-kind="verdict"]:nth-of-type(n)', undefined, secs(90));
+    await until(async () => (await ed.rows().and(ed.view().locator('[data-kind="verdict"]')).count()) >= 2, 'the second wake\'s verdict', secs(90));
     assert.deepEqual(ed.dialogs, [], 'no alert ran');
     await ed.shot('5-zh-cn-banner');
   }, { locale: zh });
@@ -200,16 +203,18 @@ test('6 two workspace folders: the gauge and the transcript follow the folder in
   const root = tempDir('ws-multi');
   const a = path.join(root, 'alpha');
   const b = path.join(root, 'beta');
-  fs.mkdirSync(a);
-  fs.mkdirSync(b);
+  for (const f of [a, b]) {
+    fs.mkdirSync(f);
+    fs.writeFileSync(path.join(f, 'notes.txt'), `notes of ${path.basename(f)}\n`);
+  }
   const file = path.join(root, 'two.code-workspace');
   fs.writeFileSync(file, JSON.stringify({ folders: [{ path: a }, { path: b }] }));
   await scenario('6-multiroot', 'multiroot', [a, b], async (ed, model) => {
     await ed.command(title('showTranscript'));
     for (const [folder, n] of [[a, 0], [b, 1]]) {
-      await ed.command(title('start'));
-      await ed.pick(path.basename(folder));
-      await ed.answer(`${TASK} in ${path.basename(folder)}`);
+      // A command acts on the folder of the active editor.
+      await ed.openFile(path.join(folder, 'notes.txt'));
+      await start(ed, `${TASK} in ${path.basename(folder)}`);
       await until(() => model.requests.filter((r) => r.system.includes(folder) || r.text.includes(folder)).length >= 7,
         `the whole run in ${path.basename(folder)}`, secs(120));
       await row(ed, '[data-kind="verdict"]', undefined, secs(30));
@@ -229,8 +234,7 @@ test('7 no credentials: the Set API Key… notification; the key reaches the mod
   const ws = tempDir('ws-nokey');
   await scenario('7-nokey', 'nokey', [ws], async (ed, model) => {
     await ed.command(title('showTranscript'));
-    await ed.command(title('start'));
-    await ed.answer(TASK);
+    await start(ed);
     const toast = ed.toast(/API key/);
     await toast.waitFor({ timeout: secs(60) });
     await ed.shot('7-nokey-notification');

@@ -320,15 +320,23 @@ export class Editor {
       await page.keyboard.press('Escape');
       await page.keyboard.press('F1');
       const input = page.locator('.quick-input-widget input');
-      await input.waitFor({ timeout: secs(10) });
-      await input.fill(`>${title}`);
-      const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+      try {
+        await input.waitFor({ state: 'visible', timeout: secs(2) });
+      } catch {
+        // F1 went to a webview that has the focus and did not pass it on: use the title bar's box.
+        await page.locator('.command-center .command-center-center').click({ timeout: secs(5) });
+        await input.waitFor({ state: 'visible', timeout: secs(5) });
+      }
+      await input.fill(`>${title}`, { timeout: secs(5) });
+      // The exact title is the first, focused row; a webview taking the focus may close the
+      // palette meanwhile, so every step is short and the whole is retried.
+      const row = page.locator('.quick-input-widget:visible .monaco-list-row.focused', { hasText: title });
       try {
         await row.waitFor({ timeout: secs(3) });
+        await row.click({ timeout: secs(3) });
       } catch {
         return false;
       }
-      await row.click();
       return true;
     }, `the palette to offer "${title}"`, timeout);
   }
@@ -362,9 +370,9 @@ export class Editor {
   }
 
   /** Answer an input box (`showInputBox`) with `text`. */
-  async answer(/** @type {string} */ text) {
+  async answer(/** @type {string} */ text, timeout = secs(15)) {
     const input = this.page.locator('.quick-input-widget:visible input');
-    await input.waitFor({ timeout: secs(15) });
+    await input.waitFor({ timeout });
     await input.fill(text);
     await input.press('Enter');
   }
