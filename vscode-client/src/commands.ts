@@ -49,16 +49,19 @@ export class Commands {
     // -- the commands -----------------------------------------------------------------------
 
     async start(): Promise<void> {
-        const server = await this.server();
-        if (server === undefined) return;
+        // Ask first, start the server while the person types: a slow interpreter never delays the box.
+        const folder = await this.folder();
+        if (folder === undefined) return;
+        const starting = this.started(folder);
         const text = await vscode.window.showInputBox({
             title: vscode.l10n.t('flower: Start a Task'),
-            prompt: vscode.l10n.t('What should flower do in {0}?', server.folder.name),
+            prompt: vscode.l10n.t('What should flower do in {0}?', folder.name),
             placeHolder: vscode.l10n.t('e.g. write a script that turns Markdown into HTML'),
             ignoreFocusOut: true,
             validateInput: (v) => (v.trim() === '' ? vscode.l10n.t('Say what to do.') : undefined),
         });
-        if (text === undefined) return;
+        const server = await starting;
+        if (text === undefined || server === undefined) return;
         const used = (server.status?.woke ?? 0) > 0;
         if (used) {
             const archive = vscode.l10n.t('Archive and Start');
@@ -87,15 +90,16 @@ export class Commands {
     }
 
     async say(): Promise<void> {
-        const server = await this.server();
-        if (server === undefined) return;
+        const folder = await this.folder();
+        if (folder === undefined) return;
+        const starting = this.started(folder);
         const text = await vscode.window.showInputBox({
             title: vscode.l10n.t('flower: Say'),
-            prompt: vscode.l10n.t('One sentence for the work in {0} (added to 需求.md).', server.folder.name),
+            prompt: vscode.l10n.t('One sentence for the work in {0} (added to 需求.md).', folder.name),
             ignoreFocusOut: true,
             validateInput: (v) => (v.trim() === '' ? vscode.l10n.t('Say something.') : undefined),
         });
-        if (text !== undefined) await this.sayText(server.folder, text.trim());
+        if (text !== undefined && (await starting) !== undefined) await this.sayText(folder, text.trim());
     }
 
     /** The transcript's input: say while running, wake otherwise (flower/say does both). */
@@ -108,15 +112,17 @@ export class Commands {
     }
 
     async newTask(): Promise<void> {
-        const server = await this.server();
-        if (server === undefined) return;
+        const folder = await this.folder();
+        if (folder === undefined) return;
+        const starting = this.started(folder);
         const text = await vscode.window.showInputBox({
             title: vscode.l10n.t('flower: New Task'),
-            prompt: vscode.l10n.t('The new task for {0}; the current one is archived to notes/archive/.', server.folder.name),
+            prompt: vscode.l10n.t('The new task for {0}; the current one is archived to notes/archive/.', folder.name),
             ignoreFocusOut: true,
             validateInput: (v) => (v.trim() === '' ? vscode.l10n.t('Say what to do.') : undefined),
         });
-        if (text !== undefined) await this.send(server, { method: 'new', text: text.trim() });
+        const server = await starting;
+        if (text !== undefined && server !== undefined) await this.send(server, { method: 'new', text: text.trim() });
     }
 
     async cancel(): Promise<void> {
@@ -309,21 +315,27 @@ export class Commands {
             });
     }
 
+    /** The folder to act on (trusted workspaces only). */
+    private async folder(): Promise<vscode.WorkspaceFolder | undefined> {
+        return this.trusted() ? this.focus.pick() : undefined;
+    }
+
     /** The folder to act on, with its server started; undefined when it cannot be. */
     private async server(): Promise<FolderServer | undefined> {
-        if (!this.trusted()) return undefined;
-        const folder = await this.focus.pick();
-        if (folder === undefined) return undefined;
+        const folder = await this.folder();
+        return folder === undefined ? undefined : this.started(folder);
+    }
+
+    /** The folder's server, started; undefined (and told why) when it cannot start. */
+    private async started(folder: vscode.WorkspaceFolder): Promise<FolderServer | undefined> {
         const server = this.servers.get(folder);
-        if (!(await server.ensureStarted())) {
-            if (server.startFailure === 'failed') {
-                void vscode.window.showErrorMessage(vscode.l10n.t('The flower server for {0} could not start: see the log.', folder.name), vscode.l10n.t('Show Log')).then((c) => {
-                    if (c !== undefined) this.log.show();
-                });
-            }
-            return undefined;
+        if (await server.ensureStarted()) return server;
+        if (server.startFailure === 'failed') {
+            void vscode.window.showErrorMessage(vscode.l10n.t('The flower server for {0} could not start: see the log.', folder.name), vscode.l10n.t('Show Log')).then((c) => {
+                if (c !== undefined) this.log.show();
+            });
         }
-        return server;
+        return undefined;
     }
 
     private trusted(): boolean {

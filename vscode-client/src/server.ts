@@ -259,6 +259,7 @@ export class FolderServer implements vscode.Disposable {
             this.setServerState('stopped');
             return false;
         }
+        this.log.info(`${this.folder.name}: starting ${python.command} -m flower.lsp (interpreter from ${python.source})`);
         const key = await this.ctx.secrets.get(SECRET_KEY);
         const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
         if (key !== undefined && key !== '') env.ANTHROPIC_API_KEY = key;
@@ -308,6 +309,7 @@ export class FolderServer implements vscode.Disposable {
             return false;
         }
         this.startFailure = null;
+        this.log.info(`${this.folder.name}: the server runs`);
         this.setServerState('running');
         await this.afterStart();
         return true;
