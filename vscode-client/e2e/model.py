@@ -54,7 +54,7 @@ def path(ws: Path, *, work: list[Reply], outage: bool = False) -> list[Reply]:
     return replies
 
 
-def finish(ws: Path, words: str = "Ticking the goals.", *, hold: bool = False, **usage: int) -> list[Reply]:
+def finish(ws: Path, usage: dict[str, int], words: str = "Ticking the goals.", *, hold: bool = False) -> list[Reply]:
     """The end of a work round: say `words` and tick the goals (held until released if `hold`), then report."""
     return [
         reply(say(words), tool_use("Write", {"file_path": str(ws / "目标.md"), "content": DONE}), hold=hold, **usage),
@@ -62,7 +62,7 @@ def finish(ws: Path, words: str = "Ticking the goals.", *, hold: bool = False, *
     ]
 
 
-def begin(ws: Path, **usage: int) -> Reply:
+def begin(ws: Path, usage: dict[str, int]) -> Reply:
     """The first work reply: say something and write calc.py."""
     return reply(say("Writing calc.py now."),
                  tool_use("Write", {"file_path": str(ws / "calc.py"), "content": "print(1 + 2)  # CALC_MARKER\n"}),
@@ -80,20 +80,20 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
     big = {"input_tokens": 2300, "cache_read": 40000}  # the gauge: 42.3K
     if name == "start":
         # Held after the first work reply so the harness sees the run mid-step, then released.
-        return path(ws, work=[begin(ws, **big), *finish(ws, hold=True, **big)])
+        return path(ws, work=[begin(ws, big), *finish(ws, big, hold=True)])
     if name == "nokey":
-        return path(ws, work=[begin(ws, **big), *finish(ws, **big)])
+        return path(ws, work=[begin(ws, big), *finish(ws, big)])
     if name == "cancel":
         # Held mid-step and never released: the step is cancelled there; the resumed work
         # session answers with the rest and the judge passes.
-        return path(ws, work=[begin(ws, **big), never(), *finish(ws, input_tokens=2500, cache_read=41000)])
+        return path(ws, work=[begin(ws, big), never(), *finish(ws, {"input_tokens": 2500, "cache_read": 41000})])
     if name == "reload":
         # Held mid-step at each of three wakes (the window reloads under the first two).
-        return path(ws, work=[begin(ws, **big), never(), never(), never()])
+        return path(ws, work=[begin(ws, big), never(), never(), never()])
     if name == "pruned":
-        return path(ws, outage=True, work=[begin(ws, **big), *finish(ws, **big)])
+        return path(ws, outage=True, work=[begin(ws, big), *finish(ws, big)])
     if name == "escape":
-        return path(ws, work=[begin(ws, **big), *finish(ws, HOSTILE, **big)]) + [
+        return path(ws, work=[begin(ws, big), *finish(ws, big, HOSTILE)]) + [
             # The second wake (a sentence said): goals re-derived, one more work round, the judge.
             tool("Write", {"file_path": str(ws / "目标.md"), "content": DONE}, input_tokens=1900),
             text("目标.md re-derived.", input_tokens=2000),
@@ -104,7 +104,7 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
         a, b = folders
         out = []
         for f, usage in ((a, {"input_tokens": 1100, "cache_read": 10000}), (b, {"input_tokens": 2200, "cache_read": 20000})):
-            replies = path(f, work=[begin(f, **usage), *finish(f, f"Work in {f.name} is done.", **usage)])
+            replies = path(f, work=[begin(f, usage), *finish(f, usage, f"Work in {f.name} is done.")])
             for r in replies:
                 r.match = only(f)
             out += replies
