@@ -13,6 +13,7 @@ import { TranscriptView } from './views/transcript';
 const RUNNING = 'flower.runningWakes';
 
 let servers: Servers | undefined;
+let logger: vscode.LogOutputChannel | undefined;
 let closing = false;
 
 export function activate(ctx: vscode.ExtensionContext): void {
@@ -20,6 +21,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
     const focus = new Focus();
     const progress = new ProgressView();
     let commands: Commands | undefined = undefined;
+    logger = log;
     servers = new Servers(ctx, log, {
         missingFlower: (python) => commands?.missingFlower(python),
         stopped: (server) => {
@@ -78,7 +80,9 @@ async function startFolder(ctx: vscode.ExtensionContext, all: Servers, commands:
     const server = all.get(folder);
     if (!(await server.ensureStarted())) return;
     const running = ctx.workspaceState.get<string[]>(RUNNING, []);
-    if (!running.includes(server.uri) || (server.status?.running ?? true)) return;
+    const cutOff = running.includes(server.uri) && server.status?.running === false;
+    logger?.info(`${folder.name}: ${cutOff ? 'a wake was cut off when the window closed' : 'no wake was cut off'} (marked: ${running.includes(server.uri)}, running here: ${server.status?.running})`);
+    if (!cutOff) return;
     const mode = resumeOnStartup(vscode.workspace.getConfiguration('flower', folder.uri).get('resumeOnStartup'));
     if (mode === 'never') {
         await remember(ctx, server, false);
@@ -103,6 +107,7 @@ async function startFolder(ctx: vscode.ExtensionContext, all: Servers, commands:
 async function remember(ctx: vscode.ExtensionContext, server: FolderServer, running: boolean): Promise<void> {
     // While the window closes, the server's shutdown ends running wakes: they were cut off, not finished.
     if (closing && !running) return;
+    logger?.debug(`${server.folder.name}: wake ${running ? 'running' : 'ended'}`);
     const set = new Set(ctx.workspaceState.get<string[]>(RUNNING, []));
     if (running) set.add(server.uri);
     else set.delete(server.uri);

@@ -129,7 +129,7 @@ export class FolderServer implements vscode.Disposable {
     /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
     startFailure: 'missing' | 'failed' | null = null;
     private restarts = 0;
-    private loadedEpoch = 0;
+    private loaded: { epoch: number; done: Promise<void> } | undefined;
     private starting: Promise<boolean> | undefined;
     private restartChain: Promise<unknown> = Promise.resolve();
     private stopping = false;
@@ -316,12 +316,18 @@ export class FolderServer implements vscode.Disposable {
     }
 
     /** Once per server process: its status, the newest history page, and a fresh view. */
-    private async afterStart(): Promise<void> {
-        if (this.loadedEpoch === this.epoch) return;
-        this.loadedEpoch = this.epoch;
-        await this.refreshStatus();
-        await this.loadOlder();
-        this.emitter.fire({ type: 'reset' });
+    private afterStart(): Promise<void> {
+        // Called by start() and by the client's Running state (also after an automatic restart):
+        // both wait for the same load.
+        if (this.loaded?.epoch !== this.epoch) {
+            const load = async (): Promise<void> => {
+                await this.refreshStatus();
+                await this.loadOlder();
+                this.emitter.fire({ type: 'reset' });
+            };
+            this.loaded = { epoch: this.epoch, done: load() };
+        }
+        return this.loaded.done;
     }
 
     /** Our own close handler (not the default 5-in-3-minutes): ≤ 3 restarts, then `stopped`. */
