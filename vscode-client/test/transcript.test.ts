@@ -83,6 +83,14 @@ test('flower/pruned sets the session verdicts and clears entries no longer liste
     assert.deepEqual(m.all().map((r) => r.pruned), [null, 'rewritten', null]);
 });
 
+test('a second block of one stored entry (<uuid>#1) takes its entry verdict', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'a'));
+    m.appendTranscript(entry(2, 'a#1', { kind: 'tool', text: 'Bash(ls)' }));
+    m.applyVerdicts('s1', { a: 'hidden' });
+    assert.deepEqual(m.all().map((r) => r.pruned), ['hidden', 'hidden']);
+});
+
 test('the pruned view: hidden marked, rewritten shows its new text, added only there', () => {
     const m = new TranscriptModel();
     m.mergeHistory(

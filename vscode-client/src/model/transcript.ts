@@ -146,12 +146,13 @@ export class TranscriptModel {
         return this.commit(changed, true);
     }
 
-    /** `flower/pruned`: the session's verdicts; its entries not listed are kept as they are. */
+    /** `flower/pruned`: the session's verdicts, replacing earlier ones; entries not listed are kept as they are. */
     applyVerdicts(sessionId: string, verdicts: Record<string, PrunedVerdict>): Row[] {
         const changed: Row[] = [];
         for (const row of this.rows) {
             if (row.sessionId !== sessionId || row.uuid === null) continue;
-            const verdict = verdicts[row.uuid] ?? null;
+            // A second content block of one stored entry (`<uuid>#N`) takes its entry's verdict.
+            const verdict = verdicts[row.uuid] ?? verdicts[row.uuid.replace(/#\d+$/, '')] ?? null;
             if (row.pruned === verdict || row.pruned === 'added') continue;
             row.pruned = verdict;
             if (verdict !== 'rewritten') row.prunedText = null;
