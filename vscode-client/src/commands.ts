@@ -42,7 +42,7 @@ export class Commands {
             c('flower.openGoals', () => this.openFile('目标.md')),
             c('flower.restartServer', (folder?: unknown) => this.restart(folder)),
             c('flower.showLog', () => this.log.show()),
-            c('flower.setApiKey', () => this.setApiKey(undefined)),
+            c('flower.setApiKey', () => this.setApiKey()),
         ];
     }
 
@@ -189,12 +189,7 @@ export class Commands {
         await this.servers.get(folder).restart();
     }
 
-    /**
-     * Keep the key in SecretStorage. `retry`: the folder whose wake was refused for want of a
-     * key, when the person came here from that notification — its wake is retried at once;
-     * other refused wakes are offered a retry.
-     */
-    async setApiKey(retry: FolderServer | undefined): Promise<void> {
+    async setApiKey(): Promise<void> {
         const key = await vscode.window.showInputBox({
             title: vscode.l10n.t('flower: Set API Key'),
             prompt: vscode.l10n.t('Your Anthropic API key. It is kept in VS Code\'s secret storage and given only to the flower server process.'),
@@ -214,14 +209,9 @@ export class Commands {
             const call = server.failedForCredentials;
             if (call === null) continue;
             server.failedForCredentials = null;
-            if (server === retry) {
-                await this.send(server, call);
-                continue;
-            }
-            const again = vscode.l10n.t('Retry');
-            void vscode.window.showInformationMessage(vscode.l10n.t('API key saved. Retry the wake in {0}?', server.folder.name), again).then((choice) => {
-                if (choice === again) void this.send(server, call);
-            });
+            const retry = vscode.l10n.t('Retry');
+            const choice = await vscode.window.showInformationMessage(vscode.l10n.t('API key saved. Retry the wake in {0}?', server.folder.name), retry);
+            if (choice === retry) await this.send(server, call);
         }
     }
 
@@ -321,7 +311,7 @@ export class Commands {
         void vscode.window
             .showErrorMessage(vscode.l10n.t('flower has no Anthropic API key for {0}: set one (kept in VS Code\'s secret storage), or run `claude login` once.', server.folder.name), set)
             .then((choice) => {
-                if (choice === set) void this.setApiKey(server);
+                if (choice === set) void vscode.commands.executeCommand('flower.setApiKey');
             });
     }
 
