@@ -27,6 +27,7 @@ import {
     type WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 import type { ServerState } from './model/gauge';
+import { RestartBudget } from './model/restarts';
 import { initializationOptions } from './model/settings';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -34,8 +35,6 @@ import * as p from './protocol';
 
 /** The SecretStorage key of the Anthropic API key. */
 export const SECRET_KEY = 'flower.apiKey';
-/** Automatic restarts after crashes before the gauge says `stopped`. */
-const MAX_RESTARTS = 3;
 /** History entries per page. */
 export const PAGE = 200;
 
@@ -128,7 +127,7 @@ export class FolderServer implements vscode.Disposable {
     lastCall: WakeCall | null = null;
     /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
     startFailure: 'missing' | 'failed' | null = null;
-    private restarts = 0;
+    private readonly restarts = new RestartBudget(3);
     private loaded: { epoch: number; done: Promise<void> } | undefined;
     private starting: Promise<boolean> | undefined;
     private restartChain: Promise<unknown> = Promise.resolve();
@@ -158,7 +157,7 @@ export class FolderServer implements vscode.Disposable {
     /** Stop and start again; serialised (one in flight, the next waits its turn). */
     restart(): Promise<boolean> {
         const next = this.restartChain.then(async () => {
-            this.restarts = 0;
+            this.restarts.reset();
             await this.stop();
             return this.ensureStarted();
         });
@@ -333,9 +332,8 @@ export class FolderServer implements vscode.Disposable {
     /** Our own close handler (not the default 5-in-3-minutes): ≤ 3 restarts, then `stopped`. */
     private closed(): CloseHandlerResult {
         if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
-        if (this.restarts < MAX_RESTARTS) {
-            this.restarts++;
-            this.log.warn(`${this.folder.name}: the server stopped; restart ${this.restarts}/${MAX_RESTARTS}`);
+        if (this.restarts.crashed()) {
+            this.log.warn(`${this.folder.name}: the server stopped; restart ${this.restarts.count}/${this.restarts.max}`);
             this.setServerState('starting');
             // The restarted process numbers its live entries anew: start the transcript over.
             this.model = new TranscriptModel();
@@ -343,7 +341,7 @@ export class FolderServer implements vscode.Disposable {
             this.emitter.fire({ type: 'reset' });
             return { action: CloseAction.Restart, handled: true };
         }
-        this.log.error(`${this.folder.name}: the server stopped ${MAX_RESTARTS + 1} times; not restarting`);
+        this.log.error(`${this.folder.name}: the server stopped ${this.restarts.max + 1} times; not restarting`);
         this.setServerState('stopped');
         if (this.status !== null) this.status = { ...this.status, running: false, step: null, waiting: null };
         this.hooks.stopped(this);
