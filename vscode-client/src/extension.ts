@@ -24,10 +24,8 @@ export function activate(ctx: vscode.ExtensionContext): void {
     logger = log;
     servers = new Servers(ctx, log, {
         missingFlower: (python) => commands?.missingFlower(python),
-        stopped: (server) => {
-            progress.endAll(server);
-            commands?.stopped(server);
-        },
+        stopped: (server) => commands?.stopped(server),
+        exited: (server) => progress.endAll(server),
         ask: (server, params) => commands?.ask(server, params) ?? Promise.resolve({ answer: null }),
         progress: (server, token, params) => progress.handle(server, token, params),
     });

@@ -331,6 +331,9 @@ export class FolderServer implements vscode.Disposable {
 
     /** Our own close handler (not the default 5-in-3-minutes): ≤ 3 restarts, then `stopped`. */
     private closed(): CloseHandlerResult {
+        // Whatever follows, the process that ran the steps is gone: so are its progress notifications.
+        this.progressToken = null;
+        this.hooks.exited(this);
         if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
         if (this.restarts.crashed()) {
             this.log.warn(`${this.folder.name}: the server stopped; restart ${this.restarts.count}/${this.restarts.max}`);
@@ -444,6 +447,8 @@ export class FolderServer implements vscode.Disposable {
 export interface ServerHooks {
     missingFlower(python: Interpreter): void;
     stopped(server: FolderServer): void;
+    /** The server process ended (asked or not). */
+    exited(server: FolderServer): void;
     ask(server: FolderServer, params: p.AskParams): Promise<p.AskResult>;
     progress(server: FolderServer, token: string, params: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd): void;
 }
