@@ -272,8 +272,12 @@ export class Commands {
 
     // -- internals ------------------------------------------------------------------------
 
-    /** Send a wake/say/new and show its outcome; errors become one clear message. */
-    async send(server: FolderServer, call: WakeCall): Promise<void> {
+    /**
+     * Send a wake/say/new and show its outcome; errors become one clear message. `patience`
+     * (ms): how long to keep retrying while another process still drives the folder — after a
+     * reload the previous window's server may still be ending its wake (D5).
+     */
+    async send(server: FolderServer, call: WakeCall, patience = 0): Promise<void> {
         if (!this.trusted()) return;
         this.focus.set(server.folder);
         server.lastCall = call;
@@ -295,6 +299,11 @@ export class Commands {
                 return;
             }
             const code = e instanceof ResponseError ? e.code : null;
+            if (code === p.WORKSPACE_BUSY && patience > 0) {
+                this.log.info(`${server.folder.name}: another process still drives the folder; trying again in 2 s`);
+                await new Promise((r) => setTimeout(r, 2000));
+                return this.send(server, call, patience - 2000);
+            }
             this.log.warn(`${server.folder.name}: ${call.method}: ${message}`);
             const items = code === p.WORKSPACE_BUSY || code === null ? [] : [vscode.l10n.t('Show Log')];
             void vscode.window.showErrorMessage(`flower · ${server.folder.name}: ${message}`, ...items).then((c) => {

@@ -98,7 +98,7 @@ async function startFolder(ctx: vscode.ExtensionContext, all: Servers, commands:
             return;
         }
     }
-    await commands.send(server, { method: 'wake', text: null });
+    await commands.send(server, { method: 'wake', text: null }, 40_000);
 }
 
 /** Keep which folders have a wake running, so the next activation knows one was cut off. */
