@@ -30,11 +30,15 @@ export const secs = (/** @type {number} */ n) => n * 1000 * Number(process.env.F
 
 /** @type {Set<number>} process groups still alive; killed on exit whatever happens */
 const groups = new Set();
-process.on('exit', () => {
+function killAll() {
   for (const pgid of groups) {
     try { process.kill(-pgid, 'SIGKILL'); } catch { /* already gone */ }
   }
-});
+}
+process.on('exit', killAll);
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
+  process.once(signal, () => { killAll(); process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1)); });
+}
 
 /** Start a process as the leader of its own group (so its children can be stopped with it). */
 function startGroup(/** @type {string} */ cmd, /** @type {string[]} */ args, /** @type {import('node:child_process').SpawnOptions} */ opts) {
