@@ -28,7 +28,7 @@ export class ProgressView implements vscode.Disposable {
                 (progress, cancel) =>
                     new Promise<void>((resolve) => {
                         this.open.set(key, { progress, done: resolve });
-                        if (params.message !== undefined) progress.report({ message: params.message });
+                        if (params.message !== undefined) progress.report({ message: tidy(params.message) });
                         cancel.onCancellationRequested(() => {
                             // Cancel stops the step cleanly; flower: Continue resumes it (protocol.md).
                             void server.cancel(token);
@@ -36,7 +36,7 @@ export class ProgressView implements vscode.Disposable {
                     }),
             );
         } else if (params.kind === 'report') {
-            if (params.message !== undefined) this.open.get(key)?.progress.report({ message: params.message });
+            if (params.message !== undefined) this.open.get(key)?.progress.report({ message: tidy(params.message) });
         } else {
             this.open.get(key)?.done();
             this.open.delete(key);
@@ -57,4 +57,9 @@ export class ProgressView implements vscode.Disposable {
         for (const open of this.open.values()) open.done();
         this.open.clear();
     }
+}
+
+/** A step header's rule of `=` is for terminals: `== work =====  3/3` reads `work  3/3` here. */
+function tidy(message: string): string {
+    return message.replace(/\s*={2,}\s*/g, ' ').trim();
 }
