@@ -227,7 +227,7 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
             }
             state.op = m.op;
             // Reading older rows: new ones past the cap are dropped at the bottom, not the top.
-            upsert(m.rows, nearBottom() || !window_.moreAbove ? 'bottom' : 'top');
+            upsert(m.rows, nearBottom() ? 'bottom' : 'top');
             break;
         case 'older':
             loadingOlder = false;
