@@ -137,7 +137,7 @@ test('3 Reload Window mid-run: transcript and gauge from history before any mode
     await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K after reload', secs(20));
     assert.equal(model.requests.length, 6, 'restored without any model request');
     await ed.shot('3-reload-restored');
-    await ask.locator('.monaco-button', { hasText: /^Continue$/ }).click();
+    await ed.notificationAction(/Continue where it stopped/, /^Continue$/);
     const second = await model.request(7, secs(60));
     assert.match(second.text, /CALC_MARKER/);
     await row(ed, '[data-kind="banner"]', /wake #2/);

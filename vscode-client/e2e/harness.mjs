@@ -399,6 +399,21 @@ export class Editor {
     return this.page.locator('.notification-toast', { hasText: text });
   }
 
+  /**
+   * Click `button` of the notification saying `text`: on its toast, or — when the toast has been
+   * hidden (Escape, its timeout) — in the notification center.
+   */
+  async notificationAction(/** @type {string | RegExp} */ text, /** @type {string | RegExp} */ button) {
+    const toast = this.toast(text);
+    if (await toast.isVisible()) {
+      await toast.locator('.monaco-button', { hasText: button }).click({ timeout: secs(10) });
+      return;
+    }
+    await this.command('Notifications: Show Notifications');
+    const item = this.page.locator('.notifications-center .notification-list-item', { hasText: text }).first();
+    await item.locator('.monaco-button', { hasText: button }).click({ timeout: secs(10) });
+  }
+
   async close() {
     try { await this.context?.close(); } catch { /* browser gone */ }
     await stopGroup(this.proc?.pid);
