@@ -128,6 +128,10 @@ export class FolderServer implements vscode.Disposable {
     /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
     startFailure: 'missing' | 'failed' | null = null;
     private readonly restarts = new RestartBudget(3);
+    /** closed() asked the client to restart the server and it has not run since. */
+    private restartPending = false;
+    /** Resolves the running start's outcome (true: runs; false: given up). */
+    private settle: ((ok: boolean) => void) | undefined;
     private loaded: { epoch: number; done: Promise<void> } | undefined;
     private starting: Promise<boolean> | undefined;
     private restartChain: Promise<unknown> = Promise.resolve();
@@ -297,15 +301,21 @@ export class FolderServer implements vscode.Disposable {
         this.model = new TranscriptModel();
         this.epoch++;
         this.emitter.fire({ type: 'reset' });
+        const outcome = new Promise<boolean>((resolve) => (this.settle = resolve));
         try {
             await client.start();
         } catch (e) {
-            this.log.error(`${this.folder.name}: the server did not start: ${String(e)}`);
-            this.startFailure = 'failed';
-            this.client = undefined;
-            await client.dispose().catch(() => undefined);
-            this.setServerState('stopped');
-            return false;
+            // A server that dies while starting is being restarted already (closed() ran before
+            // this rejection and said Restart): the outcome is that restart's, not this error.
+            const restarting = this.client === client && this.restartPending;
+            if (!(restarting && (await outcome))) {
+                this.log.error(`${this.folder.name}: the server did not start: ${String(e)}`);
+                this.startFailure = 'failed';
+                if (this.client === client) this.client = undefined;
+                await client.dispose().catch(() => undefined);
+                this.setServerState('stopped');
+                return false;
+            }
         }
         this.startFailure = null;
         this.log.info(`${this.folder.name}: the server runs`);
@@ -336,19 +346,22 @@ export class FolderServer implements vscode.Disposable {
         this.hooks.exited(this);
         if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
         if (this.restarts.crashed()) {
+            this.restartPending = true;
             this.log.warn(`${this.folder.name}: the server stopped; restart ${this.restarts.count}/${this.restarts.max}`);
             this.setServerState('starting');
             // The restarted process numbers its live entries anew: start the transcript over.
             this.model = new TranscriptModel();
             this.epoch++;
             this.emitter.fire({ type: 'reset' });
-            return { action: CloseAction.Restart, handled: true };
+            return { action: CloseAction.Restart, handled: true, message: `restarting the server (${this.restarts.count}/${this.restarts.max})` };
         }
         this.log.error(`${this.folder.name}: the server stopped ${this.restarts.max + 1} times; not restarting`);
+        this.restartPending = false;
+        this.settle?.(false);
         this.setServerState('stopped');
         if (this.status !== null) this.status = { ...this.status, running: false, step: null, waiting: null };
         this.hooks.stopped(this);
-        return { action: CloseAction.DoNotRestart, handled: true };
+        return { action: CloseAction.DoNotRestart, handled: true, message: 'the server keeps stopping: not restarted again' };
     }
 
     private setServerState(state: ServerState): void {
@@ -361,6 +374,8 @@ export class FolderServer implements vscode.Disposable {
     private register(client: LanguageClient): void {
         client.onDidChangeState((e) => {
             if (e.newState === State.Running) {
+                this.restartPending = false;
+                this.settle?.(true);
                 this.setServerState('running');
                 void this.afterStart();
             }
