@@ -66,6 +66,21 @@ async def test_entries_without_uuid_are_all_kept(store: SqliteSessionStore) -> N
     assert await store.load(KEY) == [title, title, e("a"), title]
 
 
+async def test_uuids_stored_by_another_store_count(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    async with SqliteSessionStore(path) as first, SqliteSessionStore(path) as second:
+        await first.append(KEY, [e("a", by=1), e("b", by=1)])
+        await second.append(KEY, [e("b", by=2), e("c", by=2)])
+        await first.append(KEY, [e("c", by=1), e("d", by=1)])
+        assert await first.load(KEY) == [e("a", by=1), e("b", by=1), e("c", by=2), e("d", by=1)]
+        # Deleted and written again elsewhere (the transcript's id may come back): what
+        # `first` saw before is no longer stored, and "a" is stored again.
+        await second.delete(KEY)
+        await second.append(KEY, [e("a", by=2)])
+        await first.append(KEY, [e("a", by=1), e("b", by=1)])
+        assert await second.load(KEY) == [e("a", by=2), e("b", by=1)]
+
+
 async def test_load_unknown_key_is_none(store: SqliteSessionStore) -> None:
     assert await store.load(KEY) is None
     await store.append(KEY, [e("a")])

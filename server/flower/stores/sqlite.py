@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import json
 import os
@@ -12,6 +11,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -78,26 +78,29 @@ def _create_v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-def _lazy_summaries_v2(conn: sqlite3.Connection) -> None:
-    # Folding every batch into the summary inside append() cost as much as storing it; the
-    # fold now happens when summaries are asked for, from the entries after `folded` (the
-    # last seq already in `data`). Summaries of v1 were folded at every append: up to date.
-    conn.execute("ALTER TABLE summaries ADD COLUMN folded INTEGER NOT NULL DEFAULT 0")
+def _speed_v2(conn: sqlite3.Connection) -> None:
+    """Summaries folded on demand; uuids deduplicated without an index on random keys."""
+    # Folding every batch into its summary inside append() cost as much as storing the
+    # batch: the fold now runs when summaries are asked for, from the entries after
+    # `folded`. v1 folded at every append, so its summaries are up to date. (A v1 flower
+    # reopening the file sets user_version back to 1: this step must tolerate a rerun.)
+    if "folded" not in {row[1] for row in conn.execute("PRAGMA table_info(summaries)")}:
+        conn.execute("ALTER TABLE summaries ADD COLUMN folded INTEGER NOT NULL DEFAULT 0")
     conn.execute(
         "UPDATE summaries SET folded = coalesce((SELECT max(e.seq) FROM transcripts t"
         " JOIN entries e ON e.transcript = t.id WHERE t.project_key = summaries.project_key"
         " AND t.session_id = summaries.session_id AND t.subpath = ''), 0)"
     )
+    # Random uuids put every batch's index entries on as many pages, each rewritten whole
+    # to the WAL at commit: that index made a batch cost twice its entries. Uniqueness is
+    # kept by append() under the write lock instead (see _Seen).
+    conn.execute("DROP INDEX IF EXISTS entries_uuid")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _lazy_summaries_v2)
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2)
 """The schema steps, in order; ``PRAGMA user_version`` counts those applied. Append, never edit."""
 
-_STORED_UUIDS = """
-SELECT e.uuid FROM transcripts t JOIN entries e ON e.transcript = t.id
-WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ?
-  AND e.uuid IN (SELECT value FROM json_each(?))
-"""
+_TRANSCRIPT = "SELECT id, mtime FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?"
 
 # mtime = max(now, newest mtime in the store + 1), computed under the write
 # lock: strictly increasing even across processes and a clock step back.
@@ -105,7 +108,7 @@ _TOUCH_TRANSCRIPT = """
 INSERT INTO transcripts (project_key, session_id, subpath, mtime)
 VALUES (?, ?, ?, max(?, 1 + coalesce((SELECT max(mtime) FROM transcripts), 0)))
 ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = excluded.mtime
-RETURNING id
+RETURNING id, mtime
 """
 
 _LOAD = """
@@ -227,6 +230,55 @@ def _in_transaction(conn: sqlite3.Connection, work: Callable[[], T]) -> T:
     return result
 
 
+@dataclass
+class _Seen:
+    """The uuids stored in one transcript, as of the transcript's ``mtime`` (v2)."""
+
+    tid: int
+    mtime: int
+    uuids: set[str]
+
+
+def _append(
+    k3: tuple[str, str, str], uuids: list[str | None], bodies: list[bytes | str], seen: _Seen | None,
+    conn: sqlite3.Connection,
+) -> _Seen | None:
+    """Store the rows whose uuid is not stored under ``k3`` yet, in one committed transaction;
+    return what is stored now."""
+
+    def work() -> _Seen | None:
+        now = seen
+        row = conn.execute(_TRANSCRIPT, k3).fetchone()
+        if row is None:
+            now = None
+        elif now is None or (now.tid, now.mtime) != row:
+            # mtime moves at every append and never comes back (not even for a transcript
+            # deleted and written again): unchanged, nobody else wrote since our last look.
+            stored = conn.execute(
+                "SELECT uuid FROM entries WHERE transcript = ? AND uuid IS NOT NULL", (row[0],)
+            )
+            now = _Seen(row[0], row[1], {r[0] for r in stored})
+        known = now.uuids if now is not None else set()
+        added: set[str] = set()
+        fresh: list[int] = []
+        for i, u in enumerate(uuids):
+            if u is not None:
+                if u in known or u in added:
+                    continue
+                added.add(u)  # a uuid repeated within the batch counts once
+            fresh.append(i)
+        if not fresh:
+            return now
+        tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
+        conn.executemany(
+            "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
+            [(tid, uuids[i], bodies[i]) for i in fresh],
+        )
+        return _Seen(tid, mtime, known | added)
+
+    return _in_transaction(conn, work)
+
+
 class SqliteSessionStore(SessionStore):
     """A ``SessionStore`` in one SQLite file (WAL), shareable by several processes.
 
@@ -244,6 +296,9 @@ class SqliteSessionStore(SessionStore):
         # One connection runs one transaction at a time. A thread lock, not an
         # asyncio one: a cancelled caller leaves its worker thread running on.
         self._lock = threading.Lock()
+        # Per transcript key: its stored uuids, so that an append need not look them up in
+        # the file (there is no index on them since v2). Only ever read under _lock.
+        self._seen: dict[tuple[str, str, str], _Seen] = {}
 
     async def __aenter__(self) -> SqliteSessionStore:
         await self._call(lambda conn: None)
@@ -266,6 +321,7 @@ class SqliteSessionStore(SessionStore):
             if self._closer is not None:
                 self._closer()  # closes the connection once, and forgets it at exit
             self._conn = self._closer = None
+            self._seen.clear()
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -327,44 +383,29 @@ class SqliteSessionStore(SessionStore):
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Persist ``entries`` in order, skipping uuids already stored for ``key``; committed on return."""
-        if entries:
-            await self._call(functools.partial(self._append, _key3(key), entries))
-
-    @staticmethod
-    def _append(k3: tuple[str, str, str], entries: list[SessionStoreEntry], conn: sqlite3.Connection) -> None:
+        if not entries:
+            return
         uuids = [u if isinstance(u := e.get("uuid"), str) else None for e in entries]
-        bodies = [_encode(e) for e in entries]  # before the write lock: other processes wait less
+        # Encoded here, not in the worker: see load().
+        bodies = [_encode(e) for e in entries]
+        k3 = _key3(key)
 
-        def work() -> None:
-            wanted = [u for u in uuids if u is not None]
-            seen: set[str] = set()
-            if wanted:
-                seen = {r[0] for r in conn.execute(_STORED_UUIDS, (*k3, orjson.dumps(wanted).decode()))}
-            fresh: list[int] = []
-            for i, u in enumerate(uuids):
-                if u is not None:
-                    if u in seen:
-                        continue
-                    seen.add(u)  # a uuid repeated within the batch counts once
-                fresh.append(i)
-            if not fresh:
-                return
-            (tid,) = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
-            conn.executemany(
-                "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
-                [(tid, uuids[i], bodies[i]) for i in fresh],
-            )
+        def work(conn: sqlite3.Connection) -> None:
+            seen = self._seen.pop(k3, None)  # gone if the transaction fails
+            now = _append(k3, uuids, bodies, seen, conn)
+            if now is not None:
+                self._seen[k3] = now
 
-        _in_transaction(conn, work)
+        await self._call(work)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """All entries of ``key`` in append order, or None if it was never written."""
-        def work(conn: sqlite3.Connection) -> list[Any]:
-            return [r[0] for r in conn.execute(_LOAD, _key3(key))]
-
-        bodies = await self._call(work)
+        bodies = await self._call(lambda conn: [r[0] for r in conn.execute(_LOAD, _key3(key))])
+        # Decoded on the caller's thread: building the entries' objects measured about twice
+        # as slow in a worker thread (orjson and the stdlib alike, CPython 3.11), while the
+        # GIL would keep the event loop waiting for the worker all the same.
         # A transcript row exists only once an entry was stored in it.
-        return await asyncio.to_thread(_decode_rows, bodies) if bodies else None
+        return _decode_rows(bodies) if bodies else None
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
