@@ -229,3 +229,15 @@ async def test_has_session_sync(tmp_path: Path) -> None:
     empty = tmp_path / "empty.db"
     empty.touch()
     assert SqliteSessionStore(empty).has_session_sync("-work-proj", "s1") is False
+
+
+async def test_load_sync_reads_what_load_reads(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    store = SqliteSessionStore(path)
+    assert store.load_sync(KEY) is None
+    assert not path.parent.exists()  # the read creates nothing
+    entries = [e("a", text="héllo"), {"type": "last-prompt", "lastPrompt": "cut \ud83c"}, e("b")]
+    await store.append(KEY, entries)
+    assert store.load_sync(KEY) == entries == await store.load(KEY)
+    assert store.load_sync({**KEY, "session_id": "other"}) is None
+    await store.close()

@@ -459,8 +459,18 @@ class SqliteSessionStore(SessionStore):
 
     def has_session_sync(self, project_key: str, session_id: str) -> bool:
         """Whether a main transcript is stored for the session (sync, read-only)."""
+        sql = "SELECT 1 FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ''"
+        return bool(self._read_only(sql, (project_key, session_id)))
+
+    def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """``load`` for synchronous callers (a status answered at once): read-only, never creates the file."""
+        rows = self._read_only(_LOAD, _key3(key))
+        return _decode_rows([r[0] for r in rows]) if rows else None
+
+    def _read_only(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """The rows of one query on a read-only connection; none while no store was written."""
         if not self.path.exists():
-            return False
+            return []
         # mode=ro: never creates the file, never writes to it.
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
@@ -468,13 +478,13 @@ class SqliteSessionStore(SessionStore):
         except sqlite3.Error as err:
             raise SessionStoreError(f"cannot open {self.path}: {err}") from err
         try:
-            row = conn.execute(
-                "SELECT 1 FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ''",
-                (project_key, session_id),
-            ).fetchone()
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version > len(self.migrations):
+                raise _too_new(self.path, version, len(self.migrations))
+            return conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as err:
             if "no such table" in str(err):  # an empty file: no store written yet
-                return False
+                return []
             raise
         except sqlite3.DatabaseError as err:
             if _is_not_a_database(err):
@@ -482,4 +492,3 @@ class SqliteSessionStore(SessionStore):
             raise
         finally:
             conn.close()
-        return row is not None
