@@ -129,12 +129,13 @@ async def test_a_database_from_a_newer_flower_is_refused_and_left_untouched(tmp_
         message = str(info.value)
         assert str(path) in message and "newer flower" in message and "Upgrade flower" in message
         assert f"schema version {len(MIGRATIONS) + 1}" in message
-    for read in (lambda: store.load_sync(KEY), lambda: store.has_session_sync(KEY["project_key"], KEY["session_id"])):
-        with pytest.raises(SessionStoreError, match="Upgrade flower"):
-            read()
     await store.close()
     assert path.read_bytes() == content
     assert sorted(os.listdir(run_dir)) == ["sessions.db"]  # no -wal or -shm left beside it
+    for read in (lambda: store.load_sync(KEY), lambda: store.has_session_sync(KEY["project_key"], KEY["session_id"])):
+        with pytest.raises(SessionStoreError, match="Upgrade flower"):
+            read()
+    assert path.read_bytes() == content
 
     async with SqliteSessionStore(path, migrations=(*MIGRATIONS, note_step)) as newer:
         loaded: Any = await newer.load(KEY)
