@@ -158,6 +158,8 @@ class Transcript:
             blocks.append({"type": "text", "text": self.text(60, 600)})
         kind = self.rng.choice(["Read", "Read", "Bash", "Edit", "Grep"])
         body = self.text(size, size)
+        tool_input: dict[str, Any]
+        result: dict[str, Any]
         if kind == "Read":
             tool_input = {"file_path": path}
             result = {"type": "text", "file": {"filePath": path, "content": body,
@@ -210,7 +212,7 @@ def build(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return t.entries[:n]
 
 
-async def bench_store(path: Path, key: Any, entries: list[dict[str, Any]], batch: int,
+async def bench_store(path: Path, key: Any, entries: list[Any], batch: int,
                       loads: int) -> tuple[float, float, list[Any]]:
     """Seconds to append all batches to a fresh SqliteSessionStore, best seconds of ``loads``
     loads, and the loaded entries."""
@@ -219,7 +221,7 @@ async def bench_store(path: Path, key: Any, entries: list[dict[str, Any]], batch
         for j in range(0, len(entries), batch):
             await store.append(key, entries[j : j + batch])
         append = time.perf_counter() - t0
-        best, loaded = float("inf"), []
+        best, loaded = float("inf"), list[Any]()
         for _ in range(loads):
             loaded = []  # free the previous copy first, as a caller would
             t0 = time.perf_counter()
