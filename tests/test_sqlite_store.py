@@ -75,8 +75,11 @@ async def test_uuids_stored_by_another_store_count(tmp_path: Path) -> None:
         assert await first.load(KEY) == [e("a", by=1), e("b", by=1), e("c", by=2), e("d", by=1)]
         # Deleted and written again elsewhere (the transcript's id may come back): what
         # `first` saw before is no longer stored, and "a" is stored again.
+        (before,) = await second.list_sessions(KEY["project_key"])
         await second.delete(KEY)
         await second.append(KEY, [e("a", by=2)])
+        (after,) = await second.list_sessions(KEY["project_key"])
+        assert after["mtime"] > before["mtime"]  # mtimes never repeat, not even after a delete
         await first.append(KEY, [e("a", by=1), e("b", by=1)])
         assert await second.load(KEY) == [e("a", by=2), e("b", by=1)]
 

@@ -79,7 +79,7 @@ def _create_v1(conn: sqlite3.Connection) -> None:
 
 
 def _speed_v2(conn: sqlite3.Connection) -> None:
-    """Summaries folded on demand; uuids deduplicated without an index on random keys."""
+    """Summaries folded on demand, uuids kept unique without an index, a clock for mtimes."""
     # Folding every batch into its summary inside append() cost as much as storing the
     # batch: the fold now runs when summaries are asked for, from the entries after
     # `folded`. v1 folded at every append, so its summaries are up to date. (A v1 flower
@@ -95,6 +95,14 @@ def _speed_v2(conn: sqlite3.Connection) -> None:
     # to the WAL at commit: that index made a batch cost twice its entries. Uniqueness is
     # kept by append() under the write lock instead (see _Seen).
     conn.execute("DROP INDEX IF EXISTS entries_uuid")
+    conn.execute("DROP INDEX IF EXISTS transcripts_by_mtime")  # served max(mtime), now the clock's
+    # The newest mtime ever given out, kept when its transcript is deleted: mtimes then
+    # never repeat, and "same mtime" means "not written since" (what _Seen relies on).
+    conn.execute("CREATE TABLE IF NOT EXISTS clock (mtime INTEGER NOT NULL)")
+    conn.execute(
+        "INSERT INTO clock SELECT coalesce(max(mtime), 0) FROM transcripts"
+        " WHERE NOT EXISTS (SELECT 1 FROM clock)"
+    )
 
 
 MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2)
@@ -102,13 +110,14 @@ MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2)
 
 _TRANSCRIPT = "SELECT id, mtime FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?"
 
-# mtime = max(now, newest mtime in the store + 1), computed under the write
-# lock: strictly increasing even across processes and a clock step back.
+# mtime = max(now, newest mtime ever given + 1), computed under the write lock:
+# strictly increasing even across processes, deletions and a clock step back.
+_TICK = "UPDATE clock SET mtime = max(?, mtime + 1) RETURNING mtime"
+
 _TOUCH_TRANSCRIPT = """
-INSERT INTO transcripts (project_key, session_id, subpath, mtime)
-VALUES (?, ?, ?, max(?, 1 + coalesce((SELECT max(mtime) FROM transcripts), 0)))
+INSERT INTO transcripts (project_key, session_id, subpath, mtime) VALUES (?, ?, ?, ?)
 ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = excluded.mtime
-RETURNING id, mtime
+RETURNING id
 """
 
 _LOAD = """
@@ -252,8 +261,8 @@ def _append(
         if row is None:
             now = None
         elif now is None or (now.tid, now.mtime) != row:
-            # mtime moves at every append and never comes back (not even for a transcript
-            # deleted and written again): unchanged, nobody else wrote since our last look.
+            # mtime moves at every append and never repeats (see the clock table), so an
+            # unchanged one means nobody wrote to the transcript since our last look.
             stored = conn.execute(
                 "SELECT uuid FROM entries WHERE transcript = ? AND uuid IS NOT NULL", (row[0],)
             )
@@ -269,7 +278,8 @@ def _append(
             fresh.append(i)
         if not fresh:
             return now
-        tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
+        (mtime,) = conn.execute(_TICK, (int(time.time() * 1000),)).fetchone()
+        (tid,) = conn.execute(_TOUCH_TRANSCRIPT, (*k3, mtime)).fetchone()
         conn.executemany(
             "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
             [(tid, uuids[i], bodies[i]) for i in fresh],
