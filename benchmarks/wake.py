@@ -93,7 +93,7 @@ async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=20_000)
     ap.add_argument("--grow", type=float, default=2.5, help="length factor of the larger tool results")
-    ap.add_argument("--repeat", type=int, default=3, help="wakes of each kind, taking turns (the best is kept)")
+    ap.add_argument("--repeat", type=int, default=5, help="wakes of each kind, taking turns (the best is kept)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:

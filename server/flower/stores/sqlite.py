@@ -99,10 +99,8 @@ def _speed_v2(conn: sqlite3.Connection) -> None:
     # The newest mtime ever given out, kept when its transcript is deleted: mtimes then
     # never repeat, and "same mtime" means "not written since" (what _Seen relies on).
     conn.execute("CREATE TABLE IF NOT EXISTS clock (mtime INTEGER NOT NULL)")
-    conn.execute(
-        "INSERT INTO clock SELECT coalesce(max(mtime), 0) FROM transcripts"
-        " WHERE NOT EXISTS (SELECT 1 FROM clock)"
-    )
+    conn.execute("INSERT INTO clock SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM clock)")
+    conn.execute("UPDATE clock SET mtime = max(mtime, (SELECT coalesce(max(mtime), 0) FROM transcripts))")
 
 
 MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2)
@@ -182,8 +180,7 @@ def _without_gc(decode: Callable[[], T]) -> T:
 def _decode_rows(bodies: list[bytes | str]) -> list[Any]:
     """The entries of ``bodies`` in order: BLOB rows by orjson, TEXT rows by the stdlib."""
     loads = orjson.loads
-    # orjson is fastest one row at a time (about twice its speed on the joined array), and
-    # between rows the worker thread lets the event loop run.
+    # orjson is fastest one row at a time: about twice its speed on the joined array.
     if all(type(b) is bytes for b in bodies):
         return _without_gc(lambda: [loads(b) for b in bodies])
     # TEXT rows: written by an earlier flower (stdlib json), or orjson could not encode the
@@ -292,9 +289,10 @@ def _append(
 class SqliteSessionStore(SessionStore):
     """A ``SessionStore`` in one SQLite file (WAL), shareable by several processes.
 
-    Every call runs a plain ``sqlite3`` connection in a worker thread (``asyncio.to_thread``)
-    and returns only once its transaction is committed. Nothing of it outlives the call, so
-    an unclosed store (the SDK's protocol has no close) never keeps the process alive.
+    Each call uses one plain ``sqlite3`` connection from a worker thread of the event loop's
+    executor (``asyncio.to_thread``) and returns once its transaction is committed. The store
+    starts no thread of its own, so an unclosed store (the SDK's protocol has no close) never
+    keeps the process alive; its connection closes when the store is collected or at exit.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, migrations: Sequence[Migration] = MIGRATIONS) -> None:
