@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import uuid as uuidlib
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -212,22 +213,24 @@ def build(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return t.entries[:n]
 
 
-async def bench_store(path: Path, key: Any, entries: list[Any], batch: int,
-                      loads: int) -> tuple[float, float, list[Any]]:
-    """Seconds to append all batches to a fresh SqliteSessionStore, best seconds of ``loads``
-    loads, and the loaded entries."""
+async def bench_store(path: Path, key: Any, entries: list[Any], batch: int, loads: int,
+                      floor_db: Path, keep: Callable[[str, float], None]) -> bool:
+    """Append all batches to a fresh SqliteSessionStore, then load it back ``loads`` times,
+    each load followed by one of ``floor_db``; whether every load returned ``entries``."""
     async with SqliteSessionStore(path) as store:
         t0 = time.perf_counter()
         for j in range(0, len(entries), batch):
             await store.append(key, entries[j : j + batch])
-        append = time.perf_counter() - t0
-        best, loaded = float("inf"), list[Any]()
+        keep("store append", time.perf_counter() - t0)
+        same = True
         for _ in range(loads):
-            loaded = []  # free the previous copy first, as a caller would
             t0 = time.perf_counter()
-            loaded = await store.load(key) or []
-            best = min(best, time.perf_counter() - t0)
-    return append, best, loaded
+            loaded = await store.load(key)
+            keep("store load", time.perf_counter() - t0)
+            same = same and loaded == entries
+            del loaded  # freed before the next load, as a caller would
+            keep("floor load", floor_load(floor_db))
+    return same
 
 
 def floor_append(path: Path, entries: list[dict[str, Any]], batch: int) -> float:
@@ -296,15 +299,9 @@ async def main() -> int:
         for i in range(args.repeat):
             floor_db, store_db = Path(tmp) / f"floor{i}.db", Path(tmp) / f"run{i}" / "sessions.db"
             keep("floor append", floor_append(floor_db, entries, args.batch))
-            append, load, loaded = await bench_store(store_db, key, entries, args.batch, args.repeat)
-            keep("store append", append)
-            keep("store load", load)
-            for _ in range(args.repeat):
-                keep("floor load", floor_load(floor_db))
-            if loaded != entries:
+            if not await bench_store(store_db, key, entries, args.batch, args.repeat, floor_db, keep):
                 print("ERROR: SqliteSessionStore.load() differs from what was appended")
                 return 1
-            loaded = []
             for f in Path(tmp).rglob("*.db*"):
                 f.unlink()  # a tmpfs would otherwise fill with every run's copy
 
