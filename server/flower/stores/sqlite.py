@@ -285,7 +285,8 @@ def _append(
             "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
             [(tid, uuids[i], bodies[i]) for i in fresh],
         )
-        return _Seen(tid, mtime, known | added)
+        known |= added  # in place: on failure the caller drops this _Seen altogether
+        return _Seen(tid, mtime, known)
 
     return _in_transaction(conn, work)
 
