@@ -70,7 +70,11 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     await model.request(6, secs(90));
     await ed.toast(/flower: work/).waitFor({ timeout: secs(20) });
     await row(ed, '[data-kind="user"]', TASK);
-    await row(ed, '[data-kind="tool"]', 'calc.py');
+    const call = await row(ed, '[data-kind="tool"]', 'calc.py');
+    // A tool call is one line that expands to its input.
+    assert.equal(await call.locator('[data-testid="tool-input"]').count(), 0);
+    await call.locator('button').first().click();
+    assert.match(await call.locator('[data-testid="tool-input"]').innerText({ timeout: secs(5) }), /CALC_MARKER/);
     const gauge = ed.gauge();
     await until(async () => (await gauge.textContent())?.includes('42.3K'), 'the gauge to show 42.3K', secs(20));
     await ed.shot('1-start-running');
