@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { E2E, Editor, Model, PYTHON, closeBrowser, secs, sleep, tempDir, until } from './harness.mjs';
+import { E2E, Editor, Model, PYTHON, closeBrowser, removeDirs, secs, sleep, tempDir, until } from './harness.mjs';
 
 const { values } = parseArgs({ options: { entries: { type: 'string', default: '20000' }, pages: { type: 'string', default: '20' } } });
 const ENTRIES = Number(values.entries);
@@ -55,6 +55,7 @@ async function measure(/** @type {string} */ ws, /** @type {string} */ name) {
   } finally {
     await ed.close();
     await model.stop();
+    removeDirs([ed.dirs.root, ws]);
   }
 }
 
