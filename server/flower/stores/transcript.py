@@ -105,37 +105,26 @@ def prune(
     trim_keep_rounds: int = TRIM_KEEP_ROUNDS,
 ) -> PruneResult:
     """Clean a transcript for the model (S23, S25, S26) without touching `entries` or its dicts."""
-    if trim and spill_dir is None:
-        raise ValueError("trim needs a spill_dir to keep the trimmed results in")
+    trimming = None
+    if trim:
+        if spill_dir is None:
+            raise ValueError("trim needs a spill_dir to keep the trimmed results in")
+        trimming = Trim(Path(spill_dir), trim_threshold, trim_keep_rounds)
     commands = EPHEMERAL_COMMANDS if ephemeral is True else frozenset(ephemeral or ())
-    trimming = Trim(Path(spill_dir), trim_threshold, trim_keep_rounds) if spill_dir is not None and trim else None
     found = index(entries, commands=commands, sizes=trim)
     return rebuild(entries, found, plan(entries, found, keep_denials=keep_denials, trim=trimming))
 
 
 # -- index -------------------------------------------------------------------------------------------
 
-class Call(NamedTuple):
-    """A tool_use block and where it is."""
-
-    at: int
-    """Index of its assistant entry."""
-    block: Block
-    expires: bool
-    """An ephemeral Bash command (S25)."""
-
-
-class Result(NamedTuple):
-    """The first tool_result block answering a call, and where it is."""
-
-    at: int
-    """Index of its user entry."""
-    slot: int
-    """Index of the block in the entry's content."""
-    block: Block
-    kind: Literal["interrupted", "denied"] | None
-    size: int
-    """Characters of text in its body (counted only when trimming)."""
+# Plain tuples, not NamedTuples: one is made per tool call and per result, and a NamedTuple costs
+# four times as much to make (measured: 3 ms of a 35 ms prune on benchmarks/prune.py's transcript).
+Kind = Literal["interrupted", "denied"] | None
+Call = tuple[int, Block, bool]
+"""A tool_use: (index of its assistant entry, the block, whether it is an ephemeral Bash command (S25))."""
+Result = tuple[int, int, Block, Kind, int]
+"""A call's first tool_result: (index of its user entry, index of the block in that entry's content,
+the block, its kind, characters of text in its body (counted only when trimming))."""
 
 
 @dataclass(slots=True)
@@ -212,7 +201,7 @@ def index(entries: list[Entry], *, commands: frozenset[str] = EPHEMERAL_COMMANDS
                 for b in uses:
                     if b.get("id") not in calls:
                         command = b.get("name") == "Bash" and (b.get("input") or {}).get("command")
-                        calls[b.get("id")] = Call(i, b, isinstance(command, str) and bool(commands) and _ephemeral(command, commands))
+                        calls[b.get("id")] = (i, b, isinstance(command, str) and bool(commands) and _ephemeral(command, commands))
         elif kind == "user":
             previous = "user"
             message = entry.get("message")
@@ -224,7 +213,7 @@ def index(entries: list[Entry], *, commands: frozenset[str] = EPHEMERAL_COMMANDS
                         if tid in results:
                             extra.append((i, j))
                         else:
-                            results[tid] = Result(i, j, b, _kind(entry, b), _size(b.get("content")) if sizes else 0)
+                            results[tid] = (i, j, b, _kind(entry, b), _size(b.get("content")) if sizes else 0)
         elif kind == "last-prompt":
             leaves.append(i)
     return Index(parents, parent_of, calls, results, extra, round_of, rounds, residue, tail_error, leaves)
@@ -252,7 +241,7 @@ def _ephemeral(command: str, commands: frozenset[str]) -> bool:
     return bool(heads) and all(any(w[:len(k)] == k for k in known) for w in heads)
 
 
-def _kind(entry: Entry, block: Block) -> Literal["interrupted", "denied"] | None:
+def _kind(entry: Entry, block: Block) -> Kind:
     """"interrupted", "denied" or None for one tool_result block."""
     kind = entry.get("toolDenialKind")
     if kind in _INTERRUPTED_KINDS:
@@ -326,7 +315,7 @@ def plan(entries: list[Entry], found: Index, *, keep_denials: int = 1, trim: Tri
     """Decide, per entry, what is hidden, which tool_result bodies change and which results are added."""
     todo = Plan(hidden=set(found.residue), tail_error=found.tail_error)
     _plan_results(entries, found, todo, keep_denials, trim)
-    for i, gone in todo.drop.items():
+    for i, gone in todo.drop.items():  # an entry left with no block at all goes, its children re-linked (S23)
         if len(gone) == len(entries[i]["message"]["content"]):
             todo.hidden.add(i)
     _plan_closing(entries, found, todo)
@@ -335,44 +324,44 @@ def plan(entries: list[Entry], found: Index, *, keep_denials: int = 1, trim: Tri
 
 def _plan_results(entries: list[Entry], found: Index, todo: Plan, keep_denials: int, trim: Trim | None) -> None:
     """Slots to drop and bodies to rewrite, one tool_result at a time."""
-    drop, body = todo.drop, todo.body
+    drop, body, calls, round_of = todo.drop, todo.body, found.calls, found.round_of
     denials: list[tuple[int, str | None]] = []
     last_round = found.rounds - 1
     for i, j in found.extra:  # one result per call: the first one counts (or none, if the call is gone)
         drop.setdefault(i, set()).add(j)
     for tid, (i, j, block, kind, size) in found.results.items():
-        call = found.calls.get(tid)
-        if call is None:  # a result whose call is gone would be a 400: drop it
+        if tid not in calls:  # a result whose call is gone would be a 400: drop it
             drop.setdefault(i, set()).add(j)
             continue
-        age = last_round - found.round_of[call.at]
+        use_at, use, expires = calls[tid]
+        age = last_round - round_of[use_at]
         if kind == "denied":
             denials.append((i, tid))
         elif kind == "interrupted":
             body.setdefault(i, {})[j] = INTERRUPTED_NOTE  # S23c: only the body changes
-        elif call.expires and age >= 1:  # S25: a newer round exists, so the output is stale
-            command = clip(call.block["input"]["command"].strip(), 80)
+        elif expires and age >= 1:  # S25: a newer round exists, so the output is stale
+            command = clip(use["input"]["command"].strip(), 80)
             body.setdefault(i, {})[j] = f"[expired: output of `{command}` from an earlier round; run it again if needed]"
         elif trim and age >= trim.keep_rounds and size > trim.threshold and (text := _text(block.get("content"))) is not None:
             # S26: not resident, not lost: the full text goes to a file the model can Read.
             path = trim.spill_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(tid))}.txt"
             todo.spills[path] = text
-            label = tool_label(str(call.block.get("name") or "tool"), call.block.get("input"))
+            label = tool_label(str(use.get("name") or "tool"), use.get("input"))
             body.setdefault(i, {})[j] = f"[trimmed: {len(text) // 1024} KB result of {label} saved to {path}; Read that file if you need it]"
     denials.sort()
     for i, tid in denials[:max(0, len(denials) - keep_denials)]:  # S23b: the oldest go, as whole pairs
-        call = found.calls[tid]
-        drop.setdefault(call.at, set()).add(next(j for j, b in enumerate(entries[call.at]["message"]["content"]) if b is call.block))
-        drop.setdefault(i, set()).add(found.results[tid].slot)
+        use_at, use, _ = calls[tid]
+        drop.setdefault(use_at, set()).add(next(j for j, b in enumerate(entries[use_at]["message"]["content"]) if b is use))
+        drop.setdefault(i, set()).add(found.results[tid][1])
 
 
 def _plan_closing(entries: list[Entry], found: Index, todo: Plan) -> None:
     """S23c: a call a kill left open is answered with the note, after its response's last living entry."""
-    for tid, call in found.calls.items():
+    for tid, (use_at, _, _) in found.calls.items():
         if tid not in found.results:
-            todo.closers.setdefault(_response_end(entries, call.at, todo.hidden), []).append(tid)
+            todo.closers.setdefault(_response_end(entries, use_at, todo.hidden), []).append(tid)
     for i, tids in todo.closers.items():
-        todo.closing[i] = [_closing_uuid(entries[found.calls[t].at], t) for t in tids]
+        todo.closing[i] = [_closing_uuid(entries[found.calls[t][0]], t) for t in tids]
 
 
 def _response_end(entries: list[Entry], i: int, hidden: set[int]) -> int:
@@ -405,7 +394,7 @@ class _Links:
         self.entries, self.parent_of, self.todo = entries, found.parent_of, todo
         self.hidden = {u for i in todo.hidden if (u := entries[i].get("uuid")) is not None}
         # A response that gets closing notes: its children follow the last note instead.
-        self.redirect = {entries[i].get("uuid"): made[-1] for i, made in todo.closing.items()}
+        self.redirect: dict[str | None, str] = {entries[i].get("uuid"): made[-1] for i, made in todo.closing.items()}
         self.moved = moved = self.hidden | self.redirect.keys()
         added = {u for made in todo.closing.values() for u in made}
         parents, parent_of = found.parents, found.parent_of
@@ -413,10 +402,10 @@ class _Links:
         self.orphaned = [i for i, p in enumerate(parents) if p in moved or (p not in parent_of and p is not None)]
         self.lost = {parents[i] for i in self.orphaned} - parent_of.keys() - added
 
-    def living(self, parent: Any, before: int, repair: bool = True) -> Any:
+    def living(self, parent: str | None, before: int, repair: bool = True) -> str | None:
         """The nearest returned ancestor of `parent`; for a lost parent, the nearest returned entry before `before`."""
         hops = 0
-        while parent in self.hidden and hops <= len(self.parent_of):  # bounded: a corrupt transcript may hold a cycle
+        while parent is not None and parent in self.hidden and hops <= len(self.parent_of):  # bounded: a corrupt transcript may hold a cycle
             parent, hops = self.parent_of.get(parent), hops + 1
         if repair and parent in self.lost:
             parent = self._last_living(before)
@@ -436,8 +425,8 @@ class _Links:
 def rebuild(entries: list[Entry], found: Index, todo: Plan) -> PruneResult:
     """Apply a plan: a new list where untouched entries are the same objects and children re-link to living ancestors."""
     links = _Links(entries, found, todo)
-    parents = found.parents
-    special = sorted(todo.hidden | todo.drop.keys() | todo.body.keys() | todo.closers.keys() | set(links.orphaned)
+    parents, hidden, drop, body, closers = found.parents, todo.hidden, todo.drop, todo.body, todo.closers
+    special = sorted(hidden | drop.keys() | body.keys() | closers.keys() | set(links.orphaned)
                      | ({todo.tail_error} if todo.tail_error is not None else set())
                      | {i for i in found.leaves if entries[i].get("leafUuid") in links.moved})
     verdicts: dict[str, Verdict] = dict.fromkeys(links.hidden, "hidden")
@@ -447,14 +436,14 @@ def rebuild(entries: list[Entry], found: Index, todo: Plan) -> PruneResult:
     for i in special:  # the entries between two special ones are copied over as they are
         out.extend(entries[done:i])
         done = i + 1
-        if i in todo.hidden:
+        if i in hidden:
             continue
         entry = new = entries[i]
         uid = entry.get("uuid")
         if i == todo.tail_error:
             new = _neutral(entry)
-        elif i in todo.drop or i in todo.body:
-            new = _rewrite(entry, todo.drop.get(i, set()), todo.body.get(i, {}))
+        elif i in drop or i in body:
+            new = _rewrite(entry, drop.get(i, set()), body.get(i, {}))
         if new is not entry and isinstance(uid, str):
             verdicts[uid] = "rewritten"
         if parents[i] is not None:
@@ -467,11 +456,12 @@ def rebuild(entries: list[Entry], found: Index, todo: Plan) -> PruneResult:
         elif entry.get("type") == "last-prompt" and entry.get("leafUuid") in links.moved:
             new = {**entry, "leafUuid": links.living(entry["leafUuid"], i, repair=False)}
         out.append(new)
-        parent = uid
-        for tid, made in zip(todo.closers.get(i, ()), todo.closing.get(i, ()), strict=True):
-            out.append(_closing_result(entries[found.calls[tid].at], tid, made, parent))
-            verdicts[made] = "added"
-            parent = made
+        if i in closers:  # S23c: the notes for calls this response left open come right after it
+            parent = uid
+            for tid, made in zip(closers[i], todo.closing[i], strict=True):
+                out.append(_closing_result(entries[found.calls[tid][0]], tid, made, parent))
+                verdicts[made] = "added"
+                parent = made
     out.extend(entries[done:])
     tail = next((e for e in reversed(out) if e.get("type") in ("user", "assistant")), None)
     if tail is not None and tail.get("uuid") and _is_tool_result(tail) and "added" in verdicts.values():
