@@ -65,9 +65,10 @@ class PruningSessionStore(SessionStore):
         self.trim_threshold = trim_threshold
         self.trim_keep_rounds = trim_keep_rounds
 
-    def prune(self, entries: list[Entry]) -> PruneResult:
+    def prune(self, entries: list[SessionStoreEntry] | list[Entry]) -> PruneResult:
         """`prune` with this store's settings (for views that show what the model will see)."""
-        return prune(entries, keep_denials=self.keep_denials, ephemeral=self.ephemeral, trim=self.trim,
+        # The SDK's TypedDict is a minimal view of the same JSON objects the algorithm reads.
+        return prune(cast(list[Entry], entries), keep_denials=self.keep_denials, ephemeral=self.ephemeral, trim=self.trim,
                      spill_dir=self.spill_dir, trim_threshold=self.trim_threshold, trim_keep_rounds=self.trim_keep_rounds)
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
@@ -84,7 +85,7 @@ class PruningSessionStore(SessionStore):
         paused = gc.isenabled()
         gc.disable()
         try:
-            result = self.prune(cast(list[Entry], entries))  # JSON objects either way; the TypedDict is a minimal view
+            result = self.prune(entries)
             fresh = {path: text for path, text in result.spills.items() if not path.exists()}
         finally:
             if paused:
