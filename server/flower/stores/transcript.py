@@ -463,15 +463,23 @@ def rebuild(entries: list[Entry], found: Index, todo: Plan) -> PruneResult:
                 verdicts[made] = "added"
                 parent = made
     out.extend(entries[done:])
+    if "added" in verdicts.values():
+        _end_on_a_reply(out, verdicts)
+    return PruneResult(out, verdicts, relinked, todo.spills)
+
+
+def _end_on_a_reply(out: list[Entry], verdicts: dict[str, Verdict]) -> None:
+    """After closing notes were added, end a transcript that ends on a tool result with the neutral reply (S23c).
+
+    A kill left calls open and the model never answered the last tool result. The CLI answers a
+    resumed transcript ending on a tool result with its own "No response requested."; end it on
+    the neutral reply instead.
+    """
     tail = next((e for e in reversed(out) if e.get("type") in ("user", "assistant")), None)
-    if tail is not None and tail.get("uuid") and _is_tool_result(tail) and "added" in verdicts.values():
-        # A kill left calls open and the model never answered the last tool result. The CLI answers a
-        # resumed transcript ending on a tool result with its own "No response requested."; end it on
-        # the neutral reply instead.
+    if tail is not None and tail.get("uuid") and _is_tool_result(tail):
         reply = _closing_reply(tail)
         out.append(reply)
         verdicts[reply["uuid"]] = "added"
-    return PruneResult(out, verdicts, relinked, todo.spills)
 
 
 def _rewrite(entry: Entry, gone: set[int], changed: dict[int, str]) -> Entry:
