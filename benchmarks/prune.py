@@ -19,18 +19,24 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, cast
 
-from flower.stores.prune import PruningSessionStore, prune
+from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+
+from flower.stores import transcript
+from flower.stores.prune import PruningSessionStore
 from flower.stores.sqlite import SqliteSessionStore
 from store import SESSION, build  # benchmarks/store.py: the same realistic transcript
 
-KEY = {"project_key": "-home-dev-project", "session_id": SESSION}
+KEY: SessionKey = {"project_key": "-home-dev-project", "session_id": SESSION}
+Load = Callable[[SessionKey], Awaitable[list[SessionStoreEntry] | None]]
 DENIED = "Claude requested permissions to use WebFetch, but you haven't granted it yet."
 INTERRUPTED = "[Tool call interrupted: the session ended before this call's result was recorded, so its outcome is unknown.]"
 
 
-def with_debris(entries: list[dict], rng: random.Random) -> list[dict]:
+def with_debris(entries: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
     """Turn some calls into denials, interruptions and ephemeral commands; an outage after some prompts."""
     out = []
     for entry in copy.deepcopy(entries):
@@ -56,17 +62,34 @@ def with_debris(entries: list[dict], rng: random.Random) -> list[dict]:
     return out[:len(entries)]
 
 
-async def best(loads: dict, repeat: int) -> dict[str, tuple[float, list]]:
+async def best(loads: dict[str, Load], repeat: int) -> dict[str, float]:
     """Best seconds of `repeat` rounds of each load, interleaved so that machine noise hits all alike."""
     times = dict.fromkeys(loads, float("inf"))
-    loaded: dict[str, list] = {}
+    loaded: dict[str, list[SessionStoreEntry] | None] = {}
     for _ in range(repeat):
         for name, load in loads.items():
             loaded = {}  # free the previous copy first, as a caller would
             t0 = time.perf_counter()
             loaded[name] = await load(KEY)
             times[name] = min(times[name], time.perf_counter() - t0)
-    return {name: (times[name], loaded.get(name, [])) for name in loads}
+    return times
+
+
+def phases(entries: list[dict[str, Any]], repeat: int) -> tuple[float, float, float]:
+    """Best seconds of each phase of the pruning algorithm (trim off), as `load()` runs it (GC paused)."""
+    best = [float("inf")] * 3
+    for _ in range(repeat):
+        gc.disable()
+        t0 = time.perf_counter()
+        found = transcript.index(entries)
+        t1 = time.perf_counter()
+        todo = transcript.plan(entries, found)
+        t2 = time.perf_counter()
+        transcript.rebuild(entries, found, todo)
+        t3 = time.perf_counter()
+        gc.enable()
+        best = [min(b, t) for b, t in zip(best, (t1 - t0, t2 - t1, t3 - t2), strict=True)]
+    return best[0], best[1], best[2]
 
 
 async def main() -> int:
@@ -81,23 +104,23 @@ async def main() -> int:
         raw = SqliteSessionStore(Path(tmp) / "sessions.db")
         try:
             for j in range(0, len(entries), 500):
-                await raw.append(KEY, entries[j:j + 500])
+                await raw.append(KEY, cast(list[SessionStoreEntry], entries[j:j + 500]))
             stores = {
                 "trim off": PruningSessionStore(raw),
                 "trim on": PruningSessionStore(raw, trim=True, spill_dir=Path(tmp) / "spill"),
             }
             await stores["trim on"].load(KEY)  # spill once, as the first resume would
             timed = await best({"plain": raw.load, **{n: st.load for n, st in stores.items()}}, args.repeat)
-            plain = timed["plain"][0]
+            plain = timed["plain"]
             loaded = await raw.load(KEY)
-            assert loaded == entries, "the plain load differs from what was appended"
-            verdicts = prune(loaded).verdicts
+            assert loaded is not None and loaded == entries, "the plain load differs from what was appended"
+            verdicts = stores["trim off"].prune(loaded).verdicts
             print(f"transcript: {len(entries)} entries, {mb:.1f} MB JSON; pruning hides "
                   f"{sum(v == 'hidden' for v in verdicts.values())} and rewrites {sum(v == 'rewritten' for v in verdicts.values())}")
             print(f"  plain load          {mb / plain:6.1f} MB/s  ({plain * 1e3:6.1f} ms)")
             ok = True
             for name, store in stores.items():
-                seconds = timed[name][0]
+                seconds = timed[name]
                 alone = float("inf")
                 for _ in range(args.repeat):
                     gc.disable()  # as load() runs it
@@ -109,6 +132,8 @@ async def main() -> int:
                 ok &= mb / seconds >= 100 and ratio <= 1.3
                 print(f"  load+prune {name:<8} {mb / seconds:6.1f} MB/s  ({seconds * 1e3:6.1f} ms; prune alone {alone * 1e3:5.1f} ms)"
                       f"  ratio to plain load {ratio:.2f}")
+            index, plan, rebuild = phases(cast(list[dict[str, Any]], loaded), args.repeat)
+            print(f"  phases (trim off): index {index * 1e3:.1f} ms, plan {plan * 1e3:.1f} ms, rebuild {rebuild * 1e3:.1f} ms")
             assert await raw.load(KEY) == entries, "sessions.db was altered"
         finally:
             await raw.close()

@@ -11,6 +11,8 @@ import asyncio
 import copy
 import itertools
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from claude_agent_sdk._internal.session_store_validation import _store_implements
@@ -19,8 +21,10 @@ from claude_agent_sdk.types import SessionStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from flower.core.text import clip, tool_label
 from flower.stores.prune import INTERRUPTED_NOTE, INTERRUPTED_REPLY, PruningSessionStore, is_ephemeral, prune
 from flower.stores.sqlite import SqliteSessionStore
+from flower.stores.transcript import Plan, index, plan, rebuild
 from flower.testing import validate
 
 INTERRUPTED_BY_CLI = ("[Tool call interrupted: the session ended before this call's result was recorded, so its "
@@ -129,7 +133,7 @@ def single_chain(entries: list[dict]) -> None:
     """The red line (S23): every uuid entry's parent is the uuid entry just before it, from the root to the leaf."""
     chain = [e for e in entries if "uuid" in e]
     assert chain[0]["parentUuid"] is None
-    assert all(b["parentUuid"] == a["uuid"] for a, b in zip(chain, chain[1:]))
+    assert all(b["parentUuid"] == a["uuid"] for a, b in zip(chain, chain[1:], strict=False))
 
 
 # -- S23a: outage residue ------------------------------------------------------------------------
@@ -503,3 +507,94 @@ def test_property_one_chain_valid_pairs_and_only_declared_changes(entries, keep_
     # Pruning what was pruned changes nothing more.
     again = prune(out.entries, keep_denials=keep_denials, trim=trim, spill_dir="/spill", trim_keep_rounds=1)
     assert again.entries == out.entries
+
+
+# -- the phases: index → plan → rebuild ------------------------------------------------------------
+
+def _positions(entries: list[dict[str, Any]]) -> dict[str, int]:
+    return {e["uuid"]: i for i, e in enumerate(entries) if "uuid" in e}
+
+
+def test_index_pairs_each_call_with_its_first_result_and_counts_rounds() -> None:
+    t = Transcript(tree=True)
+    t.prompt("go")
+    status, make = use(command="git status"), use(command="make")
+    _, status_at, make_at = t.reply(say("two calls"), status, make)  # one API response: one round
+    first = t.result(status["id"], "clean")
+    again = t.result(status["id"], "clean again")  # a second result for the same call
+    denied = t.denied(make["id"])
+    error = t.api_error()
+    t.prompt("retry")
+    left_open = use()
+    (open_at,) = t.reply(left_open)
+    t.note()
+    at = _positions(t.entries)
+    found = index(t.entries)
+    assert found.rounds == 2  # the API error is no response of the model's
+    assert found.calls[status["id"]] == (at[status_at], status, True) and found.calls[make["id"]][2] is False
+    assert found.results[status["id"]][:4] == (at[first], 0, t.entries[at[first]]["message"]["content"][0], None)
+    assert found.results[make["id"]][0] == at[denied] and found.results[make["id"]][3] == "denied"
+    assert found.extra == [(at[again], 0)] and left_open["id"] not in found.results
+    assert found.round_of == {at[status_at]: 0, at[make_at]: 0, at[open_at]: 1}
+    assert found.residue == [at[error]] and found.tail_error is None and found.leaves == [len(t.entries) - 1]
+    assert found.parents == [e.get("parentUuid") for e in t.entries]
+    ending = index(t.entries[:at[error] + 1])  # the API error ends this copy: kept, neutralized (S23a)
+    assert ending.tail_error == at[error] and ending.residue == []
+
+
+def test_plan_decides_from_the_index_and_alters_nothing() -> None:
+    t = Transcript()
+    t.prompt("go")
+    denied, interrupted, status, left_open = use(command="rm x"), use(), use(command="git status"), use(command="sleep 9")
+    (denied_at,) = t.reply(denied)
+    refused = t.denied(denied["id"])
+    t.reply(interrupted)
+    cut = t.interrupted(interrupted["id"])
+    t.reply(status)
+    clean = t.result(status["id"], "clean")
+    _, open_at = t.reply(say("later"), left_open)
+    frozen = copy.deepcopy(t.entries)
+    at = _positions(t.entries)
+    todo = plan(t.entries, index(t.entries), keep_denials=0)
+    assert t.entries == frozen
+    assert todo.drop == {at[denied_at]: {0}, at[refused]: {0}} and todo.hidden == {at[denied_at], at[refused]}  # S23b
+    assert todo.body == {at[cut]: {0: INTERRUPTED_NOTE},  # S23c
+                         at[clean]: {0: "[expired: output of `git status` from an earlier round; run it again if needed]"}}  # S25
+    assert todo.closers == {at[open_at]: [left_open["id"]]} and len(todo.closing[at[open_at]]) == 1  # S23c
+    assert todo.spills == {} and todo.tail_error is None
+    assert plan(t.entries, index(t.entries), keep_denials=1).hidden == set()
+
+
+def test_rebuild_applies_a_plan_and_relinks_to_the_nearest_living_ancestor() -> None:
+    t = Transcript()
+    first = t.prompt("a")
+    (answer,) = t.reply(say("b"))
+    middle = t.prompt("c")
+    t.note()  # points at `middle`
+    (after,) = t.reply(say("d"))
+    at = _positions(t.entries)
+    out = rebuild(t.entries, index(t.entries), Plan(hidden={at[answer], at[middle]}))
+    assert [e.get("uuid") for e in out.entries] == [first, None, after]
+    assert out.verdicts == {answer: "hidden", middle: "hidden"} and out.relinked == {after: first}
+    assert out.entries[1]["leafUuid"] == first and out.entries[2]["parentUuid"] == first  # two hops up
+    assert out.entries[0] is t.entries[0]  # an untouched entry is the same object
+    assert t.entries[at[after]]["parentUuid"] == middle and t.entries[3]["leafUuid"] == middle  # the input is not altered
+    single_chain(out.entries)
+
+
+def test_notes_clip_long_commands_and_arguments_with_the_shared_helpers(tmp_path: Path) -> None:
+    t = Transcript()
+    t.prompt("go")
+    command = "git status -- " + " ".join(f"src/module_{n}.py" for n in range(20))
+    status, read = use(command=command), use("Read", file_path="/w/" + "deep/" * 30 + "big.txt")
+    t.reply(status)
+    t.result(status["id"], "clean")
+    t.reply(read)
+    t.result(read["id"], "x" * 30_000)
+    for n in range(3):
+        t.reply(say(f"round {n}"))
+    out = prune(t.entries, trim=True, spill_dir=tmp_path)
+    assert body_of(out.entries, status["id"]) == f"[expired: output of `{clip(command, 80)}` from an earlier round; run it again if needed]"
+    label = tool_label("Read", read["input"])
+    assert label.endswith("…)") and len(label) == len("Read()") + 80
+    assert body_of(out.entries, read["id"]).startswith(f"[trimmed: 29 KB result of {label} saved to ")
