@@ -19,7 +19,7 @@ from .core.resilience import Resilience
 from .runtime import Runtime, Sessions, emit_to
 from .status import WINDOW, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
 from .workflow.base import step_of
-from .workflow.flower import WORK, Ask, FlowerPath, NothingToDo
+from .workflow.flower import WORK, Ask, FlowerPath
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class FlowerService:
     async def new(self, text: str) -> WakeOutcome:
         """Start something else: archive lineage, 需求.md and 目标.md (S28), then start `text` as the task."""
         if not text or not text.strip():
-            raise FlowerError("say what the new task is, e.g. flower --new \"write the docs\"")
+            raise FlowerError("new_needs_task")
         if self._task is not None and self.running:
             self.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -146,12 +146,11 @@ class FlowerService:
         try:
             ctx = await self._path.wake(text)
             verdict = ctx.get("verdict")
-            return WakeOutcome(ok=ctx["_ok"], error=ctx.get("_error"), woke=ctx["_woke"], sessions=dict(ctx["_sessions"]),
-                               verdict=Judged(**verdict) if verdict else None)
-        except NothingToDo as exc:
-            raise FlowerError(str(exc)) from None
+            return WakeOutcome(ok=ctx["_ok"], error=ctx.get("_error"), said=ctx.get("_said"), woke=ctx["_woke"],
+                               sessions=dict(ctx["_sessions"]), verdict=Judged(**verdict) if verdict else None)
         except asyncio.CancelledError:
-            return WakeOutcome(ok=False, error="cancelled; wake again to resume")
+            cancelled = texts.say("cancelled")
+            return WakeOutcome(ok=False, error=str(cancelled), said=cancelled)
         finally:
             self._step = self._waiting = None
             self.window = rt.window or self.window

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from .core import goals
 from .core.lineage import Lineage
 from .core.requirements import REQUIREMENTS_FILE
+from .core.texts import Said
 
 WINDOW = 200_000
 """The context window assumed until the CLI reports the model's own, and the default handoff threshold's base (60%)."""
@@ -86,6 +87,8 @@ class WakeOutcome:
 
     ok: bool
     error: str | None = None
+    """Why it did not finish, in English (logs, JSON); `said` is the same sentence for the person's language (D4)."""
+    said: Said | None = None
     woke: int | None = None
     """The wake count; None when the wake was cancelled."""
     sessions: dict[str, str] = field(default_factory=dict)
@@ -109,5 +112,10 @@ def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
 
 
 def to_json(obj: Status | WakeOutcome) -> dict[str, Any]:
-    """The plain dict of a Status or WakeOutcome (nested states as dicts), as `flower status --json` prints it."""
-    return dataclasses.asdict(obj)
+    """The plain dict of a Status or WakeOutcome (nested states as dicts), as `flower status --json` prints it.
+
+    A WakeOutcome's `said` is left out: `error` is its English, and a front-end renders `said` itself (D4).
+    """
+    plain = dataclasses.asdict(obj)
+    plain.pop("said", None)
+    return plain

@@ -72,7 +72,7 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
         console.line(console.style(done, "1;32"))
         return EXIT_OK
-    console.error(first_line(result.error) or console.text("run_unfinished"))
+    console.error(first_line(result.said.text(locale) if result.said else result.error) or console.text("run_unfinished"))
     return EXIT_FAILED
 
 
@@ -100,7 +100,7 @@ async def once_command(args: argparse.Namespace, locale: str) -> int:
         console.note(console.text("resume_hint", sid=result.session_id))
     if result.ok:
         return EXIT_OK
-    console.error(first_line(result.error) or console.text("agent_unfinished"))
+    console.error(first_line(result.said.text(locale) if result.said else result.error) or console.text("agent_unfinished"))
     return EXIT_FAILED
 
 

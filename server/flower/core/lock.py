@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FlowerError
+from .texts import say
 
 LOCK_FILE = "flower.lock"
 
@@ -33,14 +34,10 @@ class WorkspaceBusy(FlowerError):
         self.path = path
         self.pid = pid
         self.started_at = started_at
-        who = f"pid {pid}" if pid else "pid unknown"
-        if started_at:
-            who += f", since {_when(started_at)}"
-        stop = f"stop it (kill {pid})" if pid else "stop it"
-        super().__init__(
-            f"another flower ({who}) is driving this workspace; wait for it to finish or {stop}"
-            f" (lock: {path})"
-        )
+        who = (say("busy_pid_since", pid=pid, since=_when(started_at)) if pid and started_at
+               else say("busy_pid", pid=pid) if pid else say("busy_unknown"))
+        super().__init__("workspace_busy", who=who, stop=say("busy_stop_pid", pid=pid) if pid else say("busy_stop"),
+                         lock=path)
 
 
 def try_flock(fd: int, timeout: float = 0.0) -> bool:

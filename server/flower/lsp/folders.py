@@ -275,11 +275,14 @@ class Folder:
         try:
             result = await work
             outcome = to_json(result) if result is not None else {"ok": True}
+            if result is not None and result.said is not None:
+                outcome["error"] = result.said.text(self.svc.locale)  # the editor's language (D4)
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
             if not isinstance(exc, FlowerError):
                 log.exception("wake in %s failed", self.uri)
             run.error = exc
-            outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, FlowerError) else str(exc)}
+            outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, FlowerError)
+                       else exc.text(self.svc.locale)}
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead
