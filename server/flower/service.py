@@ -116,14 +116,17 @@ class FlowerService:
         return await self.wake(text)
 
     def cancel(self) -> None:
-        """Stop the running wake cleanly; the lineage keeps its sessions, so the next wake resumes."""
+        """Stop the running wake cleanly at the person's request; the lineage keeps its sessions, so the next wake resumes."""
         if self._task is not None and self.running:
+            if self._path is not None:
+                self._path.stopped = True  # ended by the person, not cut off: status() will not say `interrupted`
             self._task.cancel()
 
     async def close(self) -> None:
-        """Cancel any running wake and wait for it to end."""
+        """Cancel any running wake (cut off: the next status says `interrupted`) and wait for it to end."""
         if self._task is not None:
-            self.cancel()
+            if self.running:
+                self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.sessions.close()
 
@@ -184,5 +187,6 @@ class FlowerService:
             context = self._stored[1]
         return dataclasses.replace(
             st, context=context, window=self.window, running=self.running, step=self._step,
+            interrupted=not self.running and st.interrupted,
             waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at)
 

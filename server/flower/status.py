@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from .core import goals
 from .core.lineage import Lineage
+from .core.lock import interrupted
 from .core.requirements import REQUIREMENTS_FILE
 from .core.texts import Said
 
@@ -70,6 +71,8 @@ class Status:
     verdict: VerdictState | None = None
     handoff_at: int = int(WINDOW * 0.6)
     """Context size (tokens) of the work session above which work moves to a new session (S26)."""
+    interrupted: bool = False
+    """A wake here was cut off (its process died, a window reloaded, a server crashed) and none has continued or finished it since."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +111,7 @@ def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
         started=bool(lineage.steps) or (workspace / REQUIREMENTS_FILE).exists(),
         steps=dict(lineage.steps),
         goals=[Goal(text=g.text, done=g.done) for g in goals.read(workspace / goals.GOALS_FILE)],
+        interrupted=interrupted(run_dir),
     )
 
 

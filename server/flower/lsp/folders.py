@@ -137,7 +137,7 @@ class Folder:
             folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
             steps=dict(s["steps"]), goals=[p.Goal(g["text"], g["done"]) for g in s["goals"]],
             context=s["context"], window=s["window"], handoff_at=s["handoff_at"], running=s["running"],
-            step=s.get("step"), waiting=wait,
+            step=s.get("step"), waiting=wait, interrupted=s["interrupted"],
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
         )
 
@@ -245,7 +245,8 @@ class Folder:
 
     async def _close(self) -> None:
         run = self.run
-        self.cancel()
+        if run is not None and self.svc.running:
+            run.cancel_requested = True  # the end state says cancelled; the wake itself is cut off (status: interrupted)
         await self.svc.close()
         if run is not None and run.task is not None:
             await asyncio.gather(run.task, return_exceptions=True)

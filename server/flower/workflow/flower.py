@@ -15,7 +15,7 @@ from ..core.durable import stamp
 from ..core.errors import FlowerError
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
 from ..core.lineage import Lineage
-from ..core.lock import WorkspaceLock
+from ..core.lock import WorkspaceLock, clear_wake, mark_wake
 from ..core.manifest import StepResult, round_name
 from ..core.texts import say
 from ..runtime import AgentSpec, Runtime
@@ -95,6 +95,8 @@ class FlowerPath:
     inbox: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     """Sentences said while running; the work session receives them at its next turn."""
     last_words: str = ""
+    stopped: bool = False
+    """Set when the person stops this wake (cancel, `new`): the cancellation then ends it rather than cutting it off."""
     workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
 
     @property
@@ -119,23 +121,35 @@ class FlowerPath:
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
                 raise NothingToDo()
-            if not used:
-                requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
-            ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
-            sentence = text.strip() if used and text and text.strip() else None
-            if used:
-                context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
-                line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
-                self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
-            if sentence:
-                requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
-                self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
-            ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
-            ok = (await self.clarify(ctx, lineage, sentence)
-                  and await self.derive_goals(ctx, lineage, again=bool(sentence))
-                  and await self.work(ctx, lineage, sentence))
-            ctx["_ok"] = ok and ctx["_ok"]
+            mark_wake(self.rt.run_dir)  # removed below when this wake ends; left behind if it is cut off
+            try:
+                ctx = await self._wake(lineage, used, text)
+            except BaseException as exc:
+                if not isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) or self.stopped:
+                    clear_wake(self.rt.run_dir)  # it ended (a failure, or the person stopped it): not cut off
+                raise
+            clear_wake(self.rt.run_dir)
             return ctx
+
+    async def _wake(self, lineage: Lineage, used: bool, text: str | None) -> dict[str, Any]:
+        """The wake's steps, under the lock and the wake marker."""
+        if not used:
+            requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
+        ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
+        sentence = text.strip() if used and text and text.strip() else None
+        if used:
+            context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
+            line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
+            self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
+        if sentence:
+            requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
+            self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
+        ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
+        ok = (await self.clarify(ctx, lineage, sentence)
+              and await self.derive_goals(ctx, lineage, again=bool(sentence))
+              and await self.work(ctx, lineage, sentence))
+        ctx["_ok"] = ok and ctx["_ok"]
+        return ctx
 
     def start(self, ctx: dict[str, Any], lineage: Lineage, step: str, index: int) -> None:
         """The S19 header for a step about to run."""
