@@ -1,10 +1,13 @@
 # Two commands (README "Quick start"): `make demo` and `make test`.
-# Each builds its own virtual env from pyproject.toml, so a fresh clone needs nothing else.
+# Each builds its own virtual env from pyproject.toml, so a fresh clone needs nothing else;
+# `make test` also installs the extension's npm packages (npm ci) and, once into a cache outside
+# the clone, code-server and Debian's chromium for the editor end-to-end tests.
 PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+CLIENT := vscode-client
 
-.PHONY: demo test clean
+.PHONY: demo test test-python test-editor lint vsix clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -12,11 +15,27 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+$(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package-lock.json
+	cd $(CLIENT) && npm ci --no-audit --no-fund --loglevel=error
+
 demo: $(STAMP)
 	$(VENV)/bin/flower demo
 
-test: $(STAMP)
+test: lint test-python test-editor
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test-python: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
+test-editor: $(STAMP) $(CLIENT)/node_modules/.package-lock.json
+	cd $(CLIENT) && npm run --silent typecheck && npm test
+	bash $(CLIENT)/e2e/run.sh
+
+vsix: $(CLIENT)/node_modules/.package-lock.json
+	cd $(CLIENT) && npm run package
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(CLIENT)/node_modules $(CLIENT)/dist

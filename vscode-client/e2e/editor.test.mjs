@@ -1,0 +1,274 @@
+// The extension in a real VS Code (code-server 4.100.3 + headless Chromium), installed from the
+// built .vsix, with the real `python -m flower.lsp` and Claude Code CLI against the scripted model
+// of e2e/model.py. Each test is one scenario of issue 11; each saves screenshots to
+// vscode-client/test-results/<n>-<name>.png. Run by e2e/run.sh (`node --test`).
+// @ts-check
+
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, test } from 'node:test';
+import {
+  API_KEY, CLIENT, Editor, Model, closeBrowser, secs, sha256, sleep, tempDir, until,
+} from './harness.mjs';
+
+after(closeBrowser);
+
+/** The palette title of a flower command as contributed (package.nls[.locale].json). */
+function title(/** @type {string} */ key, locale = '') {
+  const file = path.join(CLIENT, locale ? `package.nls.${locale}.json` : 'package.nls.json');
+  return `flower: ${JSON.parse(fs.readFileSync(file, 'utf8'))[`command.${key}`]}`;
+}
+
+/** Run `body` with a scripted model and an editor on `open`; both are stopped whatever happens. */
+async function scenario(
+  /** @type {string} */ name, /** @type {string} */ script, /** @type {string[]} */ folders,
+  /** @type {(ed: Editor, model: Model) => Promise<void>} */ body,
+  /** @type {Partial<import('./harness.mjs').EditorOptions> & {open?: string}} */ opts = {},
+) {
+  const model = await Model.start(script, folders);
+  /** @type {Editor | undefined} */
+  let ed;
+  try {
+    ed = await Editor.start({ model, open: opts.open ?? folders[0], name, ...opts });
+    await body(ed, model);
+  } catch (e) {
+    if (ed) {
+      try { await ed.shot(`${name}-FAILED`); } catch { /* page gone */ }
+      const log = ed.output.split('\n').slice(-30).join('\n');
+      throw new Error(`${/** @type {Error} */ (e).message}\n--- code-server output (tail) ---\n${log}\n--- model stderr ---\n${model.stderr.slice(-2000)}`, { cause: e });
+    }
+    throw e;
+  } finally {
+    await ed?.close();
+    await model.stop();
+  }
+}
+
+/** Wait until the transcript shows a row matching `selector` (and `text`). */
+async function row(/** @type {Editor} */ ed, /** @type {string} */ selector, /** @type {string | RegExp | undefined} */ text, timeout = secs(60)) {
+  const loc = ed.view().locator(`[data-testid="row"]${selector}`, text === undefined ? {} : { hasText: text }).first();
+  await loc.waitFor({ state: 'attached', timeout });
+  return loc;
+}
+
+const TASK = 'build a calculator';
+
+/** Palette `flower: Start a Task…`, then type the task into its input box. */
+async function start(/** @type {Editor} */ ed, task = TASK, locale = '') {
+  await ed.command(title('start', locale));
+  await ed.answer(task, secs(30));
+}
+const TIME = { timeout: secs(150) };
+
+test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree', TIME, async () => {
+  const ws = tempDir('ws-start');
+  await scenario('1-start', 'start', [ws], async (ed, model) => {
+    await ed.command(title('showTranscript'));
+    await start(ed);
+    // Requests: clarify ×2, goals ×2, work ×2 — the sixth is held: the step is mid-reply.
+    await model.request(6, secs(90));
+    await ed.toast(/flower: work/).waitFor({ timeout: secs(20) });
+    await row(ed, '[data-kind="user"]', TASK);
+    await row(ed, '[data-kind="tool"]', 'calc.py');
+    const gauge = ed.gauge();
+    await until(async () => (await gauge.textContent())?.includes('42.3K'), 'the gauge to show 42.3K', secs(20));
+    await ed.shot('1-start-running');
+    model.release();
+    await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    const goals = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Goals/ }) });
+    await until(async () => (await goals.locator('.monaco-list-row').count()) === 2, 'two goals in the Goals tree', secs(20));
+    assert.match(await goals.locator('.pane-header').innerText(), /2\/2/);
+    const text = await gauge.textContent();
+    assert.match(text ?? '', /42\.3K/);
+    await ed.shot('1-start-done');
+  });
+});
+
+/** No spinner on the gauge and `flower: Status` says idle. */
+async function idle(/** @type {Editor} */ ed, locale = '') {
+  await until(async () => (await ed.gauge().locator('.codicon-modifier-spin, [class*="~spin"]').count()) === 0, 'the gauge to stop spinning', secs(30));
+  await ed.command(title('status', locale));
+  const word = locale ? JSON.parse(fs.readFileSync(path.join(CLIENT, 'l10n', `bundle.l10n.${locale}.json`), 'utf8')).idle ?? 'idle' : 'idle';
+  await ed.page.locator('.quick-input-widget:visible .quick-input-list .monaco-list-row', { hasText: word }).first().waitFor({ timeout: secs(10) });
+}
+
+test('2 the model held mid-step: Cancel → idle; Continue resumes and the model receives the earlier history', TIME, async () => {
+  const ws = tempDir('ws-cancel');
+  await scenario('2-cancel', 'cancel', [ws], async (ed, model) => {
+    await ed.command(title('showTranscript'));
+    await start(ed);
+    await model.request(6, secs(90)); // the work step's second request: held
+    const toast = ed.toast(/flower: work/);
+    await toast.waitFor({ timeout: secs(20) });
+    await ed.shot('2-cancel-held');
+    await toast.locator('.monaco-button', { hasText: 'Cancel' }).click();
+    await toast.waitFor({ state: 'detached', timeout: secs(30) });
+    await idle(ed);
+    await ed.shot('2-cancel-idle');
+    await ed.page.keyboard.press('Escape');
+    assert.equal(model.requests.length, 6, 'no model request after the cancel');
+    await ed.command(title('wake'));
+    const resumed = await model.request(7, secs(60));
+    // The resumed work session carries what was said before the cancel: the Write of calc.py.
+    assert.match(resumed.text, /CALC_MARKER/);
+    assert.ok(resumed.messages >= 3, `the resumed request has the earlier turns (${resumed.messages} messages)`);
+    await row(ed, '[data-kind="banner"]', /wake #2/);
+    await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    await ed.shot('2-cancel-continued');
+  });
+});
+
+test('3 Reload Window mid-run: transcript and gauge from history before any model request; resumeOnStartup always continues', TIME, async () => {
+  const ws = tempDir('ws-reload');
+  await scenario('3-reload', 'reload', [ws], async (ed, model) => {
+    await ed.command(title('showTranscript'));
+    await start(ed);
+    await model.request(6, secs(90));
+    await row(ed, '[data-kind="tool"]', 'calc.py');
+    await ed.shot('3-reload-before');
+    await ed.reload();
+    // resumeOnStartup "ask" (the default): the question waits; meanwhile the view and gauge are back.
+    const ask = ed.toast(/Continue where it stopped/);
+    await ask.waitFor({ timeout: secs(40) });
+    await ed.command(title('showTranscript'));
+    await row(ed, '[data-kind="user"]', TASK, secs(30));
+    await row(ed, '[data-kind="tool"]', 'calc.py', secs(30));
+    await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K after reload', secs(20));
+    assert.equal(model.requests.length, 6, 'restored without any model request');
+    await ed.shot('3-reload-restored');
+    await ed.notificationAction(/Continue where it stopped/, /^Continue$/);
+    const second = await model.request(7, secs(60));
+    assert.match(second.text, /CALC_MARKER/);
+    await row(ed, '[data-kind="banner"]', /wake #2/);
+    // With resumeOnStartup "always" the wake a reload cuts off continues by itself.
+    ed.writeSettings({ 'flower.resumeOnStartup': 'always' });
+    await ed.reload();
+    const third = await model.request(8, secs(60));
+    assert.match(third.text, /CALC_MARKER/);
+    await ed.command(title('showTranscript'));
+    await row(ed, '[data-kind="banner"]', /wake #3/, secs(30));
+    await ed.shot('3-reload-always');
+  }, { settings: { 'flower.resumeOnStartup': 'ask' } });
+});
+
+test('4 "what the model sees" marks the outage residue the pruner hides', TIME, async () => {
+  const ws = tempDir('ws-pruned');
+  await scenario('4-pruned', 'pruned', [ws], async (ed, model) => {
+    await ed.command(title('showTranscript'));
+    await start(ed);
+    await row(ed, '[data-kind="verdict"]', undefined, secs(120));
+    assert.equal(model.requests[0].n, 1);
+    const outage = await row(ed, '', /API Error: 529/);
+    assert.equal(await outage.getAttribute('data-verdict'), null, 'the plain view shows the entry as it is');
+    await outage.scrollIntoViewIfNeeded();
+    await ed.shot('4-pruned-off');
+    await ed.view().locator('#pruned-toggle').click();
+    await until(async () => (await outage.getAttribute('data-verdict')) === 'hidden', 'the outage row to be marked hidden');
+    const hidden = await ed.view().locator('[data-testid="row"][data-verdict="hidden"]').count();
+    assert.equal(hidden, 1, 'only the outage residue is hidden from the model');
+    assert.equal(await ed.view().locator('[data-testid="row"][data-kind="tool"][data-verdict="hidden"]').count(), 0);
+    await ed.view().locator('#rows').evaluate((el) => { el.scrollTop = 0; });
+    await ed.shot('4-pruned-on');
+  });
+});
+
+test('5 a reply with HTML and <script> shows as text; zh-cn shows the Chinese banner', TIME, async () => {
+  const ws = tempDir('ws-escape');
+  const zh = 'zh-cn';
+  await scenario('5-escape', 'escape', [ws], async (ed) => {
+    await ed.command(title('showTranscript', zh));
+    await start(ed, TASK, zh);
+    const hostile = await row(ed, '[data-kind="assistant"]', 'Here is markup', secs(90));
+    const shown = await hostile.innerText();
+    assert.ok(shown.includes('<img src=x onerror=alert(1)>'), shown);
+    assert.ok(shown.includes('<script>document.title="pwned"</script>'), shown);
+    assert.equal(await hostile.locator('img, script').count(), 0);
+    assert.equal(await ed.view().locator('img').count(), 0);
+    await row(ed, '[data-kind="header"]', /== 澄清/);
+    await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    await ed.shot('5-escape-text');
+    // Said in the view's box on a used, idle folder: a second wake, whose banner is the seed's Chinese.
+    const say = ed.view().locator('#say-input');
+    await say.fill('also print the result in green');
+    await say.press('Enter');
+    await row(ed, '[data-kind="banner"]', /第 2 次唤醒/, secs(60));
+    await until(async () => (await ed.rows().and(ed.view().locator('[data-kind="verdict"]')).count()) >= 2, 'the second wake\'s verdict', secs(90));
+    assert.deepEqual(ed.dialogs, [], 'no alert ran');
+    await ed.shot('5-zh-cn-banner');
+  }, { locale: zh });
+});
+
+test('6 two workspace folders: the gauge and the transcript follow the folder in focus', TIME, async () => {
+  const root = tempDir('ws-multi');
+  const a = path.join(root, 'alpha');
+  const b = path.join(root, 'beta');
+  for (const f of [a, b]) {
+    fs.mkdirSync(f);
+    fs.writeFileSync(path.join(f, 'notes.txt'), `notes of ${path.basename(f)}\n`);
+  }
+  const file = path.join(root, 'two.code-workspace');
+  fs.writeFileSync(file, JSON.stringify({ folders: [{ path: a }, { path: b }] }));
+  await scenario('6-multiroot', 'multiroot', [a, b], async (ed, model) => {
+    await ed.command(title('showTranscript'));
+    for (const [folder, n] of [[a, 0], [b, 1]]) {
+      // A command acts on the folder of the active editor.
+      await ed.openFile(path.join(folder, 'notes.txt'));
+      await start(ed, `${TASK} in ${path.basename(folder)}`);
+      await until(() => model.requests.filter((r) => r.system.includes(folder) || r.text.includes(folder)).length >= 7,
+        `the whole run in ${path.basename(folder)}`, secs(120));
+      await row(ed, '[data-kind="verdict"]', undefined, secs(30));
+      void n;
+    }
+    for (const [folder, other, tokens] of [[a, b, '11.1K'], [b, a, '22.2K']]) {
+      await ed.openFile(path.join(folder, 'calc.py'));
+      await until(async () => (await ed.gauge().textContent())?.includes(tokens), `the gauge to show ${tokens} for ${path.basename(folder)}`, secs(20));
+      await row(ed, '', `Work in ${path.basename(folder)} is done.`, secs(20));
+      assert.equal(await ed.rows().filter({ hasText: `Work in ${path.basename(other)} is done.` }).count(), 0);
+      await ed.shot(`6-multiroot-${path.basename(folder)}`);
+    }
+  }, { open: file });
+});
+
+test('7 no credentials: the Set API Key… notification; the key reaches the model and no file, log or DOM', TIME, async () => {
+  const ws = tempDir('ws-nokey');
+  await scenario('7-nokey', 'nokey', [ws], async (ed, model) => {
+    await ed.command(title('showTranscript'));
+    await start(ed);
+    const toast = ed.toast(/API key/);
+    await toast.waitFor({ timeout: secs(60) });
+    await ed.shot('7-nokey-notification');
+    assert.equal(model.requests.length, 0, 'nothing reached the model without a key');
+    await toast.locator('.monaco-button', { hasText: 'Set API Key' }).click();
+    await ed.answer(API_KEY);
+    // The same wake is retried from there.
+    const retry = ed.toast(/API key saved/);
+    await retry.waitFor({ timeout: secs(30) });
+    await ed.shot('7-nokey-retry');
+    await retry.locator('.monaco-button', { hasText: 'Retry' }).click();
+    const first = await model.request(1, secs(60));
+    assert.equal(first.keySha256, sha256(API_KEY), 'the typed key is the x-api-key the model received');
+    await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    assert.ok(model.requests.every((r) => r.keySha256 === sha256(API_KEY)));
+    await ed.shot('7-nokey-done');
+    // Nowhere on disk (user data, settings, logs, CLI config, workspace) nor in any page's DOM.
+    const leaks = [];
+    const scanned = [];
+    for (const dir of [ed.dirs.root, ws]) {
+      for (const f of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+        if (!f.isFile()) continue;
+        const full = path.join(f.parentPath ?? f.path, f.name);
+        scanned.push(full);
+        if (fs.readFileSync(full).includes(API_KEY)) leaks.push(full);
+      }
+    }
+    assert.deepEqual(leaks, [], 'files holding the key');
+    // The scan did read the extension's log and the user settings (it could have found the key).
+    assert.ok(scanned.some((f) => f.endsWith(path.join('flower.flower', 'flower.log'))), 'the flower log was scanned');
+    assert.ok(scanned.some((f) => f.endsWith(path.join('User', 'settings.json'))), 'settings.json was scanned');
+    assert.ok(!ed.output.includes(API_KEY), 'code-server output');
+    for (const frame of ed.page.frames()) {
+      assert.ok(!(await frame.content()).includes(API_KEY), `DOM of ${frame.url()}`);
+    }
+  }, { withKey: false });
+});

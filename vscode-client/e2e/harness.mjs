@@ -1,0 +1,421 @@
+// The editor end-to-end harness: a real VS Code (code-server) driven by headless Chromium, the
+// extension installed from the built .vsix, the real `python -m flower.lsp` and Claude Code CLI
+// against flower.testing's scripted model (EDITOR_E2E.md). Every process started here runs in
+// its own process group and is stopped by that group's id, also when a test fails.
+// @ts-check
+
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const E2E = path.dirname(fileURLToPath(import.meta.url));
+export const CLIENT = path.dirname(E2E);
+export const ROOT = path.dirname(CLIENT);
+export const RESULTS = path.join(CLIENT, 'test-results');
+export const PYTHON = process.env.FLOWER_E2E_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
+export const CACHE = process.env.FLOWER_E2E_CACHE ?? path.join(os.homedir(), '.cache', 'flower-e2e');
+export const CODE_SERVER = path.join(CACHE, 'node_modules', '.bin', 'code-server');
+const pkg = JSON.parse(fs.readFileSync(path.join(CLIENT, 'package.json'), 'utf8'));
+export const VSIX = path.join(CLIENT, `${pkg.name}-${pkg.version}.vsix`);
+export const API_KEY = 'sk-ant-e2e-' + 'k3y'.repeat(8);
+
+/** Seconds → milliseconds, scaled by FLOWER_E2E_SLOW (a slower machine) */
+export const secs = (/** @type {number} */ n) => n * 1000 * Number(process.env.FLOWER_E2E_SLOW ?? 1);
+
+/** @type {Set<number>} process groups still alive; killed on exit whatever happens */
+const groups = new Set();
+function killAll() {
+  for (const pgid of groups) {
+    try { process.kill(-pgid, 'SIGKILL'); } catch { /* already gone */ }
+  }
+}
+process.on('exit', killAll);
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
+  process.once(signal, () => { killAll(); process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1)); });
+}
+
+/** Start a process as the leader of its own group (so its children can be stopped with it). */
+function startGroup(/** @type {string} */ cmd, /** @type {string[]} */ args, /** @type {import('node:child_process').SpawnOptions} */ opts) {
+  const child = spawn(cmd, args, { ...opts, detached: true });
+  if (child.pid) groups.add(child.pid);
+  return child;
+}
+
+/** SIGTERM a process group, SIGKILL what is left after `grace` ms; resolves when the group is gone. */
+export async function stopGroup(/** @type {number | undefined} */ pgid, grace = 5000) {
+  if (!pgid) return;
+  const alive = () => { try { process.kill(-pgid, 0); return true; } catch { return false; } };
+  try { process.kill(-pgid, 'SIGTERM'); } catch { /* gone */ }
+  const end = Date.now() + grace;
+  while (alive() && Date.now() < end) await sleep(100);
+  if (alive()) {
+    try { process.kill(-pgid, 'SIGKILL'); } catch { /* gone */ }
+    const hard = Date.now() + 3000;
+    while (alive() && Date.now() < hard) await sleep(50);
+  }
+  groups.delete(pgid);
+  if (alive()) throw new Error(`process group ${pgid} survived SIGKILL`);
+}
+
+export const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll `check` until it returns a truthy value; fail with `what` after `timeout` ms. */
+export async function until(/** @type {() => any} */ check, /** @type {string} */ what, timeout = secs(30)) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (e) { last = e; }
+    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? `: ${last}` : ''}`);
+    await sleep(150);
+  }
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export function tempDir(/** @type {string} */ name) {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `flower-e2e-${name}-`));
+}
+
+export const sha256 = (/** @type {string} */ s) => createHash('sha256').update(s).digest('hex');
+
+/**
+ * @typedef {{n: number, messages: number, text: string, system: string, keySha256: string | null}} ModelRequest
+ */
+
+/** The scripted model of one scenario (e2e/model.py), with what it received. */
+export class Model {
+  /** @type {ModelRequest[]} */ requests = [];
+  url = '';
+  /** @type {import('node:child_process').ChildProcess | undefined} */ proc;
+  stderr = '';
+
+  static async start(/** @type {string} */ scenario, /** @type {string[]} */ folders) {
+    const model = new Model();
+    const proc = startGroup(PYTHON, [path.join(E2E, 'model.py'), scenario, ...folders], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    });
+    model.proc = proc;
+    proc.stderr?.on('data', (d) => { model.stderr += d; });
+    readline.createInterface({ input: /** @type {NodeJS.ReadableStream} */ (proc.stdout) }).on('line', (line) => {
+      const msg = JSON.parse(line);
+      if (msg.event === 'listening') model.url = msg.url;
+      if (msg.event === 'request') model.requests.push(msg);
+    });
+    await until(() => model.url || proc.exitCode !== null, 'the scripted model to listen', secs(20));
+    if (!model.url) throw new Error(`scripted model did not start: ${model.stderr}`);
+    return model;
+  }
+
+  /** Wait (bounded) until `count` model requests arrived; return the newest of them. */
+  async request(/** @type {number} */ count, timeout = secs(60)) {
+    await until(() => this.requests.length >= count, `model request #${count} (seen ${this.requests.length})`, timeout);
+    return this.requests[count - 1];
+  }
+
+  release() { this.proc?.stdin?.write('release\n'); }
+
+  async stop() {
+    this.proc?.stdin?.end();
+    await stopGroup(this.proc?.pid);
+  }
+}
+
+/** Install the .vsix once per test process into one extensions dir (17 s for a big one: do it once). */
+let extensionsDir = '';
+export function installExtension() {
+  if (extensionsDir) return extensionsDir;
+  if (!fs.existsSync(VSIX)) throw new Error(`${VSIX} is missing: run (cd vscode-client && npm run package)`);
+  const dir = tempDir('extensions');
+  const xdg = tempDir('xdg-install');
+  const out = spawnSync(CODE_SERVER, ['--user-data-dir', path.join(xdg, 'user'), '--extensions-dir', dir,
+    '--install-extension', VSIX, '--force'], {
+    env: { ...process.env, XDG_CONFIG_HOME: path.join(xdg, 'config'), XDG_DATA_HOME: path.join(xdg, 'data') },
+    encoding: 'utf8', timeout: secs(120),
+  });
+  if (out.status !== 0) throw new Error(`installing ${VSIX} failed: ${out.stderr || out.stdout}`);
+  extensionsDir = dir;
+  return dir;
+}
+
+/** The browser, one per test process. */
+/** @type {import('playwright-core').Browser | undefined} */
+let browser;
+export async function getBrowser() {
+  browser ??= await chromium.launch({
+    executablePath: process.env.FLOWER_E2E_CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    timeout: secs(30),
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+  });
+  return browser;
+}
+export async function closeBrowser() {
+  await browser?.close();
+  browser = undefined;
+}
+
+/** Environment of code-server: nothing of the person's credentials, the CLI pointed at the scripted model. */
+function editorEnv(/** @type {Model} */ model, /** @type {Record<string, string>} */ dirs, /** @type {boolean} */ withKey) {
+  /** @type {Record<string, string>} */
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(ANTHROPIC_|CLAUDE_|VSCODE_|CODE_SERVER_)/.test(k)) env[k] = v;
+  }
+  Object.assign(env, {
+    ANTHROPIC_BASE_URL: model.url,
+    CLAUDE_CONFIG_DIR: dirs.claude,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_MAX_RETRIES: '0',
+    XDG_CONFIG_HOME: dirs.config,
+    XDG_DATA_HOME: dirs.data,
+    XDG_CACHE_HOME: dirs.cache,
+  });
+  if (withKey) env.ANTHROPIC_API_KEY = API_KEY;
+  return env;
+}
+
+/**
+ * @typedef {{
+ *   model: Model, open: string, name: string, withKey?: boolean, locale?: string,
+ *   settings?: Record<string, unknown>,
+ * }} EditorOptions
+ */
+
+/** One code-server + one browser page on it; `close()` stops both (call it in `finally`). */
+export class Editor {
+  /** @type {import('playwright-core').Page} */ page;
+  /** @type {import('playwright-core').BrowserContext} */ context;
+  /** @type {import('node:child_process').ChildProcess | undefined} */ proc;
+  /** @type {Record<string, string>} */ dirs = {};
+  output = '';
+  url = '';
+  shots = 0;
+  /** @type {string[]} */ dialogs = [];
+
+  constructor(/** @type {EditorOptions} */ opts) {
+    this.opts = opts;
+    this.page = /** @type {any} */ (undefined);
+    this.context = /** @type {any} */ (undefined);
+  }
+
+  static async start(/** @type {EditorOptions} */ opts) {
+    const ed = new Editor(opts);
+    try {
+      await ed.launch();
+      return ed;
+    } catch (e) {
+      await ed.close();
+      throw e;
+    }
+  }
+
+  async launch() {
+    const { model, open, withKey = true, locale, settings = {} } = this.opts;
+    const root = tempDir(this.opts.name);
+    for (const d of ['user', 'config', 'data', 'cache', 'claude']) {
+      this.dirs[d] = path.join(root, d);
+      fs.mkdirSync(this.dirs[d], { recursive: true });
+    }
+    this.dirs.root = root;
+    this.dirs.extensions ??= installExtension();
+    this.writeSettings({
+      'workbench.startupEditor': 'none',
+      'telemetry.telemetryLevel': 'off',
+      'update.mode': 'none',
+      'extensions.autoUpdate': false,
+      'extensions.autoCheckUpdates': false,
+      'workbench.enableExperiments': false,
+      'workbench.tips.enabled': false,
+      'security.workspace.trust.enabled': false,
+      'window.restoreWindows': 'none',
+      'flower.python': PYTHON,
+      ...settings,
+    });
+    if (locale) this.languagePack(locale);
+    const port = await freePort();
+    const config = path.join(root, 'code-server.yaml');
+    fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+    const args = ['--config', config, '--user-data-dir', this.dirs.user, '--extensions-dir', this.dirs.extensions,
+      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
+      '--disable-getting-started-override', '--ignore-last-opened'];
+    if (locale) args.push('--locale', locale);
+    args.push(open);
+    this.proc = startGroup(CODE_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'], env: editorEnv(model, this.dirs, withKey) });
+    this.proc.stdout?.on('data', (d) => { this.output += d; });
+    this.proc.stderr?.on('data', (d) => { this.output += d; });
+    const base = `http://127.0.0.1:${port}`;
+    await until(async () => {
+      if (this.proc?.exitCode !== null) throw new Error(`code-server exited: ${this.output}`);
+      const res = await fetch(`${base}/healthz`);
+      return res.ok;
+    }, 'code-server /healthz', secs(30));
+    const query = open.endsWith('.code-workspace') ? `workspace=${encodeURIComponent(open)}` : `folder=${encodeURIComponent(open)}`;
+    this.url = `${base}/?${query}`;
+    const b = await getBrowser();
+    this.context = await b.newContext({ viewport: { width: 1400, height: 900 } });
+    this.page = await this.context.newPage();
+    this.page.on('dialog', (d) => { this.dialogs.push(d.message()); void d.dismiss(); });
+    await this.page.goto(this.url, { timeout: secs(30) });
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: secs(30) });
+  }
+
+  /**
+   * Make the workbench resolve `locale` offline. A real language pack comes from the marketplace;
+   * without one VS Code falls back to `en` and extensions see `env.language === 'en'`. An entry in
+   * the user-data dir's languagepacks.json whose translations are empty resolves the locale (the
+   * workbench's own strings stay English, the extension gets its zh-cn bundles and hands the
+   * locale to the server).
+   */
+  languagePack(/** @type {string} */ locale) {
+    const translations = path.join(this.dirs.root, `${locale}.i18n.json`);
+    fs.writeFileSync(translations, JSON.stringify({ version: '1.0.0', contents: {} }));
+    fs.writeFileSync(path.join(this.dirs.user, 'languagepacks.json'), JSON.stringify({
+      [locale]: {
+        hash: 'flower-e2e', label: locale, translations: { vscode: translations },
+        extensions: [{ extensionIdentifier: { id: 'flower-e2e.language-pack' }, version: '0.0.0' }],
+      },
+    }));
+    fs.writeFileSync(path.join(this.dirs.user, 'argv.json'), JSON.stringify({ locale }));
+  }
+
+  writeSettings(/** @type {Record<string, unknown>} */ settings) {
+    const file = path.join(this.dirs.user, 'User', 'settings.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    let old = {};
+    try { old = JSON.parse(fs.readFileSync(file, 'utf8')); } catch { /* first write */ }
+    fs.writeFileSync(file, JSON.stringify({ ...old, ...settings }, null, 2));
+  }
+
+  /** Save `test-results/<n>-<name>.png` (after toasts have slid in). */
+  async shot(/** @type {string} */ name) {
+    fs.mkdirSync(RESULTS, { recursive: true });
+    await sleep(800);
+    const file = path.join(RESULTS, `${name}.png`);
+    await this.page.screenshot({ path: file, timeout: secs(15) });
+    return file;
+  }
+
+  /** Run a palette command by its shown title (`flower: Start a Task…`). */
+  async command(/** @type {string} */ title, timeout = secs(30)) {
+    const { page } = this;
+    // Right after load the palette may not list extension commands yet: reopen until it does.
+    await until(async () => {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      try {
+        await input.waitFor({ state: 'visible', timeout: secs(2) });
+      } catch {
+        // F1 went to a webview that has the focus and did not pass it on: use the title bar's box.
+        await page.locator('.command-center .command-center-center').click({ timeout: secs(5) });
+        await input.waitFor({ state: 'visible', timeout: secs(5) });
+      }
+      await input.fill(`>${title}`, { timeout: secs(5) });
+      // The exact title is the first, focused row; a webview taking the focus may close the
+      // palette meanwhile, so every step is short and the whole is retried.
+      const row = page.locator('.quick-input-widget:visible .monaco-list-row.focused', { hasText: title });
+      try {
+        await row.waitFor({ timeout: secs(3) });
+        await row.click({ timeout: secs(3) });
+      } catch {
+        return false;
+      }
+      return true;
+    }, `the palette to offer "${title}"`, timeout);
+  }
+
+  /** Developer: Reload Window, then wait for the new workbench. */
+  async reload() {
+    const loaded = this.page.waitForEvent('load', { timeout: secs(30) });
+    await this.command('Developer: Reload Window');
+    await loaded;
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: secs(30) });
+  }
+
+  /** Open a file by its absolute path through Quick Open (it becomes the active editor). */
+  async openFile(/** @type {string} */ file) {
+    await this.page.keyboard.press('Escape');
+    await this.page.keyboard.press('Control+P');
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ timeout: secs(10) });
+    await input.fill(file);
+    const row = this.page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }).first();
+    await row.waitFor({ timeout: secs(15) });
+    await input.press('Enter');
+    await this.page.locator(`.tab[aria-label*="${path.basename(file)}"]`).first().waitFor({ timeout: secs(15) });
+  }
+
+  /** Pick an item of an open quick pick by its label. */
+  async pick(/** @type {string} */ label) {
+    const row = this.page.locator('.quick-input-widget:visible .quick-input-list .monaco-list-row', { hasText: label }).first();
+    await row.waitFor({ timeout: secs(15) });
+    await row.click();
+  }
+
+  /** Answer an input box (`showInputBox`) with `text`. */
+  async answer(/** @type {string} */ text, timeout = secs(15)) {
+    const input = this.page.locator('.quick-input-widget:visible input');
+    await input.waitFor({ timeout });
+    await input.fill(text);
+    await input.press('Enter');
+  }
+
+  /** The status-bar gauge (created with id flower.gauge). */
+  gauge() {
+    return this.page.locator('.statusbar-item[id$="flower.gauge"]');
+  }
+
+  /** The transcript webview's document. */
+  view() {
+    return this.page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  }
+
+  rows() {
+    return this.view().locator('[data-testid="row"]');
+  }
+
+  toast(/** @type {string | RegExp} */ text) {
+    return this.page.locator('.notification-toast', { hasText: text });
+  }
+
+  /**
+   * Click `button` of the notification saying `text`: on its toast, or — when the toast has been
+   * hidden (Escape, its timeout) — in the notification center.
+   */
+  async notificationAction(/** @type {string | RegExp} */ text, /** @type {string | RegExp} */ button) {
+    const toast = this.toast(text);
+    if (await toast.isVisible()) {
+      await toast.locator('.monaco-button', { hasText: button }).click({ timeout: secs(10) });
+      return;
+    }
+    await this.command('Notifications: Show Notifications');
+    const item = this.page.locator('.notifications-center .notification-list-item', { hasText: text }).first();
+    await item.locator('.monaco-button', { hasText: button }).click({ timeout: secs(10) });
+  }
+
+  async close() {
+    try { await this.context?.close(); } catch { /* browser gone */ }
+    await stopGroup(this.proc?.pid);
+  }
+}

@@ -1,0 +1,171 @@
+"""The scripted model for one editor end-to-end scenario, driven over stdin/stdout by the harness.
+
+`python model.py SCENARIO WORKSPACE...` starts `flower.testing.ScriptedModel` with the replies
+of SCENARIO (the flower path: clarify → goals → work → judge, per workspace folder), then:
+
+- prints JSON lines on stdout: `{"event": "listening", "url": …}` once, and one
+  `{"event": "request", …}` per `POST /v1/messages` with what the model received (message count,
+  the text it saw, the sha-256 of its `x-api-key` header — never the key itself);
+- reads commands on stdin: `release` lets held replies answer; end of input stops the server,
+  as does SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from flower.testing import Reply, ScriptedModel, overloaded, reply, say, text, tool, tool_use
+
+REQUIREMENTS = (
+    "# 需求\n\n## 目标 Goal\nA calculator CLI.\n\n## 范围 Scope\nAdd and subtract.\n\n"
+    "## 约束 Constraints\nPython only.\n\n## 验收 Acceptance\n`calc 1 + 2` prints 3.\n"
+)
+GOALS = "# 目标\n\n- [ ] calc.py adds\n- [ ] calc.py subtracts\n"
+DONE = GOALS.replace("- [ ]", "- [x]")
+HOSTILE = 'Here is markup: <img src=x onerror=alert(1)> and <script>document.title="pwned"</script> done.'
+
+
+def only(ws: Path) -> Callable[[dict[str, Any]], bool]:
+    """Match requests of agents working in `ws` (the CLI names its working directory in the system prompt)."""
+    needle = str(ws)
+    return lambda body: needle in json.dumps(body, ensure_ascii=False)
+
+
+def path(ws: Path, *, work: list[Reply], outage: bool = False) -> list[Reply]:
+    """A whole first wake in `ws`: clarify (after one 529 if `outage`), goals, the work replies, a passing judge."""
+    replies = [overloaded()] if outage else []
+    replies += [
+        tool("Write", {"file_path": str(ws / "需求.md"), "content": REQUIREMENTS}, input_tokens=2100),
+        text("The requirements are written to 需求.md.", input_tokens=2400),
+        tool("Write", {"file_path": str(ws / "目标.md"), "content": GOALS}, input_tokens=1900),
+        text("目标.md: 2 goals.", input_tokens=2200),
+        *work,
+        text("Checked every goal.\nVERDICT: PASS", input_tokens=1500),
+    ]
+    return replies
+
+
+def finish(ws: Path, usage: dict[str, int], words: str = "Ticking the goals.", *, hold: bool = False) -> list[Reply]:
+    """The end of a work round: say `words` and tick the goals (held until released if `hold`), then report."""
+    return [
+        reply(say(words), tool_use("Write", {"file_path": str(ws / "目标.md"), "content": DONE}), hold=hold, **usage),
+        text("Both goals are met; 目标.md is ticked.", **usage),
+    ]
+
+
+def begin(ws: Path, usage: dict[str, int]) -> Reply:
+    """The first work reply: say something and write calc.py."""
+    return reply(say("Writing calc.py now."),
+                 tool_use("Write", {"file_path": str(ws / "calc.py"), "content": "print(1 + 2)  # CALC_MARKER\n"}),
+                 **usage)
+
+
+def never() -> Reply:
+    """A reply held for good: the step is mid-reply until the harness cancels or reloads it away."""
+    return Reply(blocks=[say("(never sent: the step was cut off while waiting)")], hold=True)
+
+
+def scenario(name: str, folders: list[Path]) -> list[Reply]:
+    """The replies of one scenario, in order (per folder when there are several)."""
+    ws = folders[0]
+    big = {"input_tokens": 2300, "cache_read": 40000}  # the gauge: 42.3K
+    if name == "start":
+        # Held after the first work reply so the harness sees the run mid-step, then released.
+        return path(ws, work=[begin(ws, big), *finish(ws, big, hold=True)])
+    if name == "nokey":
+        return path(ws, work=[begin(ws, big), *finish(ws, big)])
+    if name == "cancel":
+        # Held mid-step and never released: the step is cancelled there; the resumed work
+        # session answers with the rest and the judge passes.
+        return path(ws, work=[begin(ws, big), never(), *finish(ws, {"input_tokens": 2500, "cache_read": 41000})])
+    if name == "reload":
+        # Held mid-step at each of three wakes (the window reloads under the first two).
+        return path(ws, work=[begin(ws, big), never(), never(), never()])
+    if name == "pruned":
+        return path(ws, outage=True, work=[begin(ws, big), *finish(ws, big)])
+    if name == "escape":
+        return path(ws, work=[begin(ws, big), *finish(ws, big, HOSTILE)]) + [
+            # The second wake (a sentence said): goals re-derived, one more work round, the judge.
+            tool("Write", {"file_path": str(ws / "目标.md"), "content": DONE}, input_tokens=1900),
+            text("目标.md re-derived.", input_tokens=2000),
+            text("Nothing else to do.", **big),
+            text("VERDICT: PASS", input_tokens=1500),
+        ]
+    if name == "multiroot":
+        a, b = folders
+        out = []
+        for f, usage in ((a, {"input_tokens": 1100, "cache_read": 10000}), (b, {"input_tokens": 2200, "cache_read": 20000})):
+            replies = path(f, work=[begin(f, usage), *finish(f, usage, f"Work in {f.name} is done.")])
+            for r in replies:
+                r.match = only(f)
+            out += replies
+        return out
+    if name == "bench":
+        return []
+    raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, bench")
+
+
+class RecordingModel(ScriptedModel):
+    """The scripted model that also reports each request on stdout as it arrives."""
+
+    async def _messages(self, http: web.Request) -> web.StreamResponse:
+        key = http.headers.get("x-api-key")
+        raw = await http.read()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {}
+        messages = body.get("messages", [])
+        report = {
+            "event": "request",
+            "n": len(self.conversation) + 1,
+            "messages": len(messages),
+            "text": json.dumps(messages, ensure_ascii=False),
+            "system": json.dumps(body.get("system", ""), ensure_ascii=False)[:2000],
+            "keySha256": hashlib.sha256(key.encode()).hexdigest() if key else None,
+            "authorization": bool(http.headers.get("authorization")),
+        }
+        print(json.dumps(report, ensure_ascii=False), flush=True)
+        return await super()._messages(http)
+
+
+async def serve(name: str, folders: list[Path]) -> None:
+    """Serve until stdin closes or SIGTERM; `release` on stdin lets held replies answer."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with RecordingModel(scenario(name, folders)) as model:
+        print(json.dumps({"event": "listening", "url": model.url}), flush=True)
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+
+        async def commands() -> None:
+            while line := await reader.readline():
+                if line.strip() == b"release":
+                    model.release()
+            stop.set()
+
+        task = asyncio.create_task(commands())
+        await stop.wait()
+        task.cancel()
+
+
+def main() -> None:
+    """`python model.py SCENARIO WORKSPACE...`."""
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    asyncio.run(serve(sys.argv[1], [Path(p) for p in sys.argv[2:]]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The extension's end-to-end tests in a real VS Code, as `make test` runs them: installs the tools
+# once (setup.sh), builds the .vsix when it is missing or older than its sources, then runs every
+# scenario with node's test runner. Exits non-zero when anything fails.
+set -euo pipefail
+
+E2E="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CLIENT="$(dirname "$E2E")"
+ROOT="$(dirname "$CLIENT")"
+
+bash "$E2E/setup.sh" >/dev/null
+[[ -x "$ROOT/.venv/bin/python" ]] || make -C "$ROOT" .venv/.installed >/dev/null
+
+cd "$CLIENT"
+# npm ci from the committed lockfile, again only when the lockfile changed since the last one.
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+vsix="$(node -p 'const p = require("./package.json"); `${p.name}-${p.version}.vsix`')"
+sources=(src l10n media package.json package.nls.json package.nls.zh-cn.json esbuild.mjs)
+if [[ ! -f "$vsix" || -n "$(find "${sources[@]}" -newer "$vsix" -print -quit 2>/dev/null)" ]]; then
+  npm run --silent package >/dev/null
+fi
+
+rm -rf test-results
+mkdir -p test-results
+# One scenario at a time (each starts code-server, a language server and the CLI); each test
+# bounds itself, and the whole run is bounded too so a hang fails instead of blocking `make test`.
+exec timeout --kill-after=10 900 node --test --test-concurrency=1 "$E2E"/*.test.mjs

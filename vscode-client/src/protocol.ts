@@ -1,0 +1,294 @@
+/**
+ * The flower editor protocol (../protocol.md), typed: one constant per request and
+ * notification, one interface per payload (D4, D8). Mirrors `flower.lsp.protocol` 1:1;
+ * tests/test_protocol_ts.py keeps the method names in step with the Python module.
+ *
+ * Server → client payloads always carry every field (`null`: none / not known).
+ */
+import { NotificationType, RequestType } from 'vscode-languageclient';
+
+/** A JSON value, for the parts of a payload that are free-form (a tool call's input). */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+// -- shared shapes ------------------------------------------------------------------------
+
+/** One item of the goal checklist `目标.md`. */
+export interface Goal {
+    text: string;
+    done: boolean;
+}
+
+/** A retry wait in progress (S20, S21), with its countdown. */
+export interface WaitState {
+    reason: 'backoff' | 'offline' | string;
+    seconds: number;
+    attempt: number;
+    maxAttempts: number;
+    /** Unix time (s) at which the wait ends. */
+    until: number;
+    /** `until` minus the server's clock when the status was made; count down from this. */
+    secondsLeft: number;
+}
+
+/** The judge's last verdict (S14). */
+export interface VerdictState {
+    round: number;
+    passed: boolean;
+    reasons: string;
+}
+
+/** What a folder is doing: `flower/status`, and every request's result. */
+export interface FolderStatus {
+    folder: string;
+    name: string;
+    workspace: string;
+    runDir: string;
+    woke: number;
+    steps: Record<string, string>;
+    goals: Goal[];
+    /** The work session's context size in tokens (S19), null before any model round. */
+    context: number | null;
+    /** The model's context window in tokens, as the CLI reports it. */
+    window: number;
+    /** The context size at which work hands off to a new session (S26): the gauge warns from here. */
+    handoffAt: number;
+    running: boolean;
+    step: string | null;
+    waiting: WaitState | null;
+    verdict: VerdictState | null;
+}
+
+/** What the pruner does with an entry when its session resumes (S23, S25). */
+export type PrunedVerdict = 'hidden' | 'rewritten' | 'added';
+
+// -- client → server requests -------------------------------------------------------------
+
+export interface WakeParams {
+    folder: string;
+    text?: string | null;
+}
+export interface WakeResult {
+    folder: string;
+    action: 'started' | 'joined';
+    delivered: boolean;
+    status: FolderStatus;
+}
+export const wake = new RequestType<WakeParams, WakeResult, void>('flower/wake');
+
+export interface SayParams {
+    folder: string;
+    text: string;
+}
+export interface SayResult {
+    folder: string;
+    action: 'delivered' | 'started';
+    status: FolderStatus;
+}
+export const say = new RequestType<SayParams, SayResult, void>('flower/say');
+
+export interface NewParams {
+    folder: string;
+    text: string;
+}
+export interface NewResult {
+    folder: string;
+    action: 'started';
+    cancelled: boolean;
+    status: FolderStatus;
+}
+export const newTask = new RequestType<NewParams, NewResult, void>('flower/new');
+
+export interface StatusParams {
+    folder?: string | null;
+}
+export interface StatusResult {
+    folders: FolderStatus[];
+}
+export const status = new RequestType<StatusParams, StatusResult, void>('flower/status');
+
+export interface HistoryParams {
+    folder: string;
+    sessionId?: string | null;
+    /** The previous page's `nextBefore`; absent: the newest page. */
+    before?: number | null;
+    /** 1 to 1000; absent: 200. */
+    limit?: number | null;
+}
+export interface HistorySession {
+    sessionId: string;
+    steps: string[];
+    entries: number;
+    current: boolean;
+}
+export interface HistoryResult {
+    folder: string;
+    /** This page, oldest first; `seq` is the position in sessions.db. */
+    entries: TranscriptNotification[];
+    nextBefore: number | null;
+    sessions: HistorySession[];
+    /** Sessions whose verdicts follow in a `flower/pruned`. */
+    pending: string[];
+}
+export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
+
+// -- server → client request --------------------------------------------------------------
+
+export interface AskParams {
+    folder: string;
+    question: string;
+}
+export interface AskResult {
+    answer?: string | null;
+}
+export const ask = new RequestType<AskParams, AskResult, void>('flower/ask');
+
+// -- server → client notifications --------------------------------------------------------
+
+export interface StateNotification {
+    folder: string;
+    run: number;
+    running: boolean;
+    ok: boolean | null;
+    cancelled: boolean;
+    error: string | null;
+    woke: number | null;
+}
+export const state = new NotificationType<StateNotification>('flower/state');
+
+export interface BannerNotification {
+    folder: string;
+    text: string;
+    woke: number;
+}
+export const banner = new NotificationType<BannerNotification>('flower/banner');
+
+export interface HeaderNotification {
+    folder: string;
+    step: string | null;
+    text: string;
+}
+export const header = new NotificationType<HeaderNotification>('flower/header');
+
+export interface StepStartNotification {
+    folder: string;
+    step: string | null;
+    index: number;
+    total: number;
+    sessionId: string | null;
+    woke: number;
+    progress: string | null;
+}
+export const stepStart = new NotificationType<StepStartNotification>('flower/stepStart');
+
+export interface StepEndNotification {
+    folder: string;
+    step: string | null;
+    ok: boolean;
+    sessionId: string | null;
+    error: string | null;
+    context: number | null;
+}
+export const stepEnd = new NotificationType<StepEndNotification>('flower/stepEnd');
+
+export interface SessionNotification {
+    folder: string;
+    step: string | null;
+    sessionId: string;
+    resumed: boolean;
+}
+export const session = new NotificationType<SessionNotification>('flower/session');
+
+/** A transcript entry: live (`flower/transcript`) or stored (`flower/history` entries). */
+export interface TranscriptNotification {
+    folder: string;
+    step: string | null;
+    sessionId: string | null;
+    uuid: string | null;
+    role: 'user' | 'assistant';
+    /** `result`: a tool result, history only. */
+    kind: 'text' | 'tool' | 'result';
+    text: string;
+    toolName: string | null;
+    toolInput: { [key: string]: Json } | null;
+    toolUseId: string | null;
+    pruned: PrunedVerdict | null;
+    /** For `rewritten`: the text the model gets instead; for `added`: the synthesized result. */
+    prunedText: string | null;
+    /** Live: the folder's notification counter; history: the position in sessions.db. */
+    seq: number;
+}
+export const transcript = new NotificationType<TranscriptNotification>('flower/transcript');
+
+export interface PrunedNotification {
+    folder: string;
+    sessionId: string;
+    /** Entry uuid → verdict; entries not listed are shown to the model as they are. */
+    verdicts: Record<string, PrunedVerdict>;
+}
+export const pruned = new NotificationType<PrunedNotification>('flower/pruned');
+
+export interface ContextNotification {
+    folder: string;
+    step: string | null;
+    sessionId: string;
+    tokens: number;
+    window: number;
+}
+export const context = new NotificationType<ContextNotification>('flower/context');
+
+export interface WaitNotification {
+    folder: string;
+    step: string | null;
+    reason: 'backoff' | 'offline' | string;
+    attempt: number;
+    maxAttempts: number;
+    seconds: number;
+    error: string;
+    offlineSince: number | null;
+}
+export const wait = new NotificationType<WaitNotification>('flower/wait');
+
+export interface VerdictNotification {
+    folder: string;
+    step: string | null;
+    round: number;
+    passed: boolean;
+    reasons: string;
+}
+export const verdict = new NotificationType<VerdictNotification>('flower/verdict');
+
+export interface QuestionNotification {
+    folder: string;
+    text: string;
+}
+export const question = new NotificationType<QuestionNotification>('flower/question');
+
+export interface HandoffNotification {
+    folder: string;
+    oldSession: string;
+    newSession: string | null;
+    path: string;
+}
+export const handoff = new NotificationType<HandoffNotification>('flower/handoff');
+
+export interface NoticeNotification {
+    folder: string;
+    text: string;
+}
+export const notice = new NotificationType<NoticeNotification>('flower/notice');
+
+// -- error codes --------------------------------------------------------------------------
+
+/** `folder` is not one of the server's workspace folders. */
+export const UNKNOWN_FOLDER = -32010;
+/** Another process drives this folder (D5). */
+export const WORKSPACE_BUSY = -32011;
+/** An expected failure with an actionable message. */
+export const FLOWER_ERROR = -32012;
+
+/** The server options `initialize` reads from `initializationOptions` (protocol.md). */
+export interface InitializationOptions {
+    rounds?: number;
+    trim?: boolean;
+    handoffAt?: number;
+}

@@ -1,0 +1,526 @@
+/**
+ * Finding Python and running one `python -m flower.lsp` language client per workspace folder
+ * (D8, anchors: ruff-vscode, vscode-python-tools-extension-template).
+ *
+ * Interpreter, in this order: the setting `flower.python`; else the Python extension's active
+ * interpreter when that extension is installed (optional, never a dependency); else `python3`
+ * on PATH. The API key from SecretStorage goes only into the server process's environment
+ * (D6). A crashed server restarts at most three times, then the gauge says `flower: stopped`.
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import {
+    CloseAction,
+    type CloseHandlerResult,
+    ErrorAction,
+    type ErrorHandlerResult,
+    LanguageClient,
+    type LanguageClientOptions,
+    type RequestType,
+    type ServerOptions,
+    State,
+    WorkDoneProgressCancelNotification,
+    type WorkDoneProgressBegin,
+    type WorkDoneProgressEnd,
+    type WorkDoneProgressReport,
+} from 'vscode-languageclient/node';
+import type { ServerState } from './model/gauge';
+import { RestartBudget } from './model/restarts';
+import { initializationOptions } from './model/settings';
+import { type LiveEvent, TranscriptModel } from './model/transcript';
+import type { Row } from './model/rows';
+import * as p from './protocol';
+
+/** The SecretStorage key of the Anthropic API key. */
+export const SECRET_KEY = 'flower.apiKey';
+/** History entries per page. */
+export const PAGE = 200;
+
+/** Something that changed in a folder, for the views. */
+export type FolderEvent =
+    | { type: 'status' }
+    | { type: 'rows'; rows: Row[] }
+    | { type: 'reset' }
+    | { type: 'state'; n: p.StateNotification };
+
+/** The interpreter to run the server with, and where it came from (for messages). */
+export interface Interpreter {
+    command: string;
+    source: 'setting' | 'python extension' | 'PATH';
+}
+
+/** The interpreter: setting, then the Python extension's active one, then `python3`. */
+export async function findPython(folder: vscode.WorkspaceFolder): Promise<Interpreter> {
+    const setting = vscode.workspace.getConfiguration('flower', folder.uri).get<string>('python', '').trim();
+    if (setting !== '' && vscode.workspace.isTrusted) return { command: setting, source: 'setting' };
+    const fromExtension = await pythonExtensionInterpreter(folder);
+    if (fromExtension !== undefined) return { command: fromExtension, source: 'python extension' };
+    return { command: 'python3', source: 'PATH' };
+}
+
+/** The shape of the part of ms-python.python's API we read (it is optional). */
+interface PythonApi {
+    environments?: {
+        getActiveEnvironmentPath(resource?: vscode.Uri): { path: string } | undefined;
+        resolveEnvironment(env: { path: string } | string): Promise<{ executable: { uri?: vscode.Uri } } | undefined>;
+    };
+}
+
+async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder): Promise<string | undefined> {
+    const ext = vscode.extensions.getExtension<PythonApi>('ms-python.python');
+    if (ext === undefined) return undefined;
+    try {
+        const api = ext.isActive ? ext.exports : await ext.activate();
+        const envs = api?.environments;
+        const active = envs?.getActiveEnvironmentPath(folder.uri);
+        if (envs === undefined || active === undefined) return undefined;
+        const resolved = await envs.resolveEnvironment(active);
+        return resolved?.executable.uri?.fsPath;
+    } catch {
+        return undefined;
+    }
+}
+
+/** Whether `import flower` works with this interpreter (its error text otherwise). */
+export function checkImport(command: string): Promise<string | null> {
+    return new Promise((resolve) => {
+        execFile(command, ['-c', 'import flower.lsp'], { timeout: 20_000 }, (error, _stdout, stderr) => {
+            resolve(error === null ? null : (stderr.trim().split('\n').pop() ?? error.message));
+        });
+    });
+}
+
+/**
+ * The `pip install` line that makes flower importable for this interpreter: the wheel shipped
+ * in the extension (`python/flower-*.whl`) when there is one, else the project's package name.
+ */
+export function pipInstall(command: string, extensionPath: string): string {
+    const quote = (s: string): string => (/[\s"'$]/.test(s) ? `"${s.replace(/(["$\\])/g, '\\$1')}"` : s);
+    const dir = path.join(extensionPath, 'python');
+    const wheel = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => /^flower-.*\.whl$/.test(f)) : undefined;
+    return `${quote(command)} -m pip install ${quote(wheel !== undefined ? path.join(dir, wheel) : 'flower')}`;
+}
+
+/** A wake's parameters, kept so that a wake refused for missing credentials can be retried. */
+export interface WakeCall {
+    method: 'wake' | 'say' | 'new';
+    text: string | null;
+}
+
+/** One workspace folder's language client, status and transcript. */
+export class FolderServer implements vscode.Disposable {
+    client: LanguageClient | undefined;
+    serverState: ServerState = 'stopped';
+    status: p.FolderStatus | null = null;
+    /** When `status` was received (for the wait countdown). */
+    statusAt = 0;
+    model = new TranscriptModel();
+    /** Increases whenever `model` is replaced (a new server process: its seq counter is new). */
+    epoch = 1;
+    /** The running step's `$/progress` token (for Cancel). */
+    progressToken: string | null = null;
+    /** The last wake refused for missing credentials. */
+    failedForCredentials: WakeCall | null = null;
+    /** The last call sent, to pair with a credentials failure that comes as `flower/state`. */
+    lastCall: WakeCall | null = null;
+    /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
+    startFailure: 'missing' | 'failed' | null = null;
+    private readonly restarts = new RestartBudget(3);
+    /** closed() asked the client to restart the server and it has not run since. */
+    private restartPending = false;
+    /** Resolves the running start's outcome (true: runs; false: given up). */
+    private settle: ((ok: boolean) => void) | undefined;
+    private loaded: { epoch: number; done: Promise<void> } | undefined;
+    private starting: Promise<boolean> | undefined;
+    private restartChain: Promise<unknown> = Promise.resolve();
+    private stopping = false;
+    private statusTimer: NodeJS.Timeout | undefined;
+    private readonly emitter = new vscode.EventEmitter<FolderEvent>();
+    readonly onEvent = this.emitter.event;
+
+    constructor(
+        readonly folder: vscode.WorkspaceFolder,
+        private readonly ctx: vscode.ExtensionContext,
+        private readonly log: vscode.LogOutputChannel,
+        private readonly hooks: ServerHooks,
+    ) {}
+
+    get running(): boolean {
+        return this.client?.state === State.Running;
+    }
+
+    /** Start the client if it is not running; false when it cannot (untrusted, no flower, …). */
+    ensureStarted(): Promise<boolean> {
+        if (this.running) return Promise.resolve(true);
+        this.starting ??= this.start().finally(() => (this.starting = undefined));
+        return this.starting;
+    }
+
+    /** Stop and start again; serialised (one in flight, the next waits its turn). */
+    restart(): Promise<boolean> {
+        const next = this.restartChain.then(async () => {
+            this.restarts.reset();
+            await this.stop();
+            return this.ensureStarted();
+        });
+        this.restartChain = next.catch(() => undefined);
+        return next;
+    }
+
+    async stop(): Promise<void> {
+        const client = this.client;
+        this.client = undefined;
+        if (client === undefined) return;
+        this.stopping = true;
+        try {
+            if (client.state !== State.Stopped) await client.stop(30_000);
+        } catch (e) {
+            this.log.warn(`${this.folder.name}: stopping the server: ${String(e)}`);
+        } finally {
+            this.stopping = false;
+            await client.dispose().catch(() => undefined);
+        }
+        this.setServerState('stopped');
+    }
+
+    dispose(): void {
+        clearTimeout(this.statusTimer);
+        this.emitter.dispose();
+    }
+
+    /** Send a request once the server runs; errors are the caller's to show. */
+    async request<P, R>(type: RequestType<P, R, void>, params: P): Promise<R> {
+        if (!(await this.ensureStarted()) || this.client === undefined) {
+            throw new Error(vscode.l10n.t('the flower server for {0} is not running', this.folder.name));
+        }
+        return this.client.sendRequest(type, params);
+    }
+
+    /** Cancel the running step through its progress token (protocol.md: window/workDoneProgress/cancel). */
+    async cancel(token: string | null = this.progressToken): Promise<boolean> {
+        if (this.client === undefined || token === null) return false;
+        await this.client.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+        return true;
+    }
+
+    /** Fetch the history page before the model's oldest entry and merge it. */
+    async loadOlder(): Promise<Row[]> {
+        const before = this.model.nextBefore;
+        if (before === null || this.client === undefined || !this.running) return [];
+        const epoch = this.epoch;
+        try {
+            const page = await this.client.sendRequest(p.history, {
+                folder: this.uri,
+                before: before ?? null,
+                limit: PAGE,
+            });
+            if (epoch !== this.epoch) return [];
+            return this.model.mergeHistory(page);
+        } catch (e) {
+            this.log.warn(`${this.folder.name}: flower/history: ${String(e)}`);
+            this.model.nextBefore = null;
+            return [];
+        }
+    }
+
+    /** Ask the server for the folder's status now (and let the views know). */
+    async refreshStatus(): Promise<void> {
+        if (this.client === undefined || !this.running) return;
+        try {
+            const result = await this.client.sendRequest(p.status, { folder: this.uri });
+            const status = result.folders[0];
+            if (status !== undefined) this.setStatus(status);
+        } catch (e) {
+            this.log.warn(`${this.folder.name}: flower/status: ${String(e)}`);
+        }
+    }
+
+    /** A result's status is the freshest there is. */
+    setStatus(status: p.FolderStatus): void {
+        this.status = status;
+        this.statusAt = Date.now();
+        this.emitter.fire({ type: 'status' });
+    }
+
+    get uri(): string {
+        return this.folder.uri.toString();
+    }
+
+    // -- internals ------------------------------------------------------------------------
+
+    private async start(): Promise<boolean> {
+        if (!vscode.workspace.isTrusted) return false;
+        this.setServerState('starting');
+        const python = await findPython(this.folder);
+        const importError = await checkImport(python.command);
+        if (importError !== null) {
+            this.log.error(`${this.folder.name}: ${python.command} (${python.source}) cannot import flower: ${importError}`);
+            this.hooks.missingFlower(python);
+            this.startFailure = 'missing';
+            this.setServerState('stopped');
+            return false;
+        }
+        this.log.info(`${this.folder.name}: starting ${python.command} -m flower.lsp (interpreter from ${python.source})`);
+        const key = await this.ctx.secrets.get(SECRET_KEY);
+        const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
+        if (key !== undefined && key !== '') env.ANTHROPIC_API_KEY = key;
+        const serverOptions: ServerOptions = {
+            command: python.command,
+            args: ['-m', 'flower.lsp'],
+            options: { cwd: this.folder.uri.fsPath, env },
+        };
+        const config = vscode.workspace.getConfiguration('flower', this.folder.uri);
+        const clientOptions: LanguageClientOptions = {
+            documentSelector: [],
+            workspaceFolder: this.folder,
+            outputChannel: this.log,
+            traceOutputChannel: this.log,
+            initializationOptions: initializationOptions({
+                rounds: config.get('rounds'),
+                trim: config.get('trim'),
+                handoffAt: config.get('handoffAt'),
+            }),
+            errorHandler: {
+                error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
+                closed: (): CloseHandlerResult => this.closed(),
+            },
+            middleware: {
+                handleWorkDoneProgress: (token, params, next) => {
+                    this.hooks.progress(this, String(token), params);
+                    // Only the end goes on: the built-in part then disposes itself, never having shown.
+                    if (params.kind === 'end') next(token, params);
+                },
+            },
+        };
+        // The id `flower` makes the client read `flower.trace.server`.
+        const client = new LanguageClient('flower', `flower · ${this.folder.name}`, serverOptions, clientOptions);
+        this.register(client);
+        this.client = client;
+        this.model = new TranscriptModel();
+        this.epoch++;
+        this.emitter.fire({ type: 'reset' });
+        const outcome = new Promise<boolean>((resolve) => (this.settle = resolve));
+        try {
+            await client.start();
+        } catch (e) {
+            // A server that dies while starting is being restarted already (closed() ran before
+            // this rejection and said Restart): the outcome is that restart's, not this error.
+            const restarting = this.client === client && this.restartPending;
+            if (!(restarting && (await outcome))) {
+                this.log.error(`${this.folder.name}: the server did not start: ${String(e)}`);
+                this.startFailure = 'failed';
+                if (this.client === client) this.client = undefined;
+                await client.dispose().catch(() => undefined);
+                this.setServerState('stopped');
+                return false;
+            }
+        }
+        this.startFailure = null;
+        this.log.info(`${this.folder.name}: the server runs`);
+        this.setServerState('running');
+        await this.afterStart();
+        return true;
+    }
+
+    /** Once per server process: its status, the newest history page, and a fresh view. */
+    private afterStart(): Promise<void> {
+        // Called by start() and by the client's Running state (also after an automatic restart):
+        // both wait for the same load.
+        if (this.loaded?.epoch !== this.epoch) {
+            const load = async (): Promise<void> => {
+                await this.refreshStatus();
+                await this.loadOlder();
+                this.emitter.fire({ type: 'reset' });
+            };
+            this.loaded = { epoch: this.epoch, done: load() };
+        }
+        return this.loaded.done;
+    }
+
+    /** Our own close handler (not the default 5-in-3-minutes): ≤ 3 restarts, then `stopped`. */
+    private closed(): CloseHandlerResult {
+        // Whatever follows, the process that ran the steps is gone: so are its progress notifications.
+        this.progressToken = null;
+        this.hooks.exited(this);
+        if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+        if (this.restarts.crashed()) {
+            this.restartPending = true;
+            this.log.warn(`${this.folder.name}: the server stopped; restart ${this.restarts.count}/${this.restarts.max}`);
+            this.setServerState('starting');
+            // The restarted process numbers its live entries anew: start the transcript over.
+            this.model = new TranscriptModel();
+            this.epoch++;
+            this.emitter.fire({ type: 'reset' });
+            return { action: CloseAction.Restart, handled: true, message: `restarting the server (${this.restarts.count}/${this.restarts.max})` };
+        }
+        this.log.error(`${this.folder.name}: the server stopped ${this.restarts.max + 1} times; not restarting`);
+        this.restartPending = false;
+        this.settle?.(false);
+        this.setServerState('stopped');
+        if (this.status !== null) this.status = { ...this.status, running: false, step: null, waiting: null };
+        this.hooks.stopped(this);
+        return { action: CloseAction.DoNotRestart, handled: true, message: 'the server keeps stopping: not restarted again' };
+    }
+
+    private setServerState(state: ServerState): void {
+        if (state === 'running' && this.client?.state !== State.Running) state = 'starting';
+        this.serverState = state;
+        this.emitter.fire({ type: 'status' });
+    }
+
+    /** One handler per method (vscode-languageclient keeps one), fanned out as FolderEvents. */
+    private register(client: LanguageClient): void {
+        client.onDidChangeState((e) => {
+            if (e.newState === State.Running) {
+                this.restartPending = false;
+                this.settle?.(true);
+                this.setServerState('running');
+                void this.afterStart();
+            }
+        });
+        client.onRequest(p.ask, (params) => this.hooks.ask(this, params));
+        const rows = (changed: Row[]): void => {
+            if (changed.length > 0) this.emitter.fire({ type: 'rows', rows: changed });
+        };
+        const event = (e: LiveEvent): void => rows(this.model.appendEvent(e));
+        client.onNotification(p.transcript, (n) => rows(this.model.appendTranscript(n)));
+        client.onNotification(p.pruned, (n) => rows(this.model.applyVerdicts(n.sessionId, n.verdicts)));
+        client.onNotification(p.banner, (n) => event({ kind: 'banner', n }));
+        client.onNotification(p.header, (n) => event({ kind: 'header', n }));
+        client.onNotification(p.question, (n) => event({ kind: 'question', n }));
+        client.onNotification(p.notice, (n) => event({ kind: 'notice', n }));
+        client.onNotification(p.handoff, (n) => {
+            event({ kind: 'handoff', n });
+            this.statusSoon();
+        });
+        client.onNotification(p.verdict, (n) => {
+            event({ kind: 'verdict', n });
+            this.patch({ verdict: { round: n.round, passed: n.passed, reasons: n.reasons } });
+        });
+        client.onNotification(p.wait, (n) => {
+            event({ kind: 'wait', n });
+            this.patch({
+                waiting: {
+                    reason: n.reason,
+                    seconds: n.seconds,
+                    attempt: n.attempt,
+                    maxAttempts: n.maxAttempts,
+                    until: Date.now() / 1000 + n.seconds,
+                    secondsLeft: n.seconds,
+                },
+            });
+        });
+        client.onNotification(p.context, (n) => {
+            // The gauge follows the work session (干活…), not the judge's (protocol.md).
+            if (n.step === null || (n.step.startsWith('干活') && !n.step.includes('判定'))) {
+                this.patch({ context: n.tokens, window: n.window, waiting: null });
+            }
+        });
+        client.onNotification(p.stepStart, (n) => {
+            this.progressToken = n.progress;
+            this.patch({ step: n.step, running: true, waiting: null });
+        });
+        client.onNotification(p.stepEnd, () => {
+            this.progressToken = null;
+            this.statusSoon();
+        });
+        client.onNotification(p.session, () => this.statusSoon());
+        client.onNotification(p.state, (n) => {
+            if (!n.running) this.progressToken = null;
+            this.patch({
+                running: n.running,
+                ...(n.running ? {} : { step: null, waiting: null }),
+                ...(n.woke !== null ? { woke: n.woke } : {}),
+            });
+            this.emitter.fire({ type: 'state', n });
+            this.statusSoon();
+        });
+    }
+
+    /** Apply what a notification says at once; the next flower/status confirms it. */
+    private patch(change: Partial<p.FolderStatus>): void {
+        if (this.status === null) {
+            this.statusSoon();
+            return;
+        }
+        this.status = { ...this.status, ...change };
+        if (change.waiting !== undefined) this.statusAt = Date.now();
+        this.emitter.fire({ type: 'status' });
+        this.statusSoon();
+    }
+
+    /** A flower/status shortly (debounced: a burst of notifications costs one request). */
+    private statusSoon(): void {
+        clearTimeout(this.statusTimer);
+        this.statusTimer = setTimeout(() => void this.refreshStatus(), 300);
+    }
+}
+
+/** What a FolderServer needs from the rest of the extension (UI it does not own). */
+export interface ServerHooks {
+    missingFlower(python: Interpreter): void;
+    stopped(server: FolderServer): void;
+    /** The server process ended (asked or not). */
+    exited(server: FolderServer): void;
+    ask(server: FolderServer, params: p.AskParams): Promise<p.AskResult>;
+    progress(server: FolderServer, token: string, params: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd): void;
+}
+
+/** Every folder's server, created on first use. */
+export class Servers implements vscode.Disposable {
+    private readonly byUri = new Map<string, FolderServer>();
+    private readonly emitter = new vscode.EventEmitter<{ server: FolderServer; event: FolderEvent }>();
+    readonly onEvent = this.emitter.event;
+    private readonly disposables: vscode.Disposable[] = [];
+
+    constructor(
+        private readonly ctx: vscode.ExtensionContext,
+        private readonly log: vscode.LogOutputChannel,
+        private readonly hooks: ServerHooks,
+    ) {}
+
+    /** The folder's server object (not started). */
+    get(folder: vscode.WorkspaceFolder): FolderServer {
+        const key = folder.uri.toString();
+        let server = this.byUri.get(key);
+        if (server === undefined) {
+            server = new FolderServer(folder, this.ctx, this.log, this.hooks);
+            const s = server;
+            this.disposables.push(server.onEvent((event) => this.emitter.fire({ server: s, event })));
+            this.byUri.set(key, server);
+        }
+        return server;
+    }
+
+    all(): FolderServer[] {
+        return [...this.byUri.values()];
+    }
+
+    /** A removed folder: its server stops. */
+    async remove(folder: vscode.WorkspaceFolder): Promise<void> {
+        const key = folder.uri.toString();
+        const server = this.byUri.get(key);
+        this.byUri.delete(key);
+        if (server !== undefined) {
+            await server.stop();
+            server.dispose();
+        }
+    }
+
+    async stopAll(): Promise<void> {
+        await Promise.all(this.all().map((s) => s.stop()));
+    }
+
+    dispose(): void {
+        for (const s of this.all()) s.dispose();
+        for (const d of this.disposables) d.dispose();
+        this.emitter.dispose();
+    }
+}
+
+/** True when `runs/lineage.json` exists: the folder has a flower task. */
+export function hasLineage(folder: vscode.WorkspaceFolder): boolean {
+    return folder.uri.scheme === 'file' && fs.existsSync(path.join(folder.uri.fsPath, 'runs', 'lineage.json'));
+}

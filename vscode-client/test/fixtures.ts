@@ -1,0 +1,50 @@
+/** Payload builders for the unit tests: every field present, as the server sends them. */
+import type { FolderStatus, HistoryResult, TranscriptNotification } from '../src/protocol';
+
+export const FOLDER = 'file:///home/me/app';
+
+export function status(over: Partial<FolderStatus> = {}): FolderStatus {
+    return {
+        folder: FOLDER,
+        name: 'app',
+        workspace: '/home/me/app',
+        runDir: '/home/me/app/runs',
+        woke: 3,
+        steps: {},
+        goals: [
+            { text: 'adds', done: true },
+            { text: 'subtracts', done: false },
+        ],
+        context: 80213,
+        window: 200000,
+        handoffAt: 120000,
+        running: false,
+        step: null,
+        waiting: null,
+        verdict: null,
+        ...over,
+    };
+}
+
+export function entry(seq: number, uuid: string | null, over: Partial<TranscriptNotification> = {}): TranscriptNotification {
+    return {
+        folder: FOLDER,
+        step: '干活',
+        sessionId: 's1',
+        uuid,
+        role: 'assistant',
+        kind: 'text',
+        text: `text ${uuid ?? seq}`,
+        toolName: null,
+        toolInput: null,
+        toolUseId: null,
+        pruned: null,
+        prunedText: null,
+        seq,
+        ...over,
+    };
+}
+
+export function page(entries: TranscriptNotification[], nextBefore: number | null): HistoryResult {
+    return { folder: FOLDER, entries, nextBefore, sessions: [], pending: [] };
+}

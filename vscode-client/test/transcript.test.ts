@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { rowView } from '../src/model/rows';
+import { TranscriptModel } from '../src/model/transcript';
+import { entry, FOLDER, page } from './fixtures';
+
+const keys = (m: TranscriptModel): string[] => m.all().map((r) => r.key);
+
+test('live entries append in seq order; a seq not above the last is a duplicate', () => {
+    const m = new TranscriptModel();
+    assert.equal(m.appendTranscript(entry(10, 'a')).length, 1);
+    assert.equal(m.appendTranscript(entry(11, 'b')).length, 1);
+    assert.deepEqual(m.appendTranscript(entry(11, 'b')), []);
+    assert.deepEqual(m.appendTranscript(entry(9, 'z')), []);
+    assert.deepEqual(keys(m), ['a', 'b']);
+});
+
+test('live events without a seq (banner, header, verdict) keep their arrival order', () => {
+    const m = new TranscriptModel();
+    m.appendEvent({ kind: 'banner', n: { folder: FOLDER, text: '<- resumed', woke: 2 } });
+    m.appendEvent({ kind: 'header', n: { folder: FOLDER, step: '干活', text: '== 干活 ==' } });
+    m.appendTranscript(entry(50, 'a'));
+    m.appendEvent({ kind: 'verdict', n: { folder: FOLDER, step: '干活·判定#1', round: 1, passed: false, reasons: 'subtraction is missing\nVERDICT: FAIL' } });
+    assert.deepEqual(m.all().map((r) => r.kind), ['banner', 'header', 'assistant', 'verdict']);
+    assert.equal(m.all()[3].passed, false);
+    assert.equal(m.all()[3].text, 'round 1: FAIL — subtraction is missing');
+});
+
+test('a history page goes above the live rows; older pages above it', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1000, 'live1'));
+    m.mergeHistory(page([entry(5, 'h5'), entry(6, 'h6')], 5));
+    assert.equal(m.nextBefore, 5);
+    m.mergeHistory(page([entry(3, 'h3'), entry(4, 'h4')], null));
+    assert.equal(m.hasOlderHistory, false);
+    assert.deepEqual(keys(m), ['h3', 'h4', 'h5', 'h6', 'live1']);
+});
+
+test('an entry both live and in history is shown once, in its live place, with the history verdict', () => {
+    const m = new TranscriptModel();
+    m.appendEvent({ kind: 'header', n: { folder: FOLDER, step: '干活', text: '== 干活 ==' } });
+    m.appendTranscript(entry(1000, 'a', { kind: 'tool', text: 'WebFetch(x)' }));
+    m.appendTranscript(entry(1001, 'b'));
+    const changed = m.mergeHistory(
+        page(
+            [
+                entry(7, 'old'),
+                entry(8, 'a', { kind: 'tool', text: 'WebFetch(x)' }),
+                entry(9, 'r', { role: 'user', kind: 'result', text: 'denied', pruned: 'hidden' }),
+                entry(10, 'b', { pruned: 'rewritten', prunedText: 'shorter' }),
+            ],
+            7,
+        ),
+    );
+    // The tool result sits between its call and the next live entry, the older entry above all.
+    assert.deepEqual(keys(m), ['old', m.all()[1].key, 'a', 'r', 'b']);
+    assert.equal(m.all()[1].kind, 'header');
+    const b = m.all()[4];
+    assert.equal(b.pruned, 'rewritten');
+    assert.equal(b.prunedText, 'shorter');
+    assert.equal(m.all()[3].result, true);
+    assert.deepEqual(changed.map((r) => r.key).sort(), ['b', 'old', 'r']);
+    // A live notification for an entry history already gave is a duplicate.
+    assert.deepEqual(m.appendTranscript(entry(1002, 'r')), []);
+    assert.equal(m.size, 5);
+});
+
+test('a sentence said live is the stored user entry of the first page, not a second row', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1000, null, { role: 'user', text: 'build a calculator', step: null, sessionId: null }));
+    m.mergeHistory(page([entry(3, 'u1', { role: 'user', text: 'build a calculator' }), entry(4, 'x')], null));
+    assert.deepEqual(keys(m), ['u1', 'x']);
+});
+
+test('flower/pruned sets the session verdicts and clears entries no longer listed', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'a'));
+    m.appendTranscript(entry(2, 'b'));
+    m.appendTranscript(entry(3, 'c', { sessionId: 'other' }));
+    assert.equal(m.applyVerdicts('s1', { a: 'hidden', c: 'hidden' }).length, 1);
+    assert.deepEqual(m.all().map((r) => r.pruned), ['hidden', null, null]);
+    m.applyVerdicts('s1', { b: 'rewritten' });
+    assert.deepEqual(m.all().map((r) => r.pruned), [null, 'rewritten', null]);
+});
+
+test('a second block of one stored entry (<uuid>#1) takes its entry verdict', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'a'));
+    m.appendTranscript(entry(2, 'a#1', { kind: 'tool', text: 'Bash(ls)' }));
+    m.applyVerdicts('s1', { a: 'hidden' });
+    assert.deepEqual(m.all().map((r) => r.pruned), ['hidden', 'hidden']);
+});
+
+test('the pruned view: hidden marked, rewritten shows its new text, added only there', () => {
+    const m = new TranscriptModel();
+    m.mergeHistory(
+        page(
+            [
+                entry(1, 'h', { pruned: 'hidden' }),
+                entry(2, 'w', { pruned: 'rewritten', prunedText: '[trimmed]' }),
+                entry(3, 'k'),
+                entry(3, 'ad', { role: 'user', kind: 'result', pruned: 'added', prunedText: 'interrupted', text: '' }),
+            ],
+            null,
+        ),
+    );
+    const [h, w, k, ad] = m.all();
+    assert.deepEqual(rowView(h, false), { visible: true, verdict: null, text: 'text h' });
+    assert.deepEqual(rowView(h, true), { visible: true, verdict: 'hidden', text: 'text h' });
+    assert.deepEqual(rowView(w, true), { visible: true, verdict: 'rewritten', text: '[trimmed]' });
+    assert.deepEqual(rowView(k, true), { visible: true, verdict: null, text: 'text k' });
+    assert.equal(rowView(ad, false).visible, false);
+    assert.deepEqual(rowView(ad, true), { visible: true, verdict: 'added', text: 'interrupted' });
+});
+
+test('a view that comes back gets only the changes it missed, newest version of each row', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'a'));
+    const seen = m.op;
+    m.appendTranscript(entry(2, 'b'));
+    m.applyVerdicts('s1', { b: 'hidden' });
+    const missed = m.since(seen);
+    assert.ok(missed !== null);
+    assert.deepEqual(missed.map((r) => [r.key, r.pruned]), [['b', 'hidden']]);
+    assert.deepEqual(m.since(m.op), []);
+    assert.equal(m.since(m.op + 1), null);
+});
+
+test('the change log is bounded: a view too far behind is told to reset', () => {
+    const m = new TranscriptModel();
+    for (let i = 1; i <= 6000; i++) m.appendTranscript(entry(i, `u${i}`));
+    assert.equal(m.since(0), null);
+    assert.equal(m.since(m.op - 10)?.length, 10);
+});
+
+test('rows before and after a position page through the model', () => {
+    const m = new TranscriptModel();
+    for (let i = 1; i <= 10; i++) m.appendTranscript(entry(i, `u${i}`));
+    const pos = m.all()[5].pos;
+    assert.deepEqual(m.before(pos, 2).map((r) => r.key), ['u4', 'u5']);
+    assert.deepEqual(m.after(pos, 2).map((r) => r.key), ['u7', 'u8']);
+    assert.deepEqual(m.tail(3).map((r) => r.key), ['u8', 'u9', 'u10']);
+});
