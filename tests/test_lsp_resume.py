@@ -10,8 +10,10 @@ from lsprotocol import types
 import flowerscript as fs
 from conftest import until
 from flower.core.lock import WAKE_FILE, WorkspaceLock, clear_wake, interrupted, mark_wake
+from flower.core.texts import text
 from flower.lsp import protocol as p
 from flower.testing import Reply, say
+from test_cli import flower
 from test_lsp import TIMEOUT, uri
 
 TASK = "build a calculator"
@@ -46,7 +48,7 @@ async def test_a_marker_means_interrupted_only_while_no_live_process_holds_the_l
     assert not interrupted(runs)
 
 
-async def test_a_server_killed_mid_step_leaves_the_folder_interrupted_until_a_wake_ends(servers, model, workspace):
+async def test_a_server_killed_mid_step_leaves_the_folder_interrupted_until_a_wake_ends(servers, model, env, workspace):
     model.push(Reply(blocks=[say("Let me think about")], hold=True))
     client = await servers(workspace)
     folder = uri(workspace)
@@ -64,6 +66,8 @@ async def test_a_server_killed_mid_step_leaves_the_folder_interrupted_until_a_wa
     second = await servers(workspace)
     [status] = (await second.request(p.STATUS, {"folder": folder}))["folders"]
     assert status["interrupted"] is True and status["running"] is False and status["woke"] == 1
+    shown = await flower("status", "-r", str(workspace / "runs"), env=env, cwd=workspace, lang="zh")
+    assert text("status_interrupted", "zh") in shown.out
 
     model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace), *fs.judge())
     result = await second.request(p.WAKE, {"folder": folder})

@@ -130,6 +130,8 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
             console.line(f"  {step}  {sid}")
     else:
         console.line(console.text("status_nothing"))
+    if st["interrupted"]:
+        console.line(console.text("status_interrupted"))
     if st["goals"]:
         done = sum(1 for g in st["goals"] if g["done"])
         console.line(console.text("status_goals", done=done, total=len(st["goals"])))

@@ -116,6 +116,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "{db} 无法作为 flower 的会话数据库读取({reason});它保持原样未动。"
               "把它移走即可开始新的历史(下次唤醒会开新会话)。",
     },
+    "db_not_sqlite": {
+        "en": "{db} is not a usable SQLite database ({reason}). flower keeps its sessions there: move that file aside, "
+              "or point run_dir at another folder.",
+        "zh": "{db} 不是可用的 SQLite 数据库({reason})。flower 把会话存在这里: 把这个文件移走,或让 run_dir 指向别的目录。",
+    },
+    "db_cannot_open": {"en": "cannot open {db}: {reason}", "zh": "无法打开 {db}: {reason}"},
     "step_failed": {"en": "{step}: {error}", "zh": "{step}: {error}"},
     "not_retried": {"en": "{detail}\nnot retried: {advice}", "zh": "{detail}\n不再重试: {advice}"},
     "gave_up_offline": {
@@ -170,6 +176,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "已唤醒 {woke} 次;下次运行接着做(第 {next} 次唤醒)",
     },
     "status_nothing": {"en": "nothing to resume here: flower \"task\" starts one", "zh": "这里还没有可接续的会话:flower \"任务\" 开始"},
+    "status_interrupted": {
+        "en": "the last wake was cut off before it ended: run `flower` here to continue it",
+        "zh": "上次唤醒没做完就被打断了:在这里运行 `flower` 接着做",
+    },
     "status_goals": {"en": "goals {done}/{total} done", "zh": "目标 {done}/{total} 条已完成"},
     # -- flower demo ----------------------------------------------------------------------------------
     "demo_task": {"en": "write a script that turns Markdown into HTML", "zh": "写个 md 转 html 的脚本"},

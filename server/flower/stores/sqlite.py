@@ -89,10 +89,7 @@ class SessionStoreError(FlowerError, ValueError):
 
 
 def _not_a_database(path: Path, err: sqlite3.Error) -> SessionStoreError:
-    return SessionStoreError(
-        f"{path} is not a usable SQLite database ({err}). flower keeps its sessions "
-        "there: move that file aside, or point run_dir at another folder."
-    )
+    return SessionStoreError("db_not_sqlite", db=path, reason=err)
 
 
 def _is_not_a_database(err: sqlite3.Error) -> bool:
@@ -197,7 +194,7 @@ class SqliteSessionStore(SessionStore):
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
         except sqlite3.Error as err:
-            raise SessionStoreError(f"cannot open {self.path}: {err}") from err
+            raise SessionStoreError("db_cannot_open", db=self.path, reason=err) from err
         try:
             # Reading the header rejects a non-database before anything that
             # could write to the file or beside it (WAL switch, schema).
@@ -350,7 +347,7 @@ class SqliteSessionStore(SessionStore):
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as err:
-            raise SessionStoreError(f"cannot open {self.path}: {err}") from err
+            raise SessionStoreError("db_cannot_open", db=self.path, reason=err) from err
         try:
             row = conn.execute(
                 "SELECT 1 FROM transcripts WHERE project_key = ?"
@@ -377,7 +374,7 @@ class SqliteSessionStore(SessionStore):
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as err:
-            raise SessionStoreError(f"cannot open {self.path}: {err}") from err
+            raise SessionStoreError("db_cannot_open", db=self.path, reason=err) from err
         try:
             rows = conn.execute(
                 "SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
