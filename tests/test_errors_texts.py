@@ -149,3 +149,10 @@ async def test_the_editor_gets_busy_and_nothing_to_continue_in_chinese(servers, 
         await client.request(p.WAKE, {"folder": folder})
     assert raised.value.code == p.FLOWER_ERROR and raised.value.message == text("nothing_here", "zh")
     no_english(raised.value.message)
+
+
+def test_protocol_md_documents_the_missing_credentials_code_and_interrupted():
+    doc = (Path(__file__).parent.parent / "protocol.md").read_text(encoding="utf-8")
+    assert f"| {p.MISSING_CREDENTIALS} | MissingCredentials |" in doc
+    assert f'"code": {p.MISSING_CREDENTIALS}' in doc and text("missing_credentials", "zh") in doc
+    assert "| `interrupted` | boolean |" in doc

@@ -121,6 +121,12 @@ CATALOG: dict[str, dict[str, str]] = {
               "or point run_dir at another folder.",
         "zh": "{db} 不是可用的 SQLite 数据库({reason})。flower 把会话存在这里: 把这个文件移走,或让 run_dir 指向别的目录。",
     },
+    "db_too_new": {
+        "en": "{db} was written by a newer flower (schema version {version}; this flower knows up to {known}). "
+              "Upgrade flower (pip install -U flower) to use it; the file was left as it is.",
+        "zh": "{db} 是更新版本的 flower 写的(结构版本 {version};这个 flower 只认到 {known})。"
+              "升级 flower(pip install -U flower)后再用;文件保持原样未动。",
+    },
     "db_cannot_open": {"en": "cannot open {db}: {reason}", "zh": "无法打开 {db}: {reason}"},
     "step_failed": {"en": "{step}: {error}", "zh": "{step}: {error}"},
     "not_retried": {"en": "{detail}\nnot retried: {advice}", "zh": "{detail}\n不再重试: {advice}"},
