@@ -66,6 +66,24 @@ async def test_entries_without_uuid_are_all_kept(store: SqliteSessionStore) -> N
     assert await store.load(KEY) == [title, title, e("a"), title]
 
 
+async def test_uuids_stored_by_another_store_count(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    async with SqliteSessionStore(path) as first, SqliteSessionStore(path) as second:
+        await first.append(KEY, [e("a", by=1), e("b", by=1)])
+        await second.append(KEY, [e("b", by=2), e("c", by=2)])
+        await first.append(KEY, [e("c", by=1), e("d", by=1)])
+        assert await first.load(KEY) == [e("a", by=1), e("b", by=1), e("c", by=2), e("d", by=1)]
+        # Deleted and written again elsewhere (the transcript's id may come back): what
+        # `first` saw before is no longer stored, and "a" is stored again.
+        (before,) = await second.list_sessions(KEY["project_key"])
+        await second.delete(KEY)
+        await second.append(KEY, [e("a", by=2)])
+        (after,) = await second.list_sessions(KEY["project_key"])
+        assert after["mtime"] > before["mtime"]  # mtimes never repeat, not even after a delete
+        await first.append(KEY, [e("a", by=1), e("b", by=1)])
+        assert await second.load(KEY) == [e("a", by=2), e("b", by=1)]
+
+
 async def test_load_unknown_key_is_none(store: SqliteSessionStore) -> None:
     assert await store.load(KEY) is None
     await store.append(KEY, [e("a")])
@@ -214,3 +232,17 @@ async def test_has_session_sync(tmp_path: Path) -> None:
     empty = tmp_path / "empty.db"
     empty.touch()
     assert SqliteSessionStore(empty).has_session_sync("-work-proj", "s1") is False
+
+
+async def test_load_sync_reads_what_load_reads(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    store = SqliteSessionStore(path)
+    assert store.load_sync(KEY) is None
+    assert not path.parent.exists()  # the read creates nothing
+    # Rows orjson cannot encode (a lone surrogate, an int beyond 64 bits) are stored by the
+    # stdlib and still come back exact, in order among the others.
+    entries = [e("a", text="héllo"), {"type": "last-prompt", "lastPrompt": "cut \ud83c"}, e("b", n=2**70 + 1)]
+    await store.append(KEY, entries)
+    assert store.load_sync(KEY) == entries == await store.load(KEY)
+    assert store.load_sync({**KEY, "session_id": "other"}) is None
+    await store.close()

@@ -4,15 +4,15 @@
 // 20-entry session in the same run (D7), and how many rows the DOM holds after paging back
 // through older history (bounded by the view's window). Targets: first rows < 1 s; DOM rows bounded.
 //
-//   node e2e/bench.mjs [--entries 20000] [--pages 10]
+//   node e2e/bench.mjs [--entries 20000] [--pages 20]
 // @ts-check
 
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { E2E, Editor, Model, PYTHON, closeBrowser, secs, sleep, tempDir, until } from './harness.mjs';
+import { E2E, Editor, Model, PYTHON, closeBrowser, removeDirs, secs, sleep, tempDir, until } from './harness.mjs';
 
-const { values } = parseArgs({ options: { entries: { type: 'string', default: '20000' }, pages: { type: 'string', default: '10' } } });
+const { values } = parseArgs({ options: { entries: { type: 'string', default: '20000' }, pages: { type: 'string', default: '20' } } });
 const ENTRIES = Number(values.entries);
 const PAGES = Number(values.pages);
 const TARGET_MS = 1000;
@@ -55,6 +55,7 @@ async function measure(/** @type {string} */ ws, /** @type {string} */ name) {
   } finally {
     await ed.close();
     await model.stop();
+    removeDirs([ed.dirs.root, ws]);
   }
 }
 

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
 import {
-  API_KEY, CLIENT, Editor, Model, closeBrowser, secs, sha256, sleep, tempDir, until,
+  API_KEY, CLIENT, Editor, Model, closeBrowser, removeDirs, secs, sha256, tempDir, until,
 } from './harness.mjs';
 
 after(closeBrowser);
@@ -29,19 +29,22 @@ async function scenario(
   const model = await Model.start(script, folders);
   /** @type {Editor | undefined} */
   let ed;
+  let passed = false;
   try {
     ed = await Editor.start({ model, open: opts.open ?? folders[0], name, ...opts });
     await body(ed, model);
+    passed = true;
   } catch (e) {
     if (ed) {
       try { await ed.shot(`${name}-FAILED`); } catch { /* page gone */ }
       const log = ed.output.split('\n').slice(-30).join('\n');
-      throw new Error(`${/** @type {Error} */ (e).message}\n--- code-server output (tail) ---\n${log}\n--- model stderr ---\n${model.stderr.slice(-2000)}`, { cause: e });
+      throw new Error(`${/** @type {Error} */ (e).message}\n--- kept: ${ed.dirs.root} (user data, logs), ${folders.join(', ')}\n--- code-server output (tail) ---\n${log}\n--- model stderr ---\n${model.stderr.slice(-2000)}`, { cause: e });
     }
     throw e;
   } finally {
     await ed?.close();
     await model.stop();
+    if (passed && ed) removeDirs([ed.dirs.root, ...folders.map((f) => (opts.open && !folders.includes(opts.open) ? path.dirname(f) : f))]);
   }
 }
 
@@ -70,7 +73,11 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     await model.request(6, secs(90));
     await ed.toast(/flower: work/).waitFor({ timeout: secs(20) });
     await row(ed, '[data-kind="user"]', TASK);
-    await row(ed, '[data-kind="tool"]', 'calc.py');
+    const call = await row(ed, '[data-kind="tool"]', 'calc.py');
+    // A tool call is one line that expands to its input.
+    assert.equal(await call.locator('[data-testid="tool-input"]').count(), 0);
+    await call.locator('button').first().click();
+    assert.match(await call.locator('[data-testid="tool-input"]').innerText({ timeout: secs(5) }), /CALC_MARKER/);
     const gauge = ed.gauge();
     await until(async () => (await gauge.textContent())?.includes('42.3K'), 'the gauge to show 42.3K', secs(20));
     await ed.shot('1-start-running');
@@ -211,14 +218,13 @@ test('6 two workspace folders: the gauge and the transcript follow the folder in
   fs.writeFileSync(file, JSON.stringify({ folders: [{ path: a }, { path: b }] }));
   await scenario('6-multiroot', 'multiroot', [a, b], async (ed, model) => {
     await ed.command(title('showTranscript'));
-    for (const [folder, n] of [[a, 0], [b, 1]]) {
+    for (const folder of [a, b]) {
       // A command acts on the folder of the active editor.
       await ed.openFile(path.join(folder, 'notes.txt'));
       await start(ed, `${TASK} in ${path.basename(folder)}`);
       await until(() => model.requests.filter((r) => r.system.includes(folder) || r.text.includes(folder)).length >= 7,
         `the whole run in ${path.basename(folder)}`, secs(120));
       await row(ed, '[data-kind="verdict"]', undefined, secs(30));
-      void n;
     }
     for (const [folder, other, tokens] of [[a, b, '11.1K'], [b, a, '22.2K']]) {
       await ed.openFile(path.join(folder, 'calc.py'));

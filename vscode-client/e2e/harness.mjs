@@ -93,6 +93,12 @@ export function tempDir(/** @type {string} */ name) {
   return fs.mkdtempSync(path.join(os.tmpdir(), `flower-e2e-${name}-`));
 }
 
+/** Remove temp dirs of a scenario that passed (a failed one keeps them for a look). */
+export function removeDirs(/** @type {string[]} */ dirs) {
+  if (process.env.FLOWER_E2E_KEEP) return;
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+}
+
 export const sha256 = (/** @type {string} */ s) => createHash('sha256').update(s).digest('hex');
 
 /**
@@ -171,6 +177,8 @@ export async function getBrowser() {
 export async function closeBrowser() {
   await browser?.close();
   browser = undefined;
+  if (extensionsDir) removeDirs([extensionsDir]);
+  extensionsDir = '';
 }
 
 /** Environment of code-server: nothing of the person's credentials, the CLI pointed at the scripted model. */
@@ -354,16 +362,34 @@ export class Editor {
   }
 
   /** Open a file by its absolute path through Quick Open (it becomes the active editor). */
-  async openFile(/** @type {string} */ file) {
-    await this.page.keyboard.press('Escape');
-    await this.page.keyboard.press('Control+P');
-    const input = this.page.locator('.quick-input-widget input');
-    await input.waitFor({ timeout: secs(10) });
-    await input.fill(file);
-    const row = this.page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }).first();
-    await row.waitFor({ timeout: secs(15) });
-    await input.press('Enter');
-    await this.page.locator(`.tab[aria-label*="${path.basename(file)}"]`).first().waitFor({ timeout: secs(15) });
+  async openFile(/** @type {string} */ file, timeout = secs(30)) {
+    const { page } = this;
+    const name = path.basename(file);
+    const folder = path.basename(path.dirname(file));
+    // The active tab's breadcrumbs name the folder: the file of *this* folder is open.
+    const opened = page.locator('.tabs-and-actions-container .tab.active', { hasText: name });
+    await until(async () => {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('Control+P');
+      const input = page.locator('.quick-input-widget input');
+      try {
+        await input.waitFor({ state: 'visible', timeout: secs(2) });
+      } catch {
+        await page.locator('.command-center .command-center-center').click({ timeout: secs(5) });
+        await input.waitFor({ state: 'visible', timeout: secs(5) });
+      }
+      await input.fill(file, { timeout: secs(5) });
+      const row = page.locator('.quick-input-widget:visible .monaco-list-row', { hasText: name }).first();
+      try {
+        await row.waitFor({ timeout: secs(3) });
+        await row.click({ timeout: secs(3) });
+        await opened.waitFor({ timeout: secs(5) });
+        await page.locator('.breadcrumbs-control .monaco-breadcrumb-item', { hasText: folder }).first().waitFor({ timeout: secs(5) });
+      } catch {
+        return false;
+      }
+      return true;
+    }, `${file} open in the editor`, timeout);
   }
 
   /** Pick an item of an open quick pick by its label. */

@@ -22,6 +22,10 @@ if [[ ! -f "$vsix" || -n "$(find "${sources[@]}" -newer "$vsix" -print -quit 2>/
   npm run --silent package >/dev/null
 fi
 
+# The harness and tests are plain .mjs checked as strict TypeScript (// @ts-check).
+npx --no-install tsc --noEmit --allowJs --checkJs --strict --module nodenext --moduleResolution nodenext \
+  --target es2022 --types node --skipLibCheck "$E2E"/harness.mjs "$E2E"/editor.test.mjs "$E2E"/bench.mjs
+
 rm -rf test-results
 mkdir -p test-results
 # One scenario at a time (each starts code-server, a language server and the CLI); each test

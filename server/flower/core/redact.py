@@ -56,6 +56,25 @@ def _redact(value: Any, secrets: list[str]) -> Any:
     return value
 
 
+def redact_encoded(bodies: list[bytes | str]) -> list[bytes | str]:
+    """Encoded JSON texts (UTF-8 bytes or str) with every API key replaced, for what is written to disk.
+
+    Keys are ASCII `[A-Za-z0-9_-]`, which JSON never escapes, so searching the encoded text is exact
+    and far cheaper than walking the decoded entries.
+    """
+    secrets = _secrets()
+    needles = [b"sk-ant-", *(s.encode() for s in secrets)]
+    out: list[bytes | str] = []
+    for body in bodies:
+        if isinstance(body, bytes):
+            if any(n in body for n in needles):
+                body = _redact(body.decode(), secrets).encode()
+        else:
+            body = _redact(body, secrets)
+        out.append(body)
+    return out
+
+
 def cut(value: Any, limit: int = TOOL_INPUT_LIMIT) -> Any:
     """Long strings inside `value` cut to `limit` characters, saying how much was left out."""
     if isinstance(value, str):
