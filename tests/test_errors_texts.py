@@ -25,6 +25,7 @@ from flower.lsp import protocol as p
 from flower.testing import unauthorized
 from test_cli import flower
 from test_lsp import Client, stop, uri
+from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
 from test_texts import chinese_words, english
 
 TASK = "build a calculator"
@@ -77,7 +78,8 @@ async def test_the_cli_says_its_failures_in_chinese(model, env, workspace, run_d
     empty = tmp_path / "no-login"
     empty.mkdir()
     err = await run(TASK, "-r", str(run_dir), code=1, env={"CLAUDE_CONFIG_DIR": str(empty)})
-    assert err.strip() == f"flower: {text('missing_credentials', 'zh')}" and not run_dir.exists()
+    assert err.strip() == f"flower: {text('missing_credentials', 'zh')}"
+    assert not (run_dir / "lineage.json").exists() and list(workspace.iterdir()) == []
 
     # Another process holds the workspace (D5): its pid, in Chinese.
     holder = await asyncio.create_subprocess_exec(sys.executable, "-c", HOLD, str(run_dir), stdin=asyncio.subprocess.PIPE,

@@ -15,6 +15,7 @@ from flower.lsp import protocol as p
 from flower.testing import Reply, say
 from test_cli import flower
 from test_lsp import TIMEOUT, uri
+from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
 
 TASK = "build a calculator"
 
