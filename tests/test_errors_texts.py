@@ -158,3 +158,16 @@ def test_protocol_md_documents_the_missing_credentials_code_and_interrupted():
     assert f"| {p.MISSING_CREDENTIALS} | MissingCredentials |" in doc
     assert f'"code": {p.MISSING_CREDENTIALS}' in doc and text("missing_credentials", "zh") in doc
     assert "| `interrupted` | boolean |" in doc
+
+
+async def test_a_refused_key_mid_wake_ends_in_the_editors_language(servers, model, workspace):
+    model.push(unauthorized())
+    client = await servers(workspace, locale="zh-cn")
+    folder = uri(workspace)
+    await client.request(p.WAKE, {"folder": folder, "text": TASK})
+    end = await client.ended(folder)
+    advice = "不再重试: " + text("fix_auth", "zh")
+    assert end["ok"] is False and end["error"].startswith("澄清: ") and advice in end["error"] and "401" in end["error"]
+    [step_end] = client.seen(p.STEP_END, folder)
+    assert advice in step_end["error"]
+    no_english(end["error"] + "\n" + step_end["error"])

@@ -393,9 +393,9 @@ class Folder:
                 self.notify(p.STEP_START, p.StepStartNotification(
                     f, event.step, event.index, event.total, event.session_id, event.woke, token))
             case StepEnded():
-                self.notify(p.STEP_END, p.StepEndNotification(
-                    f, event.step, event.ok, event.session_id, event.error, event.context))
-                self._end_progress("done" if event.ok else f"failed: {event.error or 'unknown error'}")
+                error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
+                self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context))
+                self._end_progress("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
             case SessionStarted():

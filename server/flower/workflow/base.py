@@ -99,7 +99,8 @@ class Workflow:
             text = message if message is not None else step.message(ctx, session is not None)
             result = await self.dispatch(rt, step, text, session, lineage, shown)
             self.manifest_for(rt).add(result)
-            rt.emit(StepEnded(ok=result.ok, session_id=result.session_id, error=result.error, context=result.context, step=shown))
+            rt.emit(StepEnded(ok=result.ok, session_id=result.session_id, error=result.error, context=result.context, step=shown,
+                              said=result.said))
             if result.ok:
                 break
         return result
