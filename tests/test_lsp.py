@@ -140,6 +140,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         "folder": uri(workspace), "name": workspace.name, "workspace": str(workspace),
         "runDir": str(workspace / "runs"), "woke": 0, "steps": {}, "goals": [], "context": None,
         "window": 200_000, "handoffAt": 120_000, "running": False, "step": None, "waiting": None, "verdict": None,
+        "interrupted": False,
     }
     # Without a folder: every folder; the same payload with null params.
     assert (await client.request(p.STATUS, None))["folders"] == [status]
@@ -499,7 +500,8 @@ async def test_a_folder_driven_by_another_process_refuses_with_a_clear_error(ser
     # Nothing to continue in a fresh folder without a task: an actionable FlowerError.
     with pytest.raises(JsonRpcException) as raised:
         await client.request(p.WAKE, {"folder": folder})
-    assert raised.value.code == p.FLOWER_ERROR and "say what to do" in raised.value.message
+    assert raised.value.code == p.FLOWER_ERROR and raised.value.data["key"] == "nothing_here"
+    assert "give the task in one sentence" in raised.value.message
     [status] = (await client.request(p.STATUS, {"folder": folder}))["folders"]
     assert status["running"] is False
 

@@ -366,8 +366,7 @@ class History:
         except sqlite3.DatabaseError as err:
             if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
                 raise
-            raise FlowerError(f"{self.db_path} cannot be read as flower's session database ({err}); it was left as it "
-                              "is. Move it aside to start a fresh history (the next wake starts new sessions).") from err
+            raise FlowerError("db_unreadable", db=self.db_path, reason=err) from err
         finally:
             con.close()
         return items, next_before, sessions

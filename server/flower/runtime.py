@@ -31,6 +31,7 @@ from .core.errors import MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.manifest import StepResult
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
+from .core.texts import say
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
 
@@ -192,10 +193,7 @@ class Runtime:
         config = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
         if (config / ".credentials.json").exists():
             return
-        raise MissingCredentials(
-            "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-…), "
-            "or log in once with `claude login`; `flower demo` runs offline without one."
-        )
+        raise MissingCredentials()
 
     def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None]) -> ClaudeAgentOptions:
         """SDK options: the workspace as cwd, our store mirrored eagerly, resume through the store (D2)."""
@@ -229,24 +227,25 @@ class Runtime:
             result.attempts += 1
             attempt = await self._attempt(agent, message, session, result.step, on_session)
             session = attempt.session_id or session
-            result.ok, result.text, result.error = attempt.ok, attempt.text, None
+            result.ok, result.text, result.error, result.said = attempt.ok, attempt.text, None, None
             result.cost_usd += attempt.cost_usd
             result.num_turns += attempt.num_turns
             if attempt.ok:
                 break
-            failure = attempt.failure or Failure.of("the agent ended without a result", category=attempt.category)
-            result.error = failure.detail
+            failure = attempt.failure or Failure.of(str(say("no_result")), category=attempt.category)
+            # The CLI's own text (and HTTP status) is the technical detail: shown as it is, untranslated (D4).
+            said = say("no_result") if attempt.failure is None else None
+            result.error, result.said = failure.detail, said
             result.errors.append(failure.detail)
             # S21: the kind was decided from the SDK's fields (status, category, exit) before any text.
             if not res.should_retry(failure.kind, result.attempts):
                 if failure.kind == "fatal":
-                    result.error = f"{failure.detail}\nnot retried: {failure.advice}"
+                    result.said = say("not_retried", detail=said or failure.detail, advice=failure.fix)
+                    result.error = str(result.said)
                 break
             if not await self._wait(result, failure.detail):
-                result.error = (
-                    f"offline for more than {res.max_offline_wait:.0f} s ({failure.detail}); "
-                    "the session is kept: run again when the network is back to resume it"
-                )
+                result.said = say("gave_up_offline", seconds=f"{res.max_offline_wait:.0f}", detail=said or failure.detail)
+                result.error = str(result.said)
                 break
             if session:
                 # S22: resume the same session so earlier work is kept; the note carries no error detail.

@@ -19,7 +19,7 @@ from .core.resilience import Resilience
 from .runtime import Runtime, Sessions, emit_to
 from .status import WINDOW, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
 from .workflow.base import step_of
-from .workflow.flower import WORK, Ask, FlowerPath, NothingToDo
+from .workflow.flower import WORK, Ask, FlowerPath
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class FlowerService:
     async def new(self, text: str) -> WakeOutcome:
         """Start something else: archive lineage, 需求.md and 目标.md (S28), then start `text` as the task."""
         if not text or not text.strip():
-            raise FlowerError("say what the new task is, e.g. flower --new \"write the docs\"")
+            raise FlowerError("new_needs_task")
         if self._task is not None and self.running:
             self.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -116,14 +116,17 @@ class FlowerService:
         return await self.wake(text)
 
     def cancel(self) -> None:
-        """Stop the running wake cleanly; the lineage keeps its sessions, so the next wake resumes."""
+        """Stop the running wake cleanly at the person's request; the lineage keeps its sessions, so the next wake resumes."""
         if self._task is not None and self.running:
+            if self._path is not None:
+                self._path.stopped = True  # ended by the person, not cut off: status() will not say `interrupted`
             self._task.cancel()
 
     async def close(self) -> None:
-        """Cancel any running wake and wait for it to end."""
+        """Cancel any running wake (cut off: the next status says `interrupted`) and wait for it to end."""
         if self._task is not None:
-            self.cancel()
+            if self.running:
+                self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.sessions.close()
 
@@ -146,12 +149,11 @@ class FlowerService:
         try:
             ctx = await self._path.wake(text)
             verdict = ctx.get("verdict")
-            return WakeOutcome(ok=ctx["_ok"], error=ctx.get("_error"), woke=ctx["_woke"], sessions=dict(ctx["_sessions"]),
-                               verdict=Judged(**verdict) if verdict else None)
-        except NothingToDo as exc:
-            raise FlowerError(str(exc)) from None
+            return WakeOutcome(ok=ctx["_ok"], error=ctx.get("_error"), said=ctx.get("_said"), woke=ctx["_woke"],
+                               sessions=dict(ctx["_sessions"]), verdict=Judged(**verdict) if verdict else None)
         except asyncio.CancelledError:
-            return WakeOutcome(ok=False, error="cancelled; wake again to resume")
+            cancelled = texts.say("cancelled")
+            return WakeOutcome(ok=False, error=str(cancelled), said=cancelled)
         finally:
             self._step = self._waiting = None
             self.window = rt.window or self.window
@@ -185,5 +187,6 @@ class FlowerService:
             context = self._stored[1]
         return dataclasses.replace(
             st, context=context, window=self.window, running=self.running, step=self._step,
+            interrupted=not self.running and st.interrupted,
             waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at)
 

@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from .core import goals
 from .core.lineage import Lineage
+from .core.lock import interrupted
 from .core.requirements import REQUIREMENTS_FILE
+from .core.texts import Said
 
 WINDOW = 200_000
 """The context window assumed until the CLI reports the model's own, and the default handoff threshold's base (60%)."""
@@ -69,6 +71,8 @@ class Status:
     verdict: VerdictState | None = None
     handoff_at: int = int(WINDOW * 0.6)
     """Context size (tokens) of the work session above which work moves to a new session (S26)."""
+    interrupted: bool = False
+    """A wake here was cut off (its process died, a window reloaded, a server crashed) and none has continued or finished it since."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +90,8 @@ class WakeOutcome:
 
     ok: bool
     error: str | None = None
+    """Why it did not finish, in English (logs, JSON); `said` is the same sentence for the person's language (D4)."""
+    said: Said | None = None
     woke: int | None = None
     """The wake count; None when the wake was cancelled."""
     sessions: dict[str, str] = field(default_factory=dict)
@@ -105,9 +111,15 @@ def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
         started=bool(lineage.steps) or (workspace / REQUIREMENTS_FILE).exists(),
         steps=dict(lineage.steps),
         goals=[Goal(text=g.text, done=g.done) for g in goals.read(workspace / goals.GOALS_FILE)],
+        interrupted=interrupted(run_dir),
     )
 
 
 def to_json(obj: Status | WakeOutcome) -> dict[str, Any]:
-    """The plain dict of a Status or WakeOutcome (nested states as dicts), as `flower status --json` prints it."""
-    return dataclasses.asdict(obj)
+    """The plain dict of a Status or WakeOutcome (nested states as dicts), as `flower status --json` prints it.
+
+    A WakeOutcome's `said` is left out: `error` is its English, and a front-end renders `said` itself (D4).
+    """
+    plain = dataclasses.asdict(obj)
+    plain.pop("said", None)
+    return plain

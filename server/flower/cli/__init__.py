@@ -57,10 +57,10 @@ def run(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"flower: {exc}\n")
         return EXIT_USAGE
     except WorkspaceBusy as exc:
-        sys.stderr.write(f"flower: {exc}\n")
+        sys.stderr.write(f"flower: {exc.text(locale)}\n")
         return EXIT_BUSY
-    except FlowerError as exc:  # expected: the message says what to do
-        sys.stderr.write(f"flower: {exc}\n")
+    except FlowerError as exc:  # expected: the message says what to do, in the terminal's language (D4)
+        sys.stderr.write(f"flower: {exc.text(locale)}\n")
         return EXIT_FAILED
     except KeyboardInterrupt:
         sys.stdout.write("\n")

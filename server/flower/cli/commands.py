@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.texts import Said
 from .args import UsageError, writable_run_dir
 from .console import Console, first_line, setup_logging
 from .keyboard import Asker, Keyboard, listen, prompt
@@ -72,8 +73,14 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
         console.line(console.style(done, "1;32"))
         return EXIT_OK
-    console.error(first_line(result.error) or console.text("run_unfinished"))
+    console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("run_unfinished"))
     return EXIT_FAILED
+
+
+def said_lines(said: Said, locale: str) -> str:
+    """A failure in the terminal's language: its first line, and its last when that differs (a fatal error's advice, S21)."""
+    lines = [ln for ln in said.text(locale).splitlines() if ln.strip()]
+    return "\n".join(dict.fromkeys(first_line(ln) for ln in lines[:1] + lines[-1:]))
 
 
 async def once_command(args: argparse.Namespace, locale: str) -> int:
@@ -100,7 +107,7 @@ async def once_command(args: argparse.Namespace, locale: str) -> int:
         console.note(console.text("resume_hint", sid=result.session_id))
     if result.ok:
         return EXIT_OK
-    console.error(first_line(result.error) or console.text("agent_unfinished"))
+    console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("agent_unfinished"))
     return EXIT_FAILED
 
 
@@ -123,6 +130,8 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
             console.line(f"  {step}  {sid}")
     else:
         console.line(console.text("status_nothing"))
+    if st["interrupted"]:
+        console.line(console.text("status_interrupted"))
     if st["goals"]:
         done = sum(1 for g in st["goals"] if g["done"])
         console.line(console.text("status_goals", done=done, total=len(st["goals"])))

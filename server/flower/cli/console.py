@@ -134,8 +134,9 @@ class Console:
                 self.line(text.rstrip("\n"))
             case ToolCall(name=name, input=data):
                 self.line(self.style(f"  · {name} {tool_arg(data, limit=100, path=self.relative)}".rstrip(), "36"), self.info)
-            case StepEnded(ok=False, step=step, error=error):
-                self.line(self.style(self.text("failed_step", step=step, error=first_line(error)), "31"), self.info)
+            case StepEnded(ok=False, step=step, error=error, said=said):
+                shown = said.text(self.locale) if said else error  # the terminal's language (D4)
+                self.line(self.style(self.text("failed_step", step=step, error=first_line(shown)), "31"), self.info)
             case Verdict(round=n, passed=True):
                 self.line(self.style(self.text("verdict_pass", round=n), "1;32"), self.info)
             case Verdict(round=n, reasons=reasons):

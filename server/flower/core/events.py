@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from .texts import Said
+
 
 @dataclass(frozen=True, kw_only=True)
 class SessionStarted:
@@ -92,6 +94,8 @@ class StepEnded:
     error: str | None = None
     context: int | None = None
     step: str | None = None
+    said: Said | None = None
+    """`error` as a catalog sentence, for a front-end to show in the person's language (D4)."""
 
 
 @dataclass(frozen=True, kw_only=True)

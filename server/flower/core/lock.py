@@ -21,9 +21,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .durable import write_atomic
 from .errors import FlowerError
+from .texts import say
 
 LOCK_FILE = "flower.lock"
+PROBE_GRACE = 0.1
+"""Seconds `acquire` keeps trying, so a status probe holding the lock shared for an instant is not taken for a holder."""
+WAKE_FILE = "wake.json"
+"""`<run_dir>/wake.json`: a wake is under way (pid, start); removed when it ends, so one left behind marks a wake cut off."""
 
 
 class WorkspaceBusy(FlowerError):
@@ -33,14 +39,10 @@ class WorkspaceBusy(FlowerError):
         self.path = path
         self.pid = pid
         self.started_at = started_at
-        who = f"pid {pid}" if pid else "pid unknown"
-        if started_at:
-            who += f", since {_when(started_at)}"
-        stop = f"stop it (kill {pid})" if pid else "stop it"
-        super().__init__(
-            f"another flower ({who}) is driving this workspace; wait for it to finish or {stop}"
-            f" (lock: {path})"
-        )
+        who = (say("busy_pid_since", pid=pid, since=_when(started_at)) if pid and started_at
+               else say("busy_pid", pid=pid) if pid else say("busy_unknown"))
+        super().__init__("workspace_busy", who=who, stop=say("busy_stop_pid", pid=pid) if pid else say("busy_stop"),
+                         lock=path)
 
 
 def try_flock(fd: int, timeout: float = 0.0) -> bool:
@@ -98,14 +100,14 @@ class WorkspaceLock:
         return self._fd is not None
 
     def acquire(self) -> WorkspaceLock:
-        """Take the lock or raise WorkspaceBusy at once; idempotent for the holder. OSError if run_dir is unusable."""
+        """Take the lock or raise WorkspaceBusy (within PROBE_GRACE); idempotent for the holder. OSError if run_dir is unusable."""
         with self._mutex:
             if self._fd is not None:
                 return self
             os.makedirs(self.run_dir, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                taken = try_flock(fd)
+                taken = try_flock(fd, PROBE_GRACE)  # rides out an `interrupted()` probe's instant of shared lock
             except BaseException:
                 os.close(fd)
                 raise
@@ -150,6 +152,42 @@ class WorkspaceLock:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def held(run_dir: str | os.PathLike[str]) -> bool:
+    """Whether a live process (this one included) holds `<run_dir>/flower.lock` now.
+
+    Probed with a shared flock for an instant: `WorkspaceLock.acquire` tries for a moment, so the probe never makes a wake refuse.
+    """
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False  # no lock file: nobody has ever held it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock if it was taken
+    return False
+
+
+def mark_wake(run_dir: str | os.PathLike[str]) -> None:
+    """Record, under the workspace lock, that a wake is under way here (atomically: a crash leaves it whole or absent)."""
+    write_atomic(Path(run_dir) / WAKE_FILE, json.dumps({"pid": os.getpid(), "started_at": time.time()}).encode())
+
+
+def clear_wake(run_dir: str | os.PathLike[str]) -> None:
+    """The wake ended (finished, failed, or stopped by the person): nothing was cut off."""
+    Path(run_dir, WAKE_FILE).unlink(missing_ok=True)
+
+
+def interrupted(run_dir: str | os.PathLike[str]) -> bool:
+    """A wake here was cut off and nothing has continued or finished it: its marker is left and no live process holds the lock.
+
+    Read from files only, so it survives any crash: the flock dies with its holder (kill -9, a crashed server, a reload).
+    """
+    return Path(run_dir, WAKE_FILE).exists() and not held(run_dir)
 
 
 def _read_info(fd: int) -> dict[str, Any]:

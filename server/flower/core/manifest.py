@@ -16,6 +16,7 @@ from typing import Any
 from .durable import move_aside, stamp, write_atomic
 from .lock import exclusive
 from .redact import redact
+from .texts import Said
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ class StepResult:
     resumed: bool = False
     retired: list[str] = field(default_factory=list)
     context: int | None = None
+    said: Said | None = field(default=None, compare=False, repr=False)
+    """`error` as a catalog sentence (`{key, fields}` in the row), for a front-end to show in the person's language (D4)."""
 
     @property
     def duration_s(self) -> float:

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from . import texts
+from .texts import Said, say
+
 Kind = Literal["transient", "fatal", "unknown"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -182,16 +185,8 @@ RESUME_PROMPT = (
 )
 
 
-# What to fix for each family of fatal errors: said once, instead of retrying (S21).
-_FIX = {
-    "auth": "the API key was refused: check ANTHROPIC_API_KEY (or log in again with `claude login`)",
-    "permission": "this key may not use this model or endpoint: check the key's permissions",
-    "billing": "the account is out of credit or quota: check billing, then run again",
-    "too_long": "the conversation no longer fits the model's context: start over with `flower --new`, or trim (no --no-trim)",
-    "model": "the model was not found: check the model name and ANTHROPIC_BASE_URL",
-    "invalid": "the API rejected the request as malformed: run again; if it repeats, report it",
-    "cli": "the Claude Code CLI could not be started: reinstall flower (the SDK bundles the CLI)",
-}
+# What to fix for each family of fatal errors: said once, instead of retrying (S21); the sentences are catalog `fix_<family>` (D4).
+_FIX = {family: f"fix_{family}" for family in ("auth", "permission", "billing", "too_long", "model", "invalid", "cli")}
 _ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), _FIX[key]) for p, key in (
     (r"401|authentication|api[ _-]?key|oauth|/login", "auth"),
     (r"403|permission_error", "permission"),
@@ -205,12 +200,17 @@ _CATEGORY_FIX = {"authentication_failed": "auth", "billing_error": "billing", "i
                  "cli_not_found": "cli"}
 
 
-def advice(text: str | None) -> str:
-    """One sentence saying what to fix for a fatal error, from its text."""
-    for pattern, said in _ADVICE:
+def advice_key(text: str | None) -> str:
+    """The catalog key of what to fix for a fatal error, from its text."""
+    for pattern, key in _ADVICE:
         if pattern.search(text or ""):
-            return said
-    return "this error will not go away by retrying: fix its cause, then run again"
+            return key
+    return "fix_other"
+
+
+def advice(text: str | None) -> str:
+    """One sentence (English) saying what to fix for a fatal error, from its text."""
+    return texts.text(advice_key(text), "en")
 
 
 # ---------------------------------------------------------------- structured failures (S21)
@@ -273,12 +273,17 @@ class Failure:
         return f"{self.text} (HTTP {self.status})" if self.status is not None else self.text
 
     @property
-    def advice(self) -> str:
-        """What to fix, from the structured fields first, else from the text."""
+    def fix(self) -> Said:
+        """What to fix, from the structured fields first, else from the text; rendered in the reader's locale."""
         # The terminal reason is the most specific (a too-long prompt comes as a plain 400).
         key = (("too_long" if self.reason in FATAL_REASONS else None) or _STATUS_FIX.get(self.status or 0)
                or _CATEGORY_FIX.get(self.category or ""))
-        return _FIX[key] if key else advice(self.text)
+        return say(_FIX[key] if key else advice_key(self.text))
+
+    @property
+    def advice(self) -> str:
+        """`fix` in English."""
+        return str(self.fix)
 
 
 @dataclass(frozen=True)

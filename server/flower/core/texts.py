@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import string
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 LOCALES = ("en", "zh")
 
@@ -93,6 +94,86 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "no session {sid} for this directory in {db}; run `flower once` from the directory (and with the -r DIR) it was started in",
         "zh": "{db} 里没有这个目录的会话 {sid};请在开始它的目录(用同样的 -r DIR)运行 `flower once`",
     },
+    # -- failures a person reads: FlowerError messages and step errors (their detail stays untranslated) --
+    "missing_credentials": {
+        "en": "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-…), or log in once with "
+              "`claude login`; `flower demo` runs offline without one.",
+        "zh": "没有 Anthropic API key: 设置 ANTHROPIC_API_KEY(export ANTHROPIC_API_KEY=sk-ant-…),"
+              "或先用 `claude login` 登录一次;`flower demo` 不需要 key 就能离线运行。",
+    },
+    "workspace_busy": {
+        "en": "another flower ({who}) is driving this workspace; wait for it to finish or {stop} (lock: {lock})",
+        "zh": "另一个 flower({who})正在这个工作区干活;等它做完,或{stop}(锁: {lock})",
+    },
+    "busy_pid": {"en": "pid {pid}", "zh": "pid {pid}"},
+    "busy_pid_since": {"en": "pid {pid}, since {since}", "zh": "pid {pid},自 {since} 起"},
+    "busy_unknown": {"en": "pid unknown", "zh": "pid 未知"},
+    "busy_stop_pid": {"en": "stop it (kill {pid})", "zh": "停掉它(kill {pid})"},
+    "busy_stop": {"en": "stop it", "zh": "停掉它"},
+    "db_unreadable": {
+        "en": "{db} cannot be read as flower's session database ({reason}); it was left as it is. "
+              "Move it aside to start a fresh history (the next wake starts new sessions).",
+        "zh": "{db} 无法作为 flower 的会话数据库读取({reason});它保持原样未动。"
+              "把它移走即可开始新的历史(下次唤醒会开新会话)。",
+    },
+    "db_not_sqlite": {
+        "en": "{db} is not a usable SQLite database ({reason}). flower keeps its sessions there: move that file aside, "
+              "or point run_dir at another folder.",
+        "zh": "{db} 不是可用的 SQLite 数据库({reason})。flower 把会话存在这里: 把这个文件移走,或让 run_dir 指向别的目录。",
+    },
+    "db_too_new": {
+        "en": "{db} was written by a newer flower (schema version {version}; this flower knows up to {known}). "
+              "Upgrade flower (pip install -U flower) to use it; the file was left as it is.",
+        "zh": "{db} 是更新版本的 flower 写的(结构版本 {version};这个 flower 只认到 {known})。"
+              "升级 flower(pip install -U flower)后再用;文件保持原样未动。",
+    },
+    "db_cannot_open": {"en": "cannot open {db}: {reason}", "zh": "无法打开 {db}: {reason}"},
+    "step_failed": {"en": "{step}: {error}", "zh": "{step}: {error}"},
+    "not_retried": {"en": "{detail}\nnot retried: {advice}", "zh": "{detail}\n不再重试: {advice}"},
+    "gave_up_offline": {
+        "en": "offline for more than {seconds} s ({detail}); the session is kept: run again when the network is back to resume it",
+        "zh": "离线超过 {seconds} 秒({detail});会话已保留: 网络恢复后再运行即可接着做",
+    },
+    "cancelled": {"en": "cancelled; wake again to resume", "zh": "已取消;再次唤醒即可接着做"},
+    "no_result": {"en": "the agent ended without a result", "zh": "代理结束了,但没有给出结果"},
+    "requirements_incomplete": {"en": "{file} is still incomplete", "zh": "{file} 仍不完整"},
+    "no_goals": {"en": "no checklist items were written to {file}", "zh": "{file} 里没有写出任何清单条目"},
+    "judge_not_passed": {
+        "en": "the judge did not pass the work in {rounds} round(s): {reasons}",
+        "zh": "判定者 {rounds} 轮内没有通过这项工作: {reasons}",
+    },
+    "fix_auth": {
+        "en": "the API key was refused: check ANTHROPIC_API_KEY (or log in again with `claude login`)",
+        "zh": "API key 被拒绝: 检查 ANTHROPIC_API_KEY(或用 `claude login` 重新登录)",
+    },
+    "fix_permission": {
+        "en": "this key may not use this model or endpoint: check the key's permissions",
+        "zh": "这个 key 无权使用该模型或端点: 检查 key 的权限",
+    },
+    "fix_billing": {
+        "en": "the account is out of credit or quota: check billing, then run again",
+        "zh": "账户余额或配额用完了: 检查账单后再运行",
+    },
+    "fix_too_long": {
+        "en": "the conversation no longer fits the model's context: start over with `flower --new`, or trim (no --no-trim)",
+        "zh": "对话已超出模型的上下文: 用 `flower --new` 重新开始,或开启裁剪(不要 --no-trim)",
+    },
+    "fix_model": {
+        "en": "the model was not found: check the model name and ANTHROPIC_BASE_URL",
+        "zh": "找不到该模型: 检查模型名和 ANTHROPIC_BASE_URL",
+    },
+    "fix_invalid": {
+        "en": "the API rejected the request as malformed: run again; if it repeats, report it",
+        "zh": "API 认为请求格式有误而拒绝: 再运行一次;如果重复出现,请报告",
+    },
+    "fix_cli": {
+        "en": "the Claude Code CLI could not be started: reinstall flower (the SDK bundles the CLI)",
+        "zh": "无法启动 Claude Code CLI: 重新安装 flower(SDK 自带该 CLI)",
+    },
+    "fix_other": {
+        "en": "this error will not go away by retrying: fix its cause, then run again",
+        "zh": "这个错误重试也不会消失: 先解决原因,再运行",
+    },
     # -- flower status ------------------------------------------------------------------------------
     "status_workspace": {"en": "workspace {path}", "zh": "工作区   {path}"},
     "status_run_dir": {"en": "run dir   {path}", "zh": "记录     {path}"},
@@ -101,6 +182,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "已唤醒 {woke} 次;下次运行接着做(第 {next} 次唤醒)",
     },
     "status_nothing": {"en": "nothing to resume here: flower \"task\" starts one", "zh": "这里还没有可接续的会话:flower \"任务\" 开始"},
+    "status_interrupted": {
+        "en": "the last wake was cut off before it ended: run `flower` here to continue it",
+        "zh": "上次唤醒没做完就被打断了:在这里运行 `flower` 接着做",
+    },
     "status_goals": {"en": "goals {done}/{total} done", "zh": "目标 {done}/{total} 条已完成"},
     # -- flower demo ----------------------------------------------------------------------------------
     "demo_task": {"en": "write a script that turns Markdown into HTML", "zh": "写个 md 转 html 的脚本"},
@@ -171,6 +256,30 @@ def env_locale(environ: Mapping[str, str] = os.environ) -> str:
 def text(key: str, locale: str | None, **fields: object) -> str:
     """The sentence `key` in `locale` (any spelling `locale_from` accepts), its {fields} filled in."""
     return CATALOG[key][locale_from(locale)].format(**fields)
+
+
+@dataclass(frozen=True)
+class Said:
+    """A sentence not yet put into words: a catalog key and its fields, rendered in the reader's locale.
+
+    A field that is itself a `Said` is rendered in the same locale; any other field (an HTTP status,
+    the CLI's own error text, a path) is shown as it is, untranslated. `str()` is the English, for logs.
+    """
+
+    key: str
+    fields: dict[str, object] = field(default_factory=dict)
+
+    def text(self, locale: str | None) -> str:
+        """This sentence in `locale`."""
+        return text(self.key, locale, **{k: v.text(locale) if isinstance(v, Said) else v for k, v in self.fields.items()})
+
+    def __str__(self) -> str:
+        return self.text("en")
+
+
+def say(key: str, **fields: object) -> Said:
+    """The sentence `key` with its fields, to be rendered later in the reader's locale."""
+    return Said(key, fields)
 
 
 def fields(template: str) -> set[str]:

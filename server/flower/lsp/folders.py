@@ -137,7 +137,7 @@ class Folder:
             folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
             steps=dict(s["steps"]), goals=[p.Goal(g["text"], g["done"]) for g in s["goals"]],
             context=s["context"], window=s["window"], handoff_at=s["handoff_at"], running=s["running"],
-            step=s.get("step"), waiting=wait,
+            step=s.get("step"), waiting=wait, interrupted=s["interrupted"],
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
         )
 
@@ -245,7 +245,8 @@ class Folder:
 
     async def _close(self) -> None:
         run = self.run
-        self.cancel()
+        if run is not None and self.svc.running:
+            run.cancel_requested = True  # the end state says cancelled; the wake itself is cut off (status: interrupted)
         await self.svc.close()
         if run is not None and run.task is not None:
             await asyncio.gather(run.task, return_exceptions=True)
@@ -275,11 +276,14 @@ class Folder:
         try:
             result = await work
             outcome = to_json(result) if result is not None else {"ok": True}
+            if result is not None and result.said is not None:
+                outcome["error"] = result.said.text(self.svc.locale)  # the editor's language (D4)
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
             if not isinstance(exc, FlowerError):
                 log.exception("wake in %s failed", self.uri)
             run.error = exc
-            outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, FlowerError) else str(exc)}
+            outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, FlowerError)
+                       else exc.text(self.svc.locale)}
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead
@@ -389,9 +393,9 @@ class Folder:
                 self.notify(p.STEP_START, p.StepStartNotification(
                     f, event.step, event.index, event.total, event.session_id, event.woke, token))
             case StepEnded():
-                self.notify(p.STEP_END, p.StepEndNotification(
-                    f, event.step, event.ok, event.session_id, event.error, event.context))
-                self._end_progress("done" if event.ok else f"failed: {event.error or 'unknown error'}")
+                error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
+                self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context))
+                self._end_progress("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
             case SessionStarted():

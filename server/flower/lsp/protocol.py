@@ -51,7 +51,9 @@ UNKNOWN_FOLDER = -32010
 WORKSPACE_BUSY = -32011
 """Another process (a terminal `flower`, another editor window) drives this workspace (D5)."""
 FLOWER_ERROR = -32012
-"""An expected failure with an actionable message (nothing to continue, no API key, …)."""
+"""An expected failure with an actionable message (nothing to continue, …), in the editor's language; `data.key` names it."""
+MISSING_CREDENTIALS = -32013
+"""No way to authenticate against the model API (no key in the environment, no `claude login`): offer to set one."""
 
 T = TypeVar("T")
 Role = Literal["user", "assistant"]
@@ -218,6 +220,8 @@ class FolderStatus:
     """A retry wait in progress, or null."""
     verdict: VerdictState | None
     """The judge's last verdict on the current work session (seen here, else from the manifest), or null."""
+    interrupted: bool = False
+    """A wake here was cut off (its process died, the window reloaded, the server crashed) and nothing has continued or finished it since."""
 
 
 @attrs.define

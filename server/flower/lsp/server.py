@@ -20,7 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 from pygls.uris import to_fs_path
 
-from ..core.errors import FlowerError
+from ..core.errors import FlowerError, MissingCredentials
 from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
 from . import protocol as p
@@ -211,9 +211,11 @@ def answers(method: str, params_cls: type) -> Callable[[Handler], Handler]:
             except JsonRpcException:
                 raise
             except WorkspaceBusy as exc:
-                raise p.error(p.WORKSPACE_BUSY, str(exc), pid=exc.pid, lock=str(exc.path)) from None
+                raise p.error(p.WORKSPACE_BUSY, exc.text(ls.locale), key=exc.key, pid=exc.pid, lock=str(exc.path)) from None
+            except MissingCredentials as exc:  # its own code: the client offers "Set API Key…" without reading text
+                raise p.error(p.MISSING_CREDENTIALS, exc.text(ls.locale), key=exc.key) from None
             except FlowerError as exc:
-                raise p.error(p.FLOWER_ERROR, str(exc)) from None
+                raise p.error(p.FLOWER_ERROR, exc.text(ls.locale), key=exc.key) from None
         return run
 
     return wrap

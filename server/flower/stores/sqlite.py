@@ -135,17 +135,11 @@ class SessionStoreError(FlowerError, ValueError):
 
 
 def _not_a_database(path: Path, err: sqlite3.Error) -> SessionStoreError:
-    return SessionStoreError(
-        f"{path} is not a usable SQLite database ({err}). flower keeps its sessions "
-        "there: move that file aside, or point run_dir at another folder."
-    )
+    return SessionStoreError("db_not_sqlite", db=path, reason=err)
 
 
 def _too_new(path: Path, version: int, known: int) -> SessionStoreError:
-    return SessionStoreError(
-        f"{path} was written by a newer flower (schema version {version}; this flower knows up "
-        f"to {known}). Upgrade flower (pip install -U flower) to use it; the file was left as it is."
-    )
+    return SessionStoreError("db_too_new", db=path, version=version, known=known)
 
 
 def _is_not_a_database(err: sqlite3.Error) -> bool:
@@ -344,7 +338,7 @@ class SqliteSessionStore(SessionStore):
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as err:
-            raise SessionStoreError(f"cannot open {self.path}: {err}") from err
+            raise SessionStoreError("db_cannot_open", db=self.path, reason=err) from err
         try:
             self._prepare(conn)
         except BaseException as err:
@@ -504,7 +498,7 @@ class SqliteSessionStore(SessionStore):
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as err:
-            raise SessionStoreError(f"cannot open {self.path}: {err}") from err
+            raise SessionStoreError("db_cannot_open", db=self.path, reason=err) from err
         try:
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if version > len(self.migrations):

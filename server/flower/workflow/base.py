@@ -11,6 +11,7 @@ from ..core.events import StepEnded, StepStarted
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock
 from ..core.manifest import Manifest, StepResult, parse_name, retry_name
+from ..core.texts import Said, say
 from ..runtime import AgentSpec, Runtime, Sessions
 from ..status import at_rest
 
@@ -24,6 +25,11 @@ def step_of(name: str) -> str:
         name = base
         base, kind, _ = parse_name(name)
     return name
+
+
+def fail(ctx: dict[str, Any], said: Said) -> None:
+    """Mark the wake failed: `_said` for a front-end to show in the person's language, `_error` its English (D4)."""
+    ctx["_ok"], ctx["_error"], ctx["_said"] = False, str(said), said
 
 
 @dataclass
@@ -66,7 +72,7 @@ class Workflow:
                 result = await self.run_step(rt, step, ctx, lineage, index)
                 ctx[step.name] = result.text
                 if not result.ok:
-                    ctx["_ok"], ctx["_error"] = False, f"{step.name}: {result.error}"
+                    fail(ctx, say("step_failed", step=step.name, error=result.said or result.error))
                     break
             return ctx
 
@@ -93,7 +99,8 @@ class Workflow:
             text = message if message is not None else step.message(ctx, session is not None)
             result = await self.dispatch(rt, step, text, session, lineage, shown)
             self.manifest_for(rt).add(result)
-            rt.emit(StepEnded(ok=result.ok, session_id=result.session_id, error=result.error, context=result.context, step=shown))
+            rt.emit(StepEnded(ok=result.ok, session_id=result.session_id, error=result.error, context=result.context, step=shown,
+                              said=result.said))
             if result.ok:
                 break
         return result

@@ -12,12 +12,14 @@ from typing import Any
 from ..core import goals, requirements, texts
 from ..core.banner import banner, header
 from ..core.durable import stamp
+from ..core.errors import FlowerError
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
 from ..core.lineage import Lineage
-from ..core.lock import WorkspaceLock
+from ..core.lock import WorkspaceLock, clear_wake, mark_wake
 from ..core.manifest import StepResult, round_name
+from ..core.texts import say
 from ..runtime import AgentSpec, Runtime
-from .base import Step, Workflow, step_of
+from .base import Step, Workflow, fail, step_of
 from .goal import with_goal
 
 CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
@@ -72,8 +74,11 @@ work_step = Step(WORK, WORKER, WORK_PROMPT, resume_prompt=WORK_RESUME)
 Ask = Callable[[str], Awaitable[str | None]]
 
 
-class NothingToDo(Exception):
+class NothingToDo(FlowerError):
     """A first run with no task."""
+
+    def __init__(self) -> None:
+        super().__init__("nothing_here")
 
 
 @dataclass
@@ -90,6 +95,8 @@ class FlowerPath:
     inbox: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     """Sentences said while running; the work session receives them at its next turn."""
     last_words: str = ""
+    stopped: bool = False
+    """Set when the person stops this wake (cancel, `new`): the cancellation then ends it rather than cutting it off."""
     workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
 
     @property
@@ -113,24 +120,36 @@ class FlowerPath:
             lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
-                raise NothingToDo("nothing to continue here: say what to do, e.g. flower \"build a todo app\"")
-            if not used:
-                requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
-            ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
-            sentence = text.strip() if used and text and text.strip() else None
-            if used:
-                context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
-                line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
-                self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
-            if sentence:
-                requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
-                self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
-            ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
-            ok = (await self.clarify(ctx, lineage, sentence)
-                  and await self.derive_goals(ctx, lineage, again=bool(sentence))
-                  and await self.work(ctx, lineage, sentence))
-            ctx["_ok"] = ok and ctx["_ok"]
+                raise NothingToDo()
+            mark_wake(self.rt.run_dir)  # removed below when this wake ends; left behind if it is cut off
+            try:
+                ctx = await self._wake(lineage, used, text)
+            except BaseException as exc:
+                if not isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) or self.stopped:
+                    clear_wake(self.rt.run_dir)  # it ended (a failure, or the person stopped it): not cut off
+                raise
+            clear_wake(self.rt.run_dir)
             return ctx
+
+    async def _wake(self, lineage: Lineage, used: bool, text: str | None) -> dict[str, Any]:
+        """The wake's steps, under the lock and the wake marker."""
+        if not used:
+            requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
+        ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
+        sentence = text.strip() if used and text and text.strip() else None
+        if used:
+            context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
+            line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
+            self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
+        if sentence:
+            requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
+            self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
+        ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
+        ok = (await self.clarify(ctx, lineage, sentence)
+              and await self.derive_goals(ctx, lineage, again=bool(sentence))
+              and await self.work(ctx, lineage, sentence))
+        ctx["_ok"] = ok and ctx["_ok"]
+        return ctx
 
     def start(self, ctx: dict[str, Any], lineage: Lineage, step: str, index: int) -> None:
         """The S19 header for a step about to run."""
@@ -143,7 +162,7 @@ class FlowerPath:
         self.start(ctx, lineage, name or step.name, index)
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
         if not result.ok:
-            ctx["_ok"], ctx["_error"] = False, f"{name or step.name}: {result.error}"
+            fail(ctx, say("step_failed", step=name or step.name, error=result.said or result.error))
         return result
 
     async def clarify(self, ctx: dict[str, Any], lineage: Lineage, sentence: str | None) -> bool:
@@ -163,7 +182,7 @@ class FlowerPath:
             self.emit(Question(text=result.text, step=CLARIFY))
             answer = await self.ask(result.text) if self.ask else None
             message = answer.strip() if answer and answer.strip() else NOBODY_TO_ASK
-        ctx["_ok"], ctx["_error"] = False, f"{CLARIFY}: {requirements.REQUIREMENTS_FILE} is still incomplete"
+        fail(ctx, say("step_failed", step=CLARIFY, error=say("requirements_incomplete", file=requirements.REQUIREMENTS_FILE)))
         return False
 
     async def derive_goals(self, ctx: dict[str, Any], lineage: Lineage, again: bool) -> bool:
@@ -173,7 +192,7 @@ class FlowerPath:
             return True
         result = await self.run(ctx, lineage, goals_step, 2, GOALS_PROMPT)
         if result.ok and not goals.read(self.goals_path):
-            ctx["_ok"], ctx["_error"] = False, f"{GOALS}: no checklist items were written to {goals.GOALS_FILE}"
+            fail(ctx, say("step_failed", step=GOALS, error=say("no_goals", file=goals.GOALS_FILE)))
         ctx[GOALS] = result.text
         return bool(ctx["_ok"])
 
@@ -210,8 +229,7 @@ class FlowerPath:
             first = WORK_RESUME  # something was said during the last round: it gets its own rounds
         ctx["verdict"] = {"passed": gate.passed, "rounds": gate.rounds, "reasons": gate.reasons}
         if not gate.passed and ctx["_ok"]:
-            ctx["_ok"] = False
-            ctx["_error"] = f"the judge did not pass the work in {gate.rounds} round(s): {gate.reasons}"
+            fail(ctx, say("judge_not_passed", rounds=gate.rounds, reasons=gate.reasons))
         return gate.passed
 
     async def pending(self, ctx: dict[str, Any], lineage: Lineage, message: str) -> str:
