@@ -8,7 +8,8 @@ import { ResponseError } from 'vscode-languageclient/node';
 import type { Focus } from './folders';
 import { formatTokens } from './model/gauge';
 import * as p from './protocol';
-import { type FolderServer, type Interpreter, pipInstall, SECRET_KEY, type Servers, type WakeCall } from './server';
+import { pipInstall } from './model/install';
+import { type FolderServer, installSource, type Interpreter, SECRET_KEY, type Servers, type WakeCall } from './server';
 import type { TranscriptView } from './views/transcript';
 
 /** The failure a wake ends with when the CLI would have no way to authenticate (runtime.check_credentials). */
@@ -37,7 +38,7 @@ export class Commands {
             c('flower.new', () => this.newTask()),
             c('flower.cancel', () => this.cancel()),
             c('flower.status', () => this.status()),
-            c('flower.showTranscript', () => this.transcript().reveal()),
+            c('flower.showTranscript', () => this.transcript().reveal(true)),
             c('flower.openRequirements', () => this.openFile('需求.md')),
             c('flower.openGoals', () => this.openFile('目标.md')),
             c('flower.restartServer', (folder?: unknown) => this.restart(folder)),
@@ -146,7 +147,7 @@ export class Commands {
             {
                 label: `$(pulse) ${vscode.l10n.t('wake #{0}', s.woke)}`,
                 description: s.running ? vscode.l10n.t('running {0}', s.step ?? '') : vscode.l10n.t('idle'),
-                run: () => this.transcript().reveal(),
+                run: () => this.transcript().reveal(true),
             },
             {
                 label: `$(checklist) ${vscode.l10n.t('goals {0}/{1}', done, s.goals.length)}`,
@@ -231,7 +232,7 @@ export class Commands {
     missingFlower(python: Interpreter): void {
         if (this.warnedInterpreters.has(python.command)) return;
         this.warnedInterpreters.add(python.command);
-        const command = pipInstall(python.command, this.ctx.extensionPath);
+        const command = pipInstall(python.command, installSource(this.ctx.extensionPath));
         const install = vscode.l10n.t('Install in Terminal');
         void vscode.window
             .showErrorMessage(
@@ -291,7 +292,7 @@ export class Commands {
                 if (r.action === 'delivered') void vscode.window.setStatusBarMessage(vscode.l10n.t('flower: the sentence goes to the work session next'), 4000);
             } else status = (await server.request(p.newTask, { folder, text: call.text ?? '' })).status;
             server.setStatus(status);
-            void this.transcript().reveal();
+            void this.transcript().reveal(false);
         } catch (e) {
             const message = e instanceof Error ? e.message : String(e);
             if (isMissingCredentials(message)) {

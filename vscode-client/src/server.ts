@@ -28,6 +28,7 @@ import {
 } from 'vscode-languageclient/node';
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
+import { findWheel, type Source } from './model/install';
 import { initializationOptions } from './model/settings';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -92,15 +93,11 @@ export function checkImport(command: string): Promise<string | null> {
     });
 }
 
-/**
- * The `pip install` line that makes flower importable for this interpreter: the wheel shipped
- * in the extension (`python/flower-*.whl`) when there is one, else the project's package name.
- */
-export function pipInstall(command: string, extensionPath: string): string {
-    const quote = (s: string): string => (/[\s"'$]/.test(s) ? `"${s.replace(/(["$\\])/g, '\\$1')}"` : s);
+/** What `pip install` takes for this extension: its bundled wheel, else the checkout it runs from. */
+export function installSource(extensionPath: string): Source {
     const dir = path.join(extensionPath, 'python');
-    const wheel = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => /^flower-.*\.whl$/.test(f)) : undefined;
-    return `${quote(command)} -m pip install ${quote(wheel !== undefined ? path.join(dir, wheel) : 'flower')}`;
+    const wheel = fs.existsSync(dir) ? findWheel(fs.readdirSync(dir)) : undefined;
+    return wheel !== undefined ? { wheel: path.join(dir, wheel) } : { checkout: path.dirname(extensionPath) };
 }
 
 /** A wake's parameters, kept so that a wake refused for missing credentials can be retried. */
