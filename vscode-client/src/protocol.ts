@@ -56,6 +56,8 @@ export interface FolderStatus {
     step: string | null;
     waiting: WaitState | null;
     verdict: VerdictState | null;
+    /** A wake here was cut off (process died, window reloaded, server crashed) and nothing continued or finished it since. */
+    interrupted: boolean;
 }
 
 /** What the pruner does with an entry when its session resumes (S23, S25). */
@@ -285,6 +287,8 @@ export const UNKNOWN_FOLDER = -32010;
 export const WORKSPACE_BUSY = -32011;
 /** An expected failure with an actionable message. */
 export const FLOWER_ERROR = -32012;
+/** No API key and no `claude login`: offer "Set API Key…". */
+export const MISSING_CREDENTIALS = -32013;
 
 /** The server options `initialize` reads from `initializationOptions` (protocol.md). */
 export interface InitializationOptions {
