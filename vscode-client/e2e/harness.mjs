@@ -156,6 +156,7 @@ export function installExtension() {
     env: { ...process.env, XDG_CONFIG_HOME: path.join(xdg, 'config'), XDG_DATA_HOME: path.join(xdg, 'data') },
     encoding: 'utf8', timeout: secs(120),
   });
+  removeDirs([xdg]);
   if (out.status !== 0) throw new Error(`installing ${VSIX} failed: ${out.stderr || out.stdout}`);
   extensionsDir = dir;
   return dir;
