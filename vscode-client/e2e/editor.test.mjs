@@ -55,6 +55,16 @@ async function row(/** @type {Editor} */ ed, /** @type {string} */ selector, /**
   return loc;
 }
 
+/**
+ * `flower: Show Transcript`. The person asks for the view, so it takes the focus, once its page
+ * has loaded: wait until it has it (a palette opened earlier would be closed by it).
+ */
+async function showTranscript(/** @type {Editor} */ ed, locale = '') {
+  await ed.command(title('showTranscript', locale));
+  await ed.view().locator('#say-input').waitFor({ timeout: secs(30) });
+  await until(() => ed.page.evaluate(() => document.activeElement?.tagName === 'IFRAME'), 'the transcript view to have the focus', secs(10));
+}
+
 const TASK = 'build a calculator';
 
 /** Palette `flower: Start a Task…`, then type the task into its input box. */
@@ -67,8 +77,18 @@ const TIME = { timeout: secs(150) };
 test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree', TIME, async () => {
   const ws = tempDir('ws-start');
   await scenario('1-start', 'start', [ws], async (ed, model) => {
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     await start(ed);
+    // The wake shows the transcript without taking the focus: a palette opened as it begins
+    // (once the task's input box has gone, i.e. the wake was sent) stays open.
+    const palette = ed.page.locator('.quick-input-widget input');
+    await palette.waitFor({ state: 'hidden', timeout: secs(10) });
+    await ed.page.keyboard.press('F1');
+    await palette.waitFor({ state: 'visible', timeout: secs(5) });
+    await row(ed, '[data-kind="user"]', TASK);
+    await model.request(1, secs(60));
+    assert.ok(await palette.isVisible(), 'the palette stayed open while the wake began');
+    await ed.page.keyboard.press('Escape');
     // Requests: clarify ×2, goals ×2, work ×2 — the sixth is held: the step is mid-reply.
     await model.request(6, secs(90));
     await ed.toast(/flower: work/).waitFor({ timeout: secs(20) });
@@ -103,7 +123,7 @@ async function idle(/** @type {Editor} */ ed, locale = '') {
 test('2 the model held mid-step: Cancel → idle; Continue resumes and the model receives the earlier history', TIME, async () => {
   const ws = tempDir('ws-cancel');
   await scenario('2-cancel', 'cancel', [ws], async (ed, model) => {
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     await start(ed);
     await model.request(6, secs(90)); // the work step's second request: held
     const toast = ed.toast(/flower: work/);
@@ -129,7 +149,7 @@ test('2 the model held mid-step: Cancel → idle; Continue resumes and the model
 test('3 Reload Window mid-run: transcript and gauge from history before any model request; resumeOnStartup always continues', TIME, async () => {
   const ws = tempDir('ws-reload');
   await scenario('3-reload', 'reload', [ws], async (ed, model) => {
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     await start(ed);
     await model.request(6, secs(90));
     await row(ed, '[data-kind="tool"]', 'calc.py');
@@ -138,7 +158,7 @@ test('3 Reload Window mid-run: transcript and gauge from history before any mode
     // resumeOnStartup "ask" (the default): the question waits; meanwhile the view and gauge are back.
     const ask = ed.toast(/Continue where it stopped/);
     await ask.waitFor({ timeout: secs(40) });
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     await row(ed, '[data-kind="user"]', TASK, secs(30));
     await row(ed, '[data-kind="tool"]', 'calc.py', secs(30));
     await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K after reload', secs(20));
@@ -153,7 +173,7 @@ test('3 Reload Window mid-run: transcript and gauge from history before any mode
     await ed.reload();
     const third = await model.request(8, secs(60));
     assert.match(third.text, /CALC_MARKER/);
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     await row(ed, '[data-kind="banner"]', /wake #3/, secs(30));
     await ed.shot('3-reload-always');
   }, { settings: { 'flower.resumeOnStartup': 'ask' } });
@@ -162,7 +182,7 @@ test('3 Reload Window mid-run: transcript and gauge from history before any mode
 test('4 "what the model sees" marks the outage residue the pruner hides', TIME, async () => {
   const ws = tempDir('ws-pruned');
   await scenario('4-pruned', 'pruned', [ws], async (ed, model) => {
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     await start(ed);
     await row(ed, '[data-kind="verdict"]', undefined, secs(120));
     assert.equal(model.requests[0].n, 1);
@@ -184,7 +204,7 @@ test('5 a reply with HTML and <script> shows as text; zh-cn shows the Chinese ba
   const ws = tempDir('ws-escape');
   const zh = 'zh-cn';
   await scenario('5-escape', 'escape', [ws], async (ed) => {
-    await ed.command(title('showTranscript', zh));
+    await showTranscript(ed, zh);
     await start(ed, TASK, zh);
     const hostile = await row(ed, '[data-kind="assistant"]', 'Here is markup', secs(90));
     const shown = await hostile.innerText();
@@ -217,7 +237,7 @@ test('6 two workspace folders: the gauge and the transcript follow the folder in
   const file = path.join(root, 'two.code-workspace');
   fs.writeFileSync(file, JSON.stringify({ folders: [{ path: a }, { path: b }] }));
   await scenario('6-multiroot', 'multiroot', [a, b], async (ed, model) => {
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     for (const folder of [a, b]) {
       // A command acts on the folder of the active editor.
       await ed.openFile(path.join(folder, 'notes.txt'));
@@ -239,7 +259,7 @@ test('6 two workspace folders: the gauge and the transcript follow the folder in
 test('7 no credentials: the Set API Key… notification; the key reaches the model and no file, log or DOM', TIME, async () => {
   const ws = tempDir('ws-nokey');
   await scenario('7-nokey', 'nokey', [ws], async (ed, model) => {
-    await ed.command(title('showTranscript'));
+    await showTranscript(ed);
     await start(ed);
     const toast = ed.toast(/API key/);
     await toast.waitFor({ timeout: secs(60) });
@@ -251,8 +271,10 @@ test('7 no credentials: the Set API Key… notification; the key reaches the mod
     const retry = ed.toast(/API key saved/);
     await retry.waitFor({ timeout: secs(30) });
     await ed.shot('7-nokey-retry');
+    // One click: setting the key restarted the idle server with it, so the retried wake runs at once.
     await retry.locator('.monaco-button', { hasText: 'Retry' }).click();
     const first = await model.request(1, secs(60));
+    assert.equal(await ed.toast(/has no Anthropic API key/).count(), 0, 'the retry was not refused again');
     assert.equal(first.keySha256, sha256(API_KEY), 'the typed key is the x-api-key the model received');
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
     assert.ok(model.requests.every((r) => r.keySha256 === sha256(API_KEY)));

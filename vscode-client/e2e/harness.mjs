@@ -156,6 +156,7 @@ export function installExtension() {
     env: { ...process.env, XDG_CONFIG_HOME: path.join(xdg, 'config'), XDG_DATA_HOME: path.join(xdg, 'data') },
     encoding: 'utf8', timeout: secs(120),
   });
+  removeDirs([xdg]);
   if (out.status !== 0) throw new Error(`installing ${VSIX} failed: ${out.stderr || out.stdout}`);
   extensionsDir = dir;
   return dir;
@@ -324,33 +325,33 @@ export class Editor {
     return file;
   }
 
-  /** Run a palette command by its shown title (`flower: Start a Task…`). */
+  /**
+   * Run a palette command by its shown title (`flower: Start a Task…`). F1 must open the palette
+   * and the palette must stay open while it lists: the extension never takes the focus uninvited
+   * (a webview that did would swallow F1 or close the palette), so neither is tolerated here.
+   */
   async command(/** @type {string} */ title, timeout = secs(30)) {
     const { page } = this;
-    // Right after load the palette may not list extension commands yet: reopen until it does.
+    const input = page.locator('.quick-input-widget input');
+    const row = page.locator('.quick-input-widget:visible .monaco-list-row.focused', { hasText: title });
+    /** @type {string | null} */
+    let broken = null;
+    // Right after load the palette may not list extension commands yet, and an open palette
+    // does not learn new ones: reopen it until it lists the title.
     await until(async () => {
       await page.keyboard.press('Escape');
       await page.keyboard.press('F1');
-      const input = page.locator('.quick-input-widget input');
-      try {
-        await input.waitFor({ state: 'visible', timeout: secs(2) });
-      } catch {
-        // F1 went to a webview that has the focus and did not pass it on: use the title bar's box.
-        await page.locator('.command-center .command-center-center').click({ timeout: secs(5) });
-        await input.waitFor({ state: 'visible', timeout: secs(5) });
+      if (!(await input.waitFor({ state: 'visible', timeout: secs(5) }).then(() => true, () => false))) {
+        broken = 'F1 did not open the palette (something holds the focus and swallows it)';
+        return true;
       }
-      await input.fill(`>${title}`, { timeout: secs(5) });
-      // The exact title is the first, focused row; a webview taking the focus may close the
-      // palette meanwhile, so every step is short and the whole is retried.
-      const row = page.locator('.quick-input-widget:visible .monaco-list-row.focused', { hasText: title });
-      try {
-        await row.waitFor({ timeout: secs(3) });
-        await row.click({ timeout: secs(3) });
-      } catch {
-        return false;
-      }
-      return true;
+      await input.fill(`>${title}`);
+      if (await row.waitFor({ timeout: secs(2) }).then(() => true, () => false)) return true;
+      if (!(await input.isVisible())) broken = 'the palette closed by itself (something took the focus)';
+      return broken !== null;
     }, `the palette to offer "${title}"`, timeout);
+    if (broken !== null) throw new Error(`${broken}, looking for "${title}"`);
+    await row.click({ timeout: secs(5) });
   }
 
   /** Developer: Reload Window, then wait for the new workbench. */
@@ -366,30 +367,15 @@ export class Editor {
     const { page } = this;
     const name = path.basename(file);
     const folder = path.basename(path.dirname(file));
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: secs(5) });
+    await input.fill(file);
+    await page.locator('.quick-input-widget:visible .monaco-list-row', { hasText: name }).first().click({ timeout });
     // The active tab's breadcrumbs name the folder: the file of *this* folder is open.
-    const opened = page.locator('.tabs-and-actions-container .tab.active', { hasText: name });
-    await until(async () => {
-      await page.keyboard.press('Escape');
-      await page.keyboard.press('Control+P');
-      const input = page.locator('.quick-input-widget input');
-      try {
-        await input.waitFor({ state: 'visible', timeout: secs(2) });
-      } catch {
-        await page.locator('.command-center .command-center-center').click({ timeout: secs(5) });
-        await input.waitFor({ state: 'visible', timeout: secs(5) });
-      }
-      await input.fill(file, { timeout: secs(5) });
-      const row = page.locator('.quick-input-widget:visible .monaco-list-row', { hasText: name }).first();
-      try {
-        await row.waitFor({ timeout: secs(3) });
-        await row.click({ timeout: secs(3) });
-        await opened.waitFor({ timeout: secs(5) });
-        await page.locator('.breadcrumbs-control .monaco-breadcrumb-item', { hasText: folder }).first().waitFor({ timeout: secs(5) });
-      } catch {
-        return false;
-      }
-      return true;
-    }, `${file} open in the editor`, timeout);
+    await page.locator('.tabs-and-actions-container .tab.active', { hasText: name }).waitFor({ timeout: secs(10) });
+    await page.locator('.breadcrumbs-control .monaco-breadcrumb-item', { hasText: folder }).first().waitFor({ timeout: secs(10) });
   }
 
   /** Pick an item of an open quick pick by its label. */

@@ -17,8 +17,9 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   npm ci --no-audit --no-fund --loglevel=error
 fi
 vsix="$(node -p 'const p = require("./package.json"); `${p.name}-${p.version}.vsix`')"
-sources=(src l10n media package.json package.nls.json package.nls.zh-cn.json esbuild.mjs)
-if [[ ! -f "$vsix" || -n "$(find "${sources[@]}" -newer "$vsix" -print -quit 2>/dev/null)" ]]; then
+# The .vsix carries the server's wheel too (python/, wheel.mjs): its Python sources count.
+sources=(src l10n media package.json package.nls.json package.nls.zh-cn.json esbuild.mjs wheel.mjs ../pyproject.toml ../server)
+if [[ ! -f "$vsix" || -n "$(find "${sources[@]}" -newer "$vsix" -not -path '*/__pycache__*' -not -path '*.egg-info*' -print -quit 2>/dev/null)" ]]; then
   npm run --silent package >/dev/null
 fi
 

@@ -8,13 +8,9 @@ import { ResponseError } from 'vscode-languageclient/node';
 import type { Focus } from './folders';
 import { formatTokens } from './model/gauge';
 import * as p from './protocol';
-import { type FolderServer, type Interpreter, pipInstall, SECRET_KEY, type Servers, type WakeCall } from './server';
+import { pipInstall } from './model/install';
+import { type FolderServer, installSource, type Interpreter, SECRET_KEY, type Servers, type WakeCall } from './server';
 import type { TranscriptView } from './views/transcript';
-
-/** The failure a wake ends with when the CLI would have no way to authenticate (runtime.check_credentials). */
-export function isMissingCredentials(message: string): boolean {
-    return /No Anthropic API key|claude login|invalid x-api-key|authentication_error|ANTHROPIC_API_KEY/i.test(message);
-}
 
 export class Commands {
     private readonly warnedInterpreters = new Set<string>();
@@ -37,7 +33,7 @@ export class Commands {
             c('flower.new', () => this.newTask()),
             c('flower.cancel', () => this.cancel()),
             c('flower.status', () => this.status()),
-            c('flower.showTranscript', () => this.transcript().reveal()),
+            c('flower.showTranscript', () => this.transcript().reveal(true)),
             c('flower.openRequirements', () => this.openFile('需求.md')),
             c('flower.openGoals', () => this.openFile('目标.md')),
             c('flower.restartServer', (folder?: unknown) => this.restart(folder)),
@@ -146,7 +142,7 @@ export class Commands {
             {
                 label: `$(pulse) ${vscode.l10n.t('wake #{0}', s.woke)}`,
                 description: s.running ? vscode.l10n.t('running {0}', s.step ?? '') : vscode.l10n.t('idle'),
-                run: () => this.transcript().reveal(),
+                run: () => this.transcript().reveal(true),
             },
             {
                 label: `$(checklist) ${vscode.l10n.t('goals {0}/{1}', done, s.goals.length)}`,
@@ -201,10 +197,9 @@ export class Commands {
         if (key === undefined) return;
         await this.ctx.secrets.store(SECRET_KEY, key.trim());
         this.log.info('API key saved in secret storage');
-        // The key travels only in the server's environment: idle servers restart to get it.
-        for (const server of this.servers.all()) {
-            if (server.client !== undefined && !(server.status?.running ?? false)) await server.restart();
-        }
+        // The key travels only in the server's environment: idle servers restart to get it
+        // now; one running a wake gets it before its next call (send).
+        for (const server of this.servers.all()) await server.useCurrentKey();
         for (const server of this.servers.all()) {
             const call = server.failedForCredentials;
             if (call === null) continue;
@@ -231,7 +226,7 @@ export class Commands {
     missingFlower(python: Interpreter): void {
         if (this.warnedInterpreters.has(python.command)) return;
         this.warnedInterpreters.add(python.command);
-        const command = pipInstall(python.command, this.ctx.extensionPath);
+        const command = pipInstall(python.command, installSource(this.ctx.extensionPath));
         const install = vscode.l10n.t('Install in Terminal');
         void vscode.window
             .showErrorMessage(
@@ -263,10 +258,6 @@ export class Commands {
     /** A wake ended (flower/state running: false) with an error. */
     wakeEnded(server: FolderServer, n: p.StateNotification): void {
         if (n.error === null || n.cancelled) return;
-        if (isMissingCredentials(n.error)) {
-            this.offerKey(server, server.lastCall ?? { method: 'wake', text: null });
-            return;
-        }
         void vscode.window.showErrorMessage(`flower · ${server.folder.name}: ${n.error}`);
     }
 
@@ -280,9 +271,10 @@ export class Commands {
     async send(server: FolderServer, call: WakeCall, patience = 0): Promise<void> {
         if (!this.trusted()) return;
         this.focus.set(server.folder);
-        server.lastCall = call;
         const folder = server.uri;
         try {
+            await server.useCurrentKey();
+            const asked = server.asking();
             let status: p.FolderStatus;
             if (call.method === 'wake') status = (await server.request(p.wake, { folder, text: call.text })).status;
             else if (call.method === 'say') {
@@ -290,15 +282,16 @@ export class Commands {
                 status = r.status;
                 if (r.action === 'delivered') void vscode.window.setStatusBarMessage(vscode.l10n.t('flower: the sentence goes to the work session next'), 4000);
             } else status = (await server.request(p.newTask, { folder, text: call.text ?? '' })).status;
-            server.setStatus(status);
-            void this.transcript().reveal();
+            server.setStatus(status, asked);
+            void this.transcript().reveal(false);
         } catch (e) {
             const message = e instanceof Error ? e.message : String(e);
-            if (isMissingCredentials(message)) {
+            const code = e instanceof ResponseError ? e.code : null;
+            // Its own error code, checked before anything is recorded (protocol.md): no text matching.
+            if (code === p.MISSING_CREDENTIALS) {
                 this.offerKey(server, call);
                 return;
             }
-            const code = e instanceof ResponseError ? e.code : null;
             if (code === p.WORKSPACE_BUSY && patience > 0) {
                 this.log.info(`${server.folder.name}: another process still drives the folder; trying again in 2 s`);
                 await new Promise((r) => setTimeout(r, 2000));
@@ -314,8 +307,8 @@ export class Commands {
 
     /** No credentials: one notification whose action sets the key; the same wake is retried after. */
     private offerKey(server: FolderServer, call: WakeCall): void {
-        // After a refused start the task is already recorded: retrying continues it (S1).
-        server.failedForCredentials = (server.status?.woke ?? 0) > 0 && call.method !== 'say' ? { method: 'wake', text: null } : call;
+        // Refused before anything was recorded (protocol.md, MissingCredentials): the retry is the same call.
+        server.failedForCredentials = call;
         const set = vscode.l10n.t('Set API Key…');
         void vscode.window
             .showErrorMessage(vscode.l10n.t('flower has no Anthropic API key for {0}: set one (kept in VS Code\'s secret storage), or run `claude login` once.', server.folder.name), set)

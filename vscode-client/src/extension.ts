@@ -1,7 +1,10 @@
 /** activate(): the log channel, folder clients, views and commands (D8); nothing else. */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { Commands } from './commands';
 import { Focus } from './folders';
+import { cutOff } from './model/resume';
 import { resumeOnStartup } from './model/settings';
 import { type FolderServer, hasLineage, Servers } from './server';
 import { GaugeView } from './views/gauge';
@@ -9,12 +12,8 @@ import { GoalsView } from './views/goals';
 import { ProgressView } from './views/progress';
 import { TranscriptView } from './views/transcript';
 
-/** workspaceState key: folders whose wake was running (cleared when it ends), for resumeOnStartup. */
-const RUNNING = 'flower.runningWakes';
-
 let servers: Servers | undefined;
 let logger: vscode.LogOutputChannel | undefined;
-let closing = false;
 
 export function activate(ctx: vscode.ExtensionContext): void {
     const log = vscode.window.createOutputChannel('flower', { log: true });
@@ -44,16 +43,13 @@ export function activate(ctx: vscode.ExtensionContext): void {
         new GoalsView(all, focus),
         ...c.register(),
         all.onEvent(({ server, event }) => {
-            if (event.type === 'state') {
-                void remember(ctx, server, event.n.running);
-                if (!event.n.running) c.wakeEnded(server, event.n);
-            }
+            if (event.type === 'state' && !event.n.running) c.wakeEnded(server, event.n);
         }),
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);
-            for (const folder of e.added) if (hasLineage(folder)) void startFolder(ctx, all, c, folder);
+            for (const folder of e.added) if (hasLineage(folder)) void startFolder(all, c, folder);
         }),
-        vscode.workspace.onDidGrantWorkspaceTrust(() => startUsedFolders(ctx, all, c)),
+        vscode.workspace.onDidGrantWorkspaceTrust(() => startUsedFolders(all, c)),
         vscode.workspace.onDidChangeConfiguration((e) => {
             // Server options and the interpreter are read at start: restart idle servers that use them.
             for (const server of all.all()) {
@@ -62,30 +58,23 @@ export function activate(ctx: vscode.ExtensionContext): void {
             }
         }),
     );
-    startUsedFolders(ctx, all, c);
+    startUsedFolders(all, c);
 }
 
 /** Folders that already have a task get their server, gauge and transcript at once. */
-function startUsedFolders(ctx: vscode.ExtensionContext, all: Servers, commands: Commands): void {
+function startUsedFolders(all: Servers, commands: Commands): void {
     if (!vscode.workspace.isTrusted) return;
     for (const folder of vscode.workspace.workspaceFolders ?? []) {
-        if (hasLineage(folder)) void startFolder(ctx, all, commands, folder);
+        if (hasLineage(folder)) void startFolder(all, commands, folder);
     }
 }
 
-/** Start a folder's server; a wake the window cut off continues per `flower.resumeOnStartup`. */
-async function startFolder(ctx: vscode.ExtensionContext, all: Servers, commands: Commands, folder: vscode.WorkspaceFolder): Promise<void> {
+/** Start a folder's server; a wake that was cut off continues per `flower.resumeOnStartup`. */
+async function startFolder(all: Servers, commands: Commands, folder: vscode.WorkspaceFolder): Promise<void> {
     const server = all.get(folder);
-    if (!(await server.ensureStarted())) return;
-    const running = ctx.workspaceState.get<string[]>(RUNNING, []);
-    const cutOff = running.includes(server.uri) && server.status?.running === false;
-    logger?.info(`${folder.name}: ${cutOff ? 'a wake was cut off when the window closed' : 'no wake was cut off'} (marked: ${running.includes(server.uri)}, running here: ${server.status?.running})`);
-    if (!cutOff) return;
+    if (!(await server.ensureStarted()) || !(await wasCutOff(server))) return;
     const mode = resumeOnStartup(vscode.workspace.getConfiguration('flower', folder.uri).get('resumeOnStartup'));
-    if (mode === 'never') {
-        await remember(ctx, server, false);
-        return;
-    }
+    if (mode === 'never') return;
     if (mode === 'ask') {
         const go = vscode.l10n.t('Continue');
         const choice = await vscode.window.showInformationMessage(
@@ -93,26 +82,29 @@ async function startFolder(ctx: vscode.ExtensionContext, all: Servers, commands:
             go,
             vscode.l10n.t('Not now'),
         );
-        if (choice !== go) {
-            await remember(ctx, server, false);
-            return;
-        }
+        if (choice !== go) return;
     }
     await commands.send(server, { method: 'wake', text: null }, 40_000);
 }
 
-/** Keep which folders have a wake running, so the next activation knows one was cut off. */
-async function remember(ctx: vscode.ExtensionContext, server: FolderServer, running: boolean): Promise<void> {
-    // While the window closes, the server's shutdown ends running wakes: they were cut off, not finished.
-    if (closing && !running) return;
-    logger?.debug(`${server.folder.name}: wake ${running ? 'running' : 'ended'}`);
-    const set = new Set(ctx.workspaceState.get<string[]>(RUNNING, []));
-    if (running) set.add(server.uri);
-    else set.delete(server.uri);
-    await ctx.workspaceState.update(RUNNING, [...set]);
+/**
+ * Whether the server reports the folder's last wake cut off (FolderStatus.interrupted). While
+ * its marker says another process still holds the folder — after a reload, the previous
+ * window's server ending its wake (D5) — the status is asked again each second, for up to 40 s.
+ */
+async function wasCutOff(server: FolderServer): Promise<boolean> {
+    const end = Date.now() + 40_000;
+    for (;;) {
+        const status = server.status;
+        const marker = status !== null && fs.existsSync(path.join(status.runDir, 'wake.json'));
+        const answer = cutOff(status, marker);
+        logger?.info(`${server.folder.name}: ${answer === 'cut-off' ? 'a wake was cut off' : answer === 'wait' ? 'another process still holds the folder; asking again' : 'no wake was cut off'}`);
+        if (answer !== 'wait' || Date.now() > end) return answer === 'cut-off';
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await server.refreshStatus();
+    }
 }
 
 export async function deactivate(): Promise<void> {
-    closing = true;
     await servers?.stopAll();
 }

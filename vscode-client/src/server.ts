@@ -8,6 +8,7 @@
  * (D6). A crashed server restarts at most three times, then the gauge says `flower: stopped`.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -28,7 +29,9 @@ import {
 } from 'vscode-languageclient/node';
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
+import { findWheel, type Source } from './model/install';
 import { initializationOptions } from './model/settings';
+import { StatusKeeper } from './model/status';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
 import * as p from './protocol';
@@ -92,15 +95,11 @@ export function checkImport(command: string): Promise<string | null> {
     });
 }
 
-/**
- * The `pip install` line that makes flower importable for this interpreter: the wheel shipped
- * in the extension (`python/flower-*.whl`) when there is one, else the project's package name.
- */
-export function pipInstall(command: string, extensionPath: string): string {
-    const quote = (s: string): string => (/[\s"'$]/.test(s) ? `"${s.replace(/(["$\\])/g, '\\$1')}"` : s);
+/** What `pip install` takes for this extension: its bundled wheel, else the checkout it runs from. */
+export function installSource(extensionPath: string): Source {
     const dir = path.join(extensionPath, 'python');
-    const wheel = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => /^flower-.*\.whl$/.test(f)) : undefined;
-    return `${quote(command)} -m pip install ${quote(wheel !== undefined ? path.join(dir, wheel) : 'flower')}`;
+    const wheel = fs.existsSync(dir) ? findWheel(fs.readdirSync(dir)) : undefined;
+    return wheel !== undefined ? { wheel: path.join(dir, wheel) } : { checkout: path.dirname(extensionPath) };
 }
 
 /** A wake's parameters, kept so that a wake refused for missing credentials can be retried. */
@@ -113,7 +112,8 @@ export interface WakeCall {
 export class FolderServer implements vscode.Disposable {
     client: LanguageClient | undefined;
     serverState: ServerState = 'stopped';
-    status: p.FolderStatus | null = null;
+    /** The status: flower/status answers and the notifications in between (newest wins). */
+    private readonly keeper = new StatusKeeper();
     /** When `status` was received (for the wait countdown). */
     statusAt = 0;
     model = new TranscriptModel();
@@ -123,11 +123,11 @@ export class FolderServer implements vscode.Disposable {
     progressToken: string | null = null;
     /** The last wake refused for missing credentials. */
     failedForCredentials: WakeCall | null = null;
-    /** The last call sent, to pair with a credentials failure that comes as `flower/state`. */
-    lastCall: WakeCall | null = null;
     /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
     startFailure: 'missing' | 'failed' | null = null;
     private readonly restarts = new RestartBudget(3);
+    /** A hash of the API key the running process got in its environment ('' for none). */
+    private startedKey: string | null = null;
     /** closed() asked the client to restart the server and it has not run since. */
     private restartPending = false;
     /** Resolves the running start's outcome (true: runs; false: given up). */
@@ -146,6 +146,15 @@ export class FolderServer implements vscode.Disposable {
         private readonly log: vscode.LogOutputChannel,
         private readonly hooks: ServerHooks,
     ) {}
+
+    get status(): p.FolderStatus | null {
+        return this.keeper.status;
+    }
+
+    /** The stamp of a status question asked now: pass it to setStatus with the answer. */
+    asking(): number {
+        return this.keeper.asking();
+    }
 
     get running(): boolean {
         return this.client?.state === State.Running;
@@ -167,6 +176,18 @@ export class FolderServer implements vscode.Disposable {
         });
         this.restartChain = next.catch(() => undefined);
         return next;
+    }
+
+    /**
+     * Restart an idle server whose process got another API key than SecretStorage holds now:
+     * the key reaches the server only through its environment (D6), so a key set after the
+     * start needs a new process before the next wake can use it.
+     */
+    async useCurrentKey(): Promise<void> {
+        if (this.client === undefined || this.startedKey === null || (this.status?.running ?? false)) return;
+        if (keyHash(await this.ctx.secrets.get(SECRET_KEY)) === this.startedKey) return;
+        this.log.info(`${this.folder.name}: the API key changed; restarting the server so that it has the new one`);
+        await this.restart();
     }
 
     async stop(): Promise<void> {
@@ -229,17 +250,18 @@ export class FolderServer implements vscode.Disposable {
     async refreshStatus(): Promise<void> {
         if (this.client === undefined || !this.running) return;
         try {
+            const asked = this.keeper.asking();
             const result = await this.client.sendRequest(p.status, { folder: this.uri });
             const status = result.folders[0];
-            if (status !== undefined) this.setStatus(status);
+            if (status !== undefined) this.setStatus(status, asked);
         } catch (e) {
             this.log.warn(`${this.folder.name}: flower/status: ${String(e)}`);
         }
     }
 
-    /** A result's status is the freshest there is. */
-    setStatus(status: p.FolderStatus): void {
-        this.status = status;
+    /** The server's status, answering a question stamped `asked` (see StatusKeeper). */
+    setStatus(status: p.FolderStatus, asked: number): void {
+        this.keeper.answer(status, asked);
         this.statusAt = Date.now();
         this.emitter.fire({ type: 'status' });
     }
@@ -266,6 +288,7 @@ export class FolderServer implements vscode.Disposable {
         const key = await this.ctx.secrets.get(SECRET_KEY);
         const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
         if (key !== undefined && key !== '') env.ANTHROPIC_API_KEY = key;
+        this.startedKey = keyHash(key);
         const serverOptions: ServerOptions = {
             command: python.command,
             args: ['-m', 'flower.lsp'],
@@ -359,7 +382,7 @@ export class FolderServer implements vscode.Disposable {
         this.restartPending = false;
         this.settle?.(false);
         this.setServerState('stopped');
-        if (this.status !== null) this.status = { ...this.status, running: false, step: null, waiting: null };
+        this.keeper.patch({ running: false, step: null, waiting: null });
         this.hooks.stopped(this);
         return { action: CloseAction.DoNotRestart, handled: true, message: 'the server keeps stopping: not restarted again' };
     }
@@ -415,7 +438,8 @@ export class FolderServer implements vscode.Disposable {
         client.onNotification(p.context, (n) => {
             // The gauge follows the work session (干活…), not the judge's (protocol.md).
             if (n.step === null || (n.step.startsWith('干活') && !n.step.includes('判定'))) {
-                this.patch({ context: n.tokens, window: n.window, waiting: null });
+                this.keeper.contextSize(n.tokens, n.window);
+                this.patch({ waiting: null });
             }
         });
         client.onNotification(p.stepStart, (n) => {
@@ -441,11 +465,10 @@ export class FolderServer implements vscode.Disposable {
 
     /** Apply what a notification says at once; the next flower/status confirms it. */
     private patch(change: Partial<p.FolderStatus>): void {
-        if (this.status === null) {
+        if (!this.keeper.patch(change)) {
             this.statusSoon();
             return;
         }
-        this.status = { ...this.status, ...change };
         if (change.waiting !== undefined) this.statusAt = Date.now();
         this.emitter.fire({ type: 'status' });
         this.statusSoon();
@@ -518,6 +541,11 @@ export class Servers implements vscode.Disposable {
         for (const d of this.disposables) d.dispose();
         this.emitter.dispose();
     }
+}
+
+/** The key's sha-256 ('' for none): what is kept in memory to notice a changed key. */
+function keyHash(key: string | undefined): string {
+    return key === undefined || key === '' ? '' : createHash('sha256').update(key).digest('hex');
 }
 
 /** True when `runs/lineage.json` exists: the folder has a flower task. */

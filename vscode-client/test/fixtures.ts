@@ -22,6 +22,7 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         step: null,
         waiting: null,
         verdict: null,
+        interrupted: false,
         ...over,
     };
 }

@@ -49,9 +49,19 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
         view.onDidDispose(() => (this.view = undefined));
     }
 
-    /** Show the view (the gauge's click, flower.showTranscript). */
-    async reveal(): Promise<void> {
-        await vscode.commands.executeCommand('flower.transcript.focus');
+    /**
+     * Show the view. `focus`: the person asked (flower.showTranscript, the gauge's click);
+     * otherwise (a wake began) the view shows without taking the focus, so an open quick pick
+     * or input box stays open and keys keep going where the person types.
+     */
+    async reveal(focus: boolean): Promise<void> {
+        if (this.view !== undefined) {
+            this.view.show(!focus);
+            return;
+        }
+        // Never resolved yet (the sidebar was not opened in this window): only the view's focus
+        // command creates it; a wake does not open it uninvited.
+        if (focus) await vscode.commands.executeCommand('flower.transcript.focus');
     }
 
     private server(): FolderServer | undefined {

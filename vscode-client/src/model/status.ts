@@ -1,0 +1,42 @@
+/**
+ * A folder's status as the client knows it (no `vscode` import, unit-tested): the server's
+ * flower/status answers and what notifications say in between. The gauge's context size and
+ * window are always the newest the server said (S19): an answer to a question asked before the
+ * newest flower/context notification does not bring back its older size or window.
+ */
+import type { FolderStatus } from '../protocol';
+
+export class StatusKeeper {
+    status: FolderStatus | null = null;
+    /** Counts the notifications applied; a question is stamped with it when asked. */
+    private applied = 0;
+    /** The newest flower/context notification, and `applied` when it came. */
+    private context: { tokens: number; window: number; at: number } | null = null;
+
+    /** The stamp of a question asked now (pass it to `answer`). */
+    asking(): number {
+        return this.applied;
+    }
+
+    /** The server's status, answering a question stamped `asked`. */
+    answer(status: FolderStatus, asked: number): FolderStatus {
+        const c = this.context;
+        this.status = c !== null && c.at > asked ? { ...status, context: c.tokens, window: c.window } : status;
+        return this.status;
+    }
+
+    /** A flower/context notification of the work session. */
+    contextSize(tokens: number, window: number): void {
+        this.applied++;
+        this.context = { tokens, window, at: this.applied };
+        this.patch({ context: tokens, window });
+    }
+
+    /** What another notification says, applied at once (the next answer confirms it); false without a status yet. */
+    patch(change: Partial<FolderStatus>): boolean {
+        this.applied++;
+        if (this.status === null) return false;
+        this.status = { ...this.status, ...change };
+        return true;
+    }
+}

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { gauge } from '../src/model/gauge';
+import { StatusKeeper } from '../src/model/status';
+import { status } from './fixtures';
+
+const text = (k: StatusKeeper): string => gauge({ status: k.status, server: 'running' }).text;
+
+test('the window is the newest the server said: a context notification after a status wins', () => {
+    const k = new StatusKeeper();
+    k.answer(status({ context: 80_213, window: 200_000 }), k.asking());
+    k.contextSize(500_000, 1_000_000);
+    assert.equal(text(k), 'flower 500K / 1M · 50%');
+});
+
+test('an answer to a question asked before the newest context notification keeps that notification\'s size and window', () => {
+    const k = new StatusKeeper();
+    k.answer(status({ window: 200_000 }), k.asking());
+    const asked = k.asking();
+    k.contextSize(500_000, 1_000_000); // arrives while the flower/status question is under way
+    k.answer(status({ context: 80_213, window: 200_000, woke: 4 }), asked);
+    assert.equal(text(k), 'flower 500K / 1M · 50%');
+    assert.equal(k.status?.woke, 4, 'the rest of the answer is taken');
+});
+
+test('an answer asked after the notification is newer: its window is taken, whatever it is', () => {
+    const k = new StatusKeeper();
+    k.contextSize(500_000, 1_000_000);
+    k.answer(status({ context: 600_000, window: 2_000_000 }), k.asking());
+    assert.equal(text(k), 'flower 600K / 2M · 30%');
+    k.answer(status({ context: 90_000, window: 200_000 }), k.asking());
+    assert.equal(text(k), 'flower 90K / 200K · 45%', 'no older value is kept once the server says otherwise');
+});
+
+test('after a reload (a new keeper) the first status\'s window is shown, not an assumed 200K', () => {
+    const k = new StatusKeeper();
+    k.answer(status({ context: 500_000, window: 1_000_000 }), k.asking());
+    assert.equal(text(k), 'flower 500K / 1M · 50%');
+});
+
+test('a context notification before any status is not lost to an older answer', () => {
+    const k = new StatusKeeper();
+    const asked = k.asking();
+    k.contextSize(500_000, 1_000_000);
+    assert.equal(k.status, null);
+    k.answer(status({ context: null, window: 200_000 }), asked);
+    assert.equal(text(k), 'flower 500K / 1M · 50%');
+});
+
+test('other notifications change the status at once, once there is one', () => {
+    const k = new StatusKeeper();
+    assert.equal(k.patch({ running: true }), false);
+    k.answer(status(), k.asking());
+    assert.equal(k.patch({ running: true, step: '干活' }), true);
+    assert.equal(k.status?.step, '干活');
+});
