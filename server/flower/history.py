@@ -32,7 +32,7 @@ from .core.manifest import Manifest, parse_name
 from .core.text import clip, tool_label
 from .runtime import context_of
 from .stores.prune import PruningSessionStore
-from .stores.sqlite import SqliteSessionStore
+from .stores.sqlite import SqliteSessionStore, decode_bodies
 from .workflow.flower import WORK
 from .workflow.goal import verdict_of
 
@@ -42,8 +42,6 @@ VERDICT_WAIT = 0.03
 """How long a page waits for a small session's pruner verdicts before answering without them (seconds)."""
 LARGE = 2000
 """Sessions with more entries are pruned in a worker process, and pages do not wait for their verdicts."""
-DECODE_CHUNK = 64
-"""Stored entries decoded per JSON call (each call holds the GIL throughout)."""
 LAST = 1 << 62
 """A `before` above every seq."""
 
@@ -113,18 +111,6 @@ Block = tuple[str, str, str, str, str | None, Any, str | None]
 """(uuid, role, kind, text, tool name, tool input, tool_use id) of one shown content block."""
 Runs = dict[str, list[tuple[float, str]]]
 """Session → its manifest runs as (start time, step name), oldest first."""
-
-
-def _decode(bodies: list[str]) -> list[Any]:
-    """Stored JSON bodies, decoded an array of DECODE_CHUNK at a time.
-
-    One array parse beats one parse per row; bounded chunks keep each C call (which holds the GIL)
-    short, so the event loop is never stalled by a worker thread decoding (benchmarks/editor.py).
-    """
-    out: list[Any] = []
-    for i in range(0, len(bodies), DECODE_CHUNK):
-        out.extend(json.loads("[" + ",".join(bodies[i:i + DECODE_CHUNK]) + "]"))
-    return out
 
 
 def _result_text(content: Any) -> str | None:
@@ -200,7 +186,7 @@ def prune_session(db_path: str, project_key: str, session_id: str, trim: bool, s
         paused = gc.isenabled()
         gc.disable()
         try:
-            entries = _decode([r[0] for r in rows])
+            entries = decode_bodies([r[0] for r in rows])
         finally:
             if paused:
                 gc.enable()
@@ -384,7 +370,7 @@ class History:
             rows = con.execute(sql, (*by_id, cursor, batch)).fetchall()
             if not rows:
                 return _flatten(out), None
-            for (seq, tid, _), entry in zip(rows, _decode([r[2] for r in rows]), strict=True):
+            for (seq, tid, _), entry in zip(rows, decode_bodies([r[2] for r in rows]), strict=True):
                 cursor = seq
                 blocks = items_of(entry) if isinstance(entry, dict) else []
                 if not blocks:
@@ -432,7 +418,7 @@ class History:
                                (row[0], cursor, batch)).fetchall()
             if not rows:
                 return None
-            found = context_of(_decode([b for _, b in reversed(rows)]))
+            found = context_of(decode_bodies([b for _, b in reversed(rows)]))
             if found is not None:
                 return found
             cursor, batch = rows[-1][0], min(batch * 4, 4096)

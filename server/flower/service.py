@@ -158,8 +158,6 @@ class FlowerService:
             self._step = self._waiting = None
             self.window = rt.window or self.window
             self._runtime = None
-            # The connection is per wake: an open aiosqlite thread would keep the process alive; the next use reopens it.
-            await self.sessions.close()
 
     async def _ask(self, question: str) -> str | None:
         return await self.ask(question) if self.ask else None

@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level, handlers=[handler])
     if args.log_level != "DEBUG":
         logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
-    for noisy in ("aiosqlite", "asyncio"):  # their DEBUG lines dump every SQL parameter and selector event
-        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLevelName(args.log_level)))
+    # asyncio's DEBUG lines log every selector event.
+    logging.getLogger("asyncio").setLevel(max(logging.INFO, logging.getLevelName(args.log_level)))
 
     from .server import LoopWatch, server  # after logging is set up
 

@@ -30,7 +30,7 @@ from claude_agent_sdk.types import (
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 
-__all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore"]
+__all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies"]
 
 T = TypeVar("T")
 
@@ -176,8 +176,8 @@ def _without_gc(decode: Callable[[], T]) -> T:
         gc.enable()
 
 
-def _decode_rows(bodies: list[bytes | str]) -> list[Any]:
-    """The entries of ``bodies`` in order: BLOB rows by orjson, TEXT rows by the stdlib."""
+def decode_bodies(bodies: list[bytes | str]) -> list[Any]:
+    """The entries of stored ``bodies`` in order: BLOB rows by orjson, TEXT rows by the stdlib (for readers of sessions.db)."""
     loads = orjson.loads
     # orjson is fastest one row at a time: about twice its speed on the joined array.
     if all(type(b) is bytes for b in bodies):
@@ -212,7 +212,7 @@ def _fold_summaries(conn: sqlite3.Connection, project_key: str) -> None:
         if data is not None:
             prev = {"session_id": sid, "mtime": mtime, "data": json.loads(data)}
         key: SessionKey = {"project_key": project_key, "session_id": sid}
-        summary = fold_session_summary(prev, key, _decode_rows([r[1] for r in rows]))
+        summary = fold_session_summary(prev, key, decode_bodies([r[1] for r in rows]))
         # Stamped with the mtime list_sessions() reports, as the SDK requires.
         conn.execute(
             "INSERT OR REPLACE INTO summaries (project_key, session_id, mtime, data, folded) VALUES (?, ?, ?, ?, ?)",
@@ -426,7 +426,7 @@ class SqliteSessionStore(SessionStore):
         else:
             bodies = await self._call(fetch)
         # A transcript row exists only once an entry was stored in it.
-        return _decode_rows(bodies) if bodies else None
+        return decode_bodies(bodies) if bodies else None
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
@@ -487,7 +487,7 @@ class SqliteSessionStore(SessionStore):
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """``load`` for synchronous callers (a status answered at once): read-only, never creates the file."""
         rows = self._read_only(_LOAD, _key3(key))
-        return _decode_rows([r[0] for r in rows]) if rows else None
+        return decode_bodies([r[0] for r in rows]) if rows else None
 
     def _read_only(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """The rows of one query on a read-only connection; none while no store was written."""
