@@ -11,8 +11,8 @@ import flowerscript as fs
 from conftest import PROGRAMS, kill_group, run_program, start_program, until
 from flower import CLARIFY_RESUME, FlowerService, Runtime, wake_state
 from flower.core.banner import banner, header
-from flower.core.manifest import Manifest
-from flower.status import to_json
+from flower.core.manifest import Manifest, StepResult
+from flower.status import WINDOW, to_json
 from flower.testing import Reply, say, text
 
 TASK = "build a calculator"
@@ -260,6 +260,8 @@ async def test_status_and_wake_state_come_from_one_status(model, env, workspace)
     fresh = FlowerService(workspace, env=env, handoff_at=50_000)  # a new process: nothing in memory yet
     st = fresh.status()
     assert st.context == 4321 == live.status().context  # read back from sessions.db before any wake
+    # The window the CLI reported is recorded in the manifest, so a new process's gauge does not fall back to 200K.
+    assert st.window == live.status().window == Manifest(workspace / "runs").rows()[-1]["window"]
     data = to_json(st)
     assert list(data) == ["workspace", "run_dir", "woke", "started", "steps", "goals", "context", "window",
                           "running", "step", "waiting", "verdict", "handoff_at", "interrupted"]
@@ -286,6 +288,15 @@ async def test_S14_the_judge_stays_out_of_the_lineage_under_python_O(model, env,
     lineage = json.loads((workspace / "runs" / "lineage.json").read_text())
     assert lineage["steps"]["干活"] == rows["干活"] != rows["干活·判定#1"]
     assert rows["干活·判定#1"] not in lineage["steps"].values()
+
+
+def test_status_window_comes_from_the_manifest_before_any_wake(workspace):
+    """A fresh process shows the context window the CLI last reported (manifest), not the assumed one."""
+    runs = workspace / "runs"
+    assert FlowerService(workspace).status().window == WINDOW  # nothing recorded: assumed
+    Manifest(runs).add(StepResult(step="干活", ok=True, window=1_000_000, ended_at=2.0))
+    Manifest(runs).add(StepResult(step="澄清", ok=True, window=None, ended_at=3.0))  # newer, but reported none
+    assert FlowerService(workspace).status().window == 1_000_000
 
 
 def test_status_with_an_unreadable_sessions_db_shows_no_gauge_and_does_not_fail(workspace, caplog):

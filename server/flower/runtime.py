@@ -253,6 +253,7 @@ class Runtime:
         result.session_id = session
         if session:
             result.context = await self.context_size(session)
+        result.window = self.window
         result.ended_at = time.time()
         return result
 

@@ -14,6 +14,7 @@ from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock
+from .core.manifest import Manifest
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
 from .runtime import Runtime, Sessions, emit_to
@@ -50,6 +51,8 @@ class FlowerService:
         self._stored: tuple[str, int | None] | None = None
         """(work session, its context size read back from sessions.db), so status() reads the db once per session."""
         self._runtime: Runtime | None = None
+        self._window_seen = False
+        """Whether `window` is one the CLI reported (in this process, or recorded in the manifest) rather than assumed."""
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -60,7 +63,7 @@ class FlowerService:
     def _emit(self, event: Event) -> None:
         """Keep what status() shows, then hand the event on; a subscriber's exception is logged, never raised."""
         if self._runtime is not None and self._runtime.window:
-            self.window = self._runtime.window  # the gauge follows the model actually used
+            self.window, self._window_seen = self._runtime.window, True  # the gauge follows the model actually used
         self._waiting = None
         match event:
             case StepStarted(step=step):
@@ -156,7 +159,8 @@ class FlowerService:
             return WakeOutcome(ok=False, error=str(cancelled), said=cancelled)
         finally:
             self._step = self._waiting = None
-            self.window = rt.window or self.window
+            if rt.window:
+                self.window, self._window_seen = rt.window, True
             self._runtime = None
 
     async def _ask(self, question: str) -> str | None:
@@ -171,12 +175,21 @@ class FlowerService:
             log.warning("cannot read the context size of %s from %s (%s)", session_id, self.sessions.raw.path, exc)
             return None
 
+    def _recorded_window(self) -> int | None:
+        """The window the CLI last reported in this run_dir, from the manifest's newest row that has one."""
+        rows = sorted(Manifest(self.run_dir).rows(), key=lambda r: r.get("ended_at") or 0)
+        return next((r["window"] for r in reversed(rows) if isinstance(r.get("window"), int) and r["window"] > 0), None)
+
     def status(self) -> Status:
         """Everything a front-end shows, answered at once from files and memory (no model request).
 
         `context` is the work session's size seen in this process, or else its last round read back
         from sessions.db, so a fresh process shows the gauge before any wake.
         """
+        if not self._window_seen:
+            recorded = self._recorded_window()
+            if recorded:
+                self.window, self._window_seen = recorded, True
         st = at_rest(self.workspace, self.run_dir)
         context, work = self._context, st.steps.get(WORK)
         if context is None and work is not None:

@@ -39,6 +39,8 @@ class StepResult:
     resumed: bool = False
     retired: list[str] = field(default_factory=list)
     context: int | None = None
+    window: int | None = None
+    """The model's context window as the CLI reported it for this run, so a later process's gauge knows it."""
     said: Said | None = field(default=None, compare=False, repr=False)
     """`error` as a catalog sentence (`{key, fields}` in the row), for a front-end to show in the person's language (D4)."""
 
