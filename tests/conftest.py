@@ -13,6 +13,8 @@ import pytest
 
 from flower.testing import ScriptedModel
 
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository."""
 PROGRAMS = Path(__file__).parent / "programs"
 
 # The tests send Ctrl-C and SIGHUP to the processes they start. A runner that starts the suite in

@@ -21,7 +21,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 from pytest_lsp.client import progress as record_progress
 
 import flowerscript as fs
-from conftest import until
+from conftest import ROOT, until
 from flower import CLARIFY_RESUME, Runtime
 from flower.core.lock import WorkspaceLock
 from flower.lsp import protocol as p
@@ -539,7 +539,7 @@ async def test_outage_waits_show_in_notifications_and_status_and_keys_never_leav
 def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():
     import attrs
 
-    doc = (Path(__file__).parent.parent / "protocol.md").read_text(encoding="utf-8")
+    doc = (ROOT / "protocol.md").read_text(encoding="utf-8")
     methods = [p.WAKE, p.SAY, p.NEW, p.STATUS, p.HISTORY, p.ASK, *p.NOTIFICATIONS]
     for method in methods:
         assert f"### `{method}`" in doc, method

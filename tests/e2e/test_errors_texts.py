@@ -17,16 +17,17 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
+from test_cli import flower
+from test_lsp import Client, stop, uri
+from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
+from test_texts import chinese_words, english
 
+from conftest import ROOT
 from flower.core.errors import FlowerError, MissingCredentials
 from flower.core.lock import WorkspaceBusy, WorkspaceLock
 from flower.core.texts import CATALOG, say, text
 from flower.lsp import protocol as p
 from flower.testing import unauthorized
-from test_cli import flower
-from test_lsp import Client, stop, uri
-from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
-from test_texts import chinese_words, english
 
 TASK = "build a calculator"
 
@@ -154,7 +155,7 @@ async def test_the_editor_gets_busy_and_nothing_to_continue_in_chinese(servers, 
 
 
 def test_protocol_md_documents_the_missing_credentials_code_and_interrupted():
-    doc = (Path(__file__).parent.parent / "protocol.md").read_text(encoding="utf-8")
+    doc = (ROOT / "protocol.md").read_text(encoding="utf-8")
     assert f"| {p.MISSING_CREDENTIALS} | MissingCredentials |" in doc
     assert f'"code": {p.MISSING_CREDENTIALS}' in doc and text("missing_credentials", "zh") in doc
     assert "| `interrupted` | boolean |" in doc

@@ -8,13 +8,13 @@ method tables and attrs classes of the Python module.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import attrs
 
+from conftest import ROOT
 from flower.lsp import protocol as p
 
-TS = Path(__file__).parent.parent / "vscode-client" / "src" / "protocol.ts"
+TS = ROOT / "vscode-client" / "src" / "protocol.ts"
 
 CLIENT_ONLY = {"InitializationOptions"}
 """Interfaces with no payload class: the `initialize` options the server reads (protocol.md)."""

@@ -6,6 +6,9 @@ import asyncio
 import sys
 
 from lsprotocol import types
+from test_cli import flower
+from test_lsp import TIMEOUT, uri
+from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
 
 import flowerscript as fs
 from conftest import until
@@ -13,9 +16,6 @@ from flower.core.lock import WAKE_FILE, WorkspaceLock, clear_wake, interrupted, 
 from flower.core.texts import text
 from flower.lsp import protocol as p
 from flower.testing import Reply, say
-from test_cli import flower
-from test_lsp import TIMEOUT, uri
-from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
 
 TASK = "build a calculator"
 

@@ -8,14 +8,14 @@ import uuid as uuidlib
 from typing import Any
 
 import pytest
+import test_lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from test_lsp import TIMEOUT, Client, stop, uri
 
 import flowerscript as fs
-import test_lsp
 from conftest import until
 from flower.lsp import protocol as p
 from flower.testing import overloaded
-from test_lsp import TIMEOUT, Client, stop, uri
 
 servers = test_lsp.servers
 """The fixture that starts `python -m flower.lsp` processes (shared with test_lsp.py)."""

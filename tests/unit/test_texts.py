@@ -1,0 +1,38 @@
+"""One message catalog, one locale rule (D4): every sentence in both languages, and a zh run speaks no English."""
+
+from __future__ import annotations
+
+import pytest
+
+from flower.core.banner import header, label
+from flower.core.texts import CATALOG, LOCALES, env_locale, fields, locale_from
+
+
+def test_every_entry_has_every_language_with_the_same_fields():
+    for key, entry in CATALOG.items():
+        assert set(entry) == set(LOCALES), key
+        assert all(entry[locale].strip() for locale in LOCALES), key
+        assert fields(entry["en"]) == fields(entry["zh"]), key
+
+
+@pytest.mark.parametrize("value, locale", [
+    ("zh", "zh"), ("zh-CN", "zh"), ("zh_TW.UTF-8", "zh"), ("ZH_cn", "zh"),
+    ("en_US.UTF-8", "en"), ("C.UTF-8", "en"), ("ja", "en"), ("", "en"), (None, "en"),
+])
+def test_one_locale_rule_for_terminals_and_editors(value, locale):
+    assert locale_from(value) == locale
+
+
+def test_the_process_locale_follows_posix_precedence():
+    assert env_locale({"LANG": "zh_CN.UTF-8"}) == "zh"
+    assert env_locale({"LC_ALL": "C", "LANG": "zh_CN.UTF-8"}) == "en"  # LC_ALL wins
+    assert env_locale({"LC_ALL": "", "LC_MESSAGES": "zh_TW", "LANG": "C"}) == "zh"  # an empty one is unset
+    assert env_locale({}) == "en"
+
+
+def test_step_labels_keep_the_suffix_of_their_manifest_name():
+    assert label("en", "干活#round2") == "work#round2" and label("zh", "干活#round2") == "干活#round2"
+    assert label("en", "干活·判定#1") == "work·判定#1" and label("en", "once") == "once"
+    assert header("en", "干活#round3", 3, 3, 2, True) == "== work#round3 ==============================  3/3  <- resumed · wake #2"
+
+
