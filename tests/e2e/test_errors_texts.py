@@ -20,7 +20,7 @@ from pytest_lsp import client_capabilities
 from test_cli import flower
 from test_lsp import Client, stop, uri
 from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
-from test_texts import chinese_words, english
+from test_texts_cli import chinese_words, english
 
 from conftest import ROOT
 from flower.core.errors import FlowerError, MissingCredentials
