@@ -29,6 +29,7 @@ from claude_agent_sdk import project_key_for_directory
 from .core.errors import FlowerError
 from .core.lineage import Lineage
 from .core.manifest import Manifest, parse_name
+from .core.redact import cut
 from .core.text import clip, tool_label
 from .runtime import context_of
 from .stores.prune import PruningSessionStore
@@ -147,17 +148,6 @@ def items_of(entry: dict[str, Any]) -> list[Block]:
             out.append((kind, "result", text, None, None, block.get("tool_use_id")))
     # One uuid per item: the CLI stores one block per entry; should an entry hold more, they get `<uuid>#<i>`.
     return [(uuid if i == 0 else f"{uuid}#{i}", *rest) for i, rest in enumerate(out)]
-
-
-def cut(value: Any, limit: int = TEXT_LIMIT) -> Any:
-    """Long strings inside `value` cut to `limit` characters, saying how many were left out."""
-    if isinstance(value, str):
-        return clip(value, limit, count=True)
-    if isinstance(value, dict):
-        return {k: cut(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [cut(v, limit) for v in value]
-    return value
 
 
 def _epoch(stamp: Any) -> float | None:

@@ -40,8 +40,9 @@ from ..core.events import (
     Verdict,
     Waiting,
 )
+from ..core.redact import cut
 from ..core.text import clip, tool_label
-from ..history import History, Item, UnknownSession, Verdicts, cut
+from ..history import History, Item, UnknownSession, Verdicts
 from ..service import FlowerService
 from ..status import WakeOutcome, to_json
 from . import protocol as p

@@ -18,8 +18,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
 
-from ..core.redact import cut as cut  # D6: one redaction for every exit, re-exported for folders.py and server.py
-from ..core.redact import redact as redact
+from ..core.redact import redact as redact  # D6: one redaction for every exit, re-exported for folders.py and server.py
 
 # -- method names ----------------------------------------------------------------------------
 WAKE = "flower/wake"
