@@ -515,5 +515,7 @@ def _step_at(starts: tuple[list[float], list[str]] | None, when: float | None, s
     times, names = starts
     if when is None:
         return names[-1]
-    i = bisect.bisect_right(times, when + 1.0) - 1  # a second of slack: the row is stamped before the CLI starts
+    # A run's row is stamped before its CLI starts, so its entries come after its start; the CLI's stamps are
+    # whole milliseconds, hence the small slack. (A second of slack gave a fast round's last entries to the next.)
+    i = bisect.bisect_right(times, when + 0.002) - 1
     return names[max(i, 0)]
