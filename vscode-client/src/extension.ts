@@ -54,7 +54,11 @@ export function activate(ctx: vscode.ExtensionContext): void {
             // Server options and the interpreter are read at start: restart idle servers that use them.
             for (const server of all.all()) {
                 const affected = ['flower.python', 'flower.rounds', 'flower.trim', 'flower.handoffAt'].some((k) => e.affectsConfiguration(k, server.folder.uri));
-                if (affected && server.client !== undefined && !(server.status?.running ?? false)) void server.restart();
+                const idle = server.client !== undefined && !(server.status?.running ?? false);
+                // A start that found no flower may have read the settings before they were loaded (seen after
+                // Reload Window in a remote window, where user settings arrive after activation): try again.
+                const refused = server.client === undefined && server.startFailure === 'missing';
+                if (affected && (idle || refused)) void server.restart();
             }
         }),
     );
