@@ -38,4 +38,4 @@ vsix: $(CLIENT)/node_modules/.package-lock.json
 	cd $(CLIENT) && npm run package
 
 clean:
-	rm -rf $(VENV) $(CLIENT)/node_modules $(CLIENT)/dist
+	rm -rf $(VENV) $(CLIENT)/node_modules $(CLIENT)/dist $(CLIENT)/python $(CLIENT)/*.vsix
