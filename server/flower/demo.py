@@ -164,7 +164,8 @@ class Demo:
         return proc, asyncio.create_task(self.echo(proc))
 
     async def echo(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdout is not None
+        if proc.stdout is None:  # started with stdout=PIPE, so never; the check is for the type checker
+            return
         async for raw in proc.stdout:
             self.say("   │ " + raw.decode("utf-8", "replace").rstrip("\n"))
 

@@ -87,11 +87,11 @@ class FlowerService:
 
     async def wake(self, text: str | None = None) -> WakeOutcome:
         """Continue here (text = a wake sentence), or start (text = the task); joins a wake already running (D5)."""
-        if self.running:
+        task = self._task
+        if task is not None and not task.done():
             if text and text.strip():
                 await self.say(text)
-            assert self._task is not None  # for mypy: `running` says so
-            return await asyncio.shield(self._task)
+            return await asyncio.shield(task)
         self._task = asyncio.create_task(self._run(text))
         return await asyncio.shield(self._task)
 
