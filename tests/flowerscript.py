@@ -36,3 +36,24 @@ def judge(passed: bool = True, reasons: str = "") -> list[Reply]:
 def first_run(ws: Path) -> list[Reply]:
     """A whole first run that passes."""
     return clarify(ws) + goals(ws) + work(ws) + judge()
+
+
+# -- the flower path, sharper (issue #16) ------------------------------------------------------
+
+HANDOFF_NOTE = (
+    "## State of the work\nAddition works; subtraction is half written.\n"
+    "## Files changed\ncalc.py\n"
+    "## Decisions and why\nNo eval(): NOTE-MARK unsafe on user input, parse the three tokens instead.\n"
+    "## What failed\nThe judge: subtraction is missing.\n"
+    "## Next steps\nFinish subtract() in calc.py.\n"
+)
+
+
+def handoff_note(body: str = HANDOFF_NOTE) -> list[Reply]:
+    """The outgoing work session's answer to flower's request for a handoff note (one turn, no tools)."""
+    return [text(body)]
+
+
+def grown_past_handoff(ws: Path, tokens: int = 5000) -> list[Reply]:
+    """A first run whose work round ends with `tokens` of context and does not pass the judge: the next round hands off."""
+    return clarify(ws) + goals(ws) + work(ws, input_tokens=tokens) + judge(False, "subtraction is missing")

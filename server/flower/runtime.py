@@ -55,6 +55,8 @@ class AgentSpec:
     model: str | None = None
     permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] = "default"
     disallowed_tools: list[str] = field(default_factory=list)
+    tools: list[str] | None = None
+    """The tools the CLI offers the model at all (None = its defaults; [] = none, e.g. for a text-only turn)."""
 
 
 @dataclass
@@ -200,6 +202,7 @@ class Runtime:
         return ClaudeAgentOptions(
             cwd=str(self.workspace),
             system_prompt={"type": "preset", "preset": "claude_code", "append": agent.instructions} if agent.instructions else None,
+            tools=None if agent.tools is None else list(agent.tools),
             allowed_tools=list(agent.allowed_tools),
             disallowed_tools=list(agent.disallowed_tools),
             max_turns=agent.max_turns,

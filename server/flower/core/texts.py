@@ -63,6 +63,15 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "handoff: the context grew too large, work goes on in a new session; document {path}",
         "zh": "交接: 上下文太大,换新会话继续;交接文档 {path}",
     },
+    # -- the flower path, sharper (issue #16): the handoff note the outgoing work session writes (S26) --
+    "handoff_fallback": {
+        "en": "the work session could not write its handoff note ({error}); flower wrote it from 需求.md, 目标.md and its last words",
+        "zh": "干活会话没能写出交接说明({error});flower 改用 需求.md、目标.md 和它最后的话写成交接文档",
+    },
+    "handoff_waiting": {
+        "en": "a new work session starts from the handoff note {path}, as it is on disk now",
+        "zh": "新的干活会话从交接文档 {path} 开始(按它现在在磁盘上的内容)",
+    },
     "failed_step": {"en": "x {step}: {error}", "zh": "x {step}: {error}"},
     "session": {"en": "session: {sid}", "zh": "session: {sid}"},
     "resume_hint": {"en": "continue it: flower once --resume {sid} \"…\"", "zh": "接着问: flower once --resume {sid} \"…\""},

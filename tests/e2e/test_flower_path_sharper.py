@@ -1,0 +1,132 @@
+"""The flower path, sharper (issue #16): a wake sentence reaches the goal setter with the brief (S15, S18), and the
+handoff carries the outgoing session's own note (S26), through the real CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import flowerscript as fs
+from flower import FlowerService
+from flower.core.manifest import Manifest, parse_name
+from flower.testing import error
+from flower.workflow.base import step_of
+from flower.workflow.flower import HANDOFF_ASK, HANDOFF_MARK
+
+TASK = "build a calculator"
+DERIVING = "Write `目标.md`: a Markdown checklist"
+ASKED = "Answer with the note alone"
+
+
+def goal_requests(model):
+    return [r for r in model.conversation if DERIVING in r.last_user_text]
+
+
+def note_requests(model):
+    return [r for r in model.conversation if ASKED in r.last_user_text]
+
+
+async def wake(workspace, env, text=None, **kw):
+    service = FlowerService(workspace, env=env, **kw)
+    events = []
+    service.subscribe(events.append)
+    result = await asyncio.wait_for(service.wake(text), 120)
+    return result, events
+
+
+async def test_a_wake_sentence_reaches_the_goal_setter_with_the_current_brief_and_goals(model, env, workspace):
+    model.push(*fs.first_run(workspace))
+    first, _ = await wake(workspace, env, TASK)
+    (workspace / "目标.md").write_text(fs.GOALS.replace("- [ ] calc.py adds", "- [x] calc.py adds"))  # met meanwhile
+    model.push(*fs.goals(workspace, fs.GOALS + "- [ ] calc.py multiplies\n"), *fs.work(workspace), *fs.judge())
+    sentence = "also support multiplication"
+    result, _ = await wake(workspace, env, sentence)
+    assert result.ok
+    again = goal_requests(model)[-1]
+    assert again.session_id == first.sessions["目标"]  # the resumed goal setter, which holds an older brief
+    told = again.last_user_text
+    assert sentence in told
+    brief = (workspace / "需求.md").read_text().strip()
+    assert sentence in brief and brief in told  # the brief as it is now, in full, not "read it again"
+    assert "- [x] calc.py adds" in told  # the current goals, so the met one stays ticked
+    before = len(goal_requests(model))
+    model.push(*fs.work(workspace), *fs.judge())
+    assert (await wake(workspace, env))[0].ok
+    assert len(goal_requests(model)) == before  # an empty wake sends no goal request
+
+
+async def test_the_outgoing_session_writes_the_handoff_and_the_new_session_starts_from_it(model, env, workspace):
+    model.push(*fs.grown_past_handoff(workspace), *fs.handoff_note(), *fs.work(workspace), *fs.judge())
+    result, events = await wake(workspace, env, TASK, handoff_at=1000)
+    assert result.ok
+    rows = Manifest(workspace / "runs").rows()
+    assert [r["step"] for r in rows] == ["澄清", "目标", "干活", "干活·判定#1", "干活·交接#2", "干活#round2", "干活·判定#2"]
+    by = {r["step"]: r for r in rows}
+    old, new = by["干活"]["session_id"], by["干活#round2"]["session_id"]
+    note_row = by["干活·交接#2"]
+    assert note_row["session_id"] == old and note_row["ok"] and note_row["cost_usd"] > 0  # its cost, under its own name
+    assert parse_name("干活·交接#2") == ("干活", "handoff", 2) and step_of("干活·交接#2") != "干活"  # not a work round
+    asked = note_requests(model)
+    assert len(asked) == 1 and asked[0].session_id == old  # the session that knows the work was asked
+    assert asked[0].last_user_text.endswith(HANDOFF_ASK)
+    assert not asked[0].body.get("tools")  # the CLI offered no tools for that turn
+    assert "calc.py written" in asked[0].text  # with its whole history
+    document = next((workspace / "notes").glob("handoff-*.md")).read_text()
+    assert fs.HANDOFF_NOTE.strip() in document
+    assert "## Requirements (需求.md)" in document and fs.REQUIREMENTS.strip() in document
+    assert "## Goals (目标.md)" in document and "calc.py subtracts" in document
+    first_of_new = next(r for r in model.conversation if r.session_id == new)
+    assert "NOTE-MARK" in first_of_new.last_user_text and document.strip() in first_of_new.last_user_text
+    assert by["干活#round2"]["retired"] == [old] and result.sessions["干活"] == new
+    assert not (workspace / "runs" / HANDOFF_MARK).exists()  # the successor started: nothing waits
+    assert not [e for e in events if e.kind == "notice" and "could not write" in e.text]
+
+
+async def test_a_failing_handoff_turn_falls_back_to_flowers_own_document_and_says_so(model, env, workspace):
+    # The CLI itself retries a 400 twice: every attempt at the note is refused, whatever their number.
+    refused = [error(400, "Requests which include tool_use or tool_result blocks must define tools.",
+                     match=lambda body: ASKED in json.dumps(body["messages"][-1], ensure_ascii=False)) for _ in range(5)]
+    model.push(*fs.grown_past_handoff(workspace), *refused, *fs.work(workspace), *fs.judge())
+    result, events = await wake(workspace, env, TASK, handoff_at=1000, rounds=2)
+    assert result.ok  # the handoff still happens, from the files
+    by = {r["step"]: r for r in Manifest(workspace / "runs").rows()}
+    assert by["干活·交接#2"]["ok"] is False and "must define tools" in by["干活·交接#2"]["error"]
+    document = next((workspace / "notes").glob("handoff-*.md")).read_text()
+    assert "that turn failed" in document and "must define tools" in document  # the note says so
+    assert "calc.py written" in document and fs.REQUIREMENTS.strip() in document  # today's mechanical document
+    new = by["干活#round2"]["session_id"]
+    assert new != by["干活"]["session_id"]
+    assert "that turn failed" in next(r for r in model.conversation if r.session_id == new).last_user_text
+    assert [e for e in events if e.kind == "notice" and "could not write its handoff note" in e.text]
+
+
+async def test_a_wake_stopped_after_the_note_seeds_the_next_one_from_the_file_as_edited(model, env, workspace):
+    """Stopped between writing the note and starting the new session (nothing is written on the way out, so the disk
+    is as a kill -9 there leaves it): the next wake starts the new session from the file as edited, asking nothing again."""
+    model.push(*fs.grown_past_handoff(workspace), *fs.handoff_note())
+    service = FlowerService(workspace, env=env, handoff_at=1000)
+
+    def stop(event) -> None:  # at the instant the new session is about to start
+        if event.kind == "step_start" and event.step == "干活#round2":
+            service.cancel()
+
+    service.subscribe(stop)
+    stopped = await asyncio.wait_for(service.wake(TASK), 120)
+    assert not stopped.ok and "cancelled" in stopped.error
+    assert len(model.conversation) == 8  # 2 + 2 + 2 + 1 + the note: the new session sent nothing
+    runs = workspace / "runs"
+    old = json.loads((runs / "lineage.json").read_text())["steps"]["干活"]
+    assert old == note_requests(model)[0].session_id  # the lineage still names the old session
+    assert json.loads((runs / HANDOFF_MARK).read_text())["session"] == old
+    [note] = (workspace / "notes").glob("handoff-*.md")
+    note.write_text(note.read_text().replace("NOTE-MARK", "EDITED-BY-THE-PERSON"))
+
+    model.push(*fs.work(workspace), *fs.judge())
+    result, events = await wake(workspace, env, handoff_at=1000)
+    assert result.ok and result.sessions["干活"] != old
+    assert len(note_requests(model)) == 1  # not regenerated
+    first_of_new = next(r for r in model.conversation if r.session_id == result.sessions["干活"])
+    assert "EDITED-BY-THE-PERSON" in first_of_new.last_user_text and "NOTE-MARK" not in first_of_new.last_user_text
+    assert [p.name for p in (workspace / "notes").glob("handoff-*.md")] == [note.name]
+    assert not (runs / HANDOFF_MARK).exists()
+    assert [e for e in events if e.kind == "handoff"][0].old_session == old
