@@ -55,5 +55,8 @@ def handoff_note(body: str = HANDOFF_NOTE) -> list[Reply]:
 
 
 def grown_past_handoff(ws: Path, tokens: int = 5000) -> list[Reply]:
-    """A first run whose work round ends with `tokens` of context and does not pass the judge: the next round hands off."""
-    return clarify(ws) + goals(ws) + work(ws, input_tokens=tokens) + judge(False, "subtraction is missing")
+    """Freeze 需求.md and 目标.md (S17: no clarify, no goals); the first work round ends with `tokens` of context and
+    does not pass the judge, so the next round hands off."""
+    (ws / "需求.md").write_text(REQUIREMENTS, encoding="utf-8")
+    (ws / "目标.md").write_text(GOALS, encoding="utf-8")
+    return work(ws, input_tokens=tokens) + judge(False, "subtraction is missing")

@@ -7,11 +7,11 @@ import asyncio
 import json
 
 import flowerscript as fs
-from flower import FlowerService
+from flower import FlowerService, Runtime
 from flower.core.manifest import Manifest, parse_name
 from flower.testing import error
 from flower.workflow.base import step_of
-from flower.workflow.flower import HANDOFF_ASK, HANDOFF_MARK
+from flower.workflow.flower import HANDOFF_ASK, HANDOFF_MARK, FlowerPath
 
 TASK = "build a calculator"
 DERIVING = "Write `目标.md`: a Markdown checklist"
@@ -57,10 +57,10 @@ async def test_a_wake_sentence_reaches_the_goal_setter_with_the_current_brief_an
 
 async def test_the_outgoing_session_writes_the_handoff_and_the_new_session_starts_from_it(model, env, workspace):
     model.push(*fs.grown_past_handoff(workspace), *fs.handoff_note(), *fs.work(workspace), *fs.judge())
-    result, events = await wake(workspace, env, TASK, handoff_at=1000)
+    result, events = await wake(workspace, env, handoff_at=1000)
     assert result.ok
     rows = Manifest(workspace / "runs").rows()
-    assert [r["step"] for r in rows] == ["澄清", "目标", "干活", "干活·判定#1", "干活·交接#2", "干活#round2", "干活·判定#2"]
+    assert [r["step"] for r in rows] == ["干活", "干活·判定#1", "干活·交接#2", "干活#round2", "干活·判定#2"]
     by = {r["step"]: r for r in rows}
     old, new = by["干活"]["session_id"], by["干活#round2"]["session_id"]
     note_row = by["干活·交接#2"]
@@ -87,7 +87,7 @@ async def test_a_failing_handoff_turn_falls_back_to_flowers_own_document_and_say
     refused = [error(400, "Requests which include tool_use or tool_result blocks must define tools.",
                      match=lambda body: ASKED in json.dumps(body["messages"][-1], ensure_ascii=False)) for _ in range(5)]
     model.push(*fs.grown_past_handoff(workspace), *refused, *fs.work(workspace), *fs.judge())
-    result, events = await wake(workspace, env, TASK, handoff_at=1000, rounds=2)
+    result, events = await wake(workspace, env, handoff_at=1000, rounds=2)
     assert result.ok  # the handoff still happens, from the files
     by = {r["step"]: r for r in Manifest(workspace / "runs").rows()}
     assert by["干活·交接#2"]["ok"] is False and "must define tools" in by["干活·交接#2"]["error"]
@@ -111,9 +111,9 @@ async def test_a_wake_stopped_after_the_note_seeds_the_next_one_from_the_file_as
             service.cancel()
 
     service.subscribe(stop)
-    stopped = await asyncio.wait_for(service.wake(TASK), 120)
+    stopped = await asyncio.wait_for(service.wake(), 120)
     assert not stopped.ok and "cancelled" in stopped.error
-    assert len(model.conversation) == 8  # 2 + 2 + 2 + 1 + the note: the new session sent nothing
+    assert len(model.conversation) == 4  # two work turns, the judge, the note: the new session sent nothing
     runs = workspace / "runs"
     old = json.loads((runs / "lineage.json").read_text())["steps"]["干活"]
     assert old == note_requests(model)[0].session_id  # the lineage still names the old session
@@ -130,3 +130,20 @@ async def test_a_wake_stopped_after_the_note_seeds_the_next_one_from_the_file_as
     assert [p.name for p in (workspace / "notes").glob("handoff-*.md")] == [note.name]
     assert not (runs / HANDOFF_MARK).exists()
     assert [e for e in events if e.kind == "handoff"][0].old_session == old
+
+
+async def test_a_handoff_mark_that_cannot_be_read_is_kept_aside_and_a_stale_one_is_dropped(workspace):
+    """No process: the mark's own rules. Unreadable = evidence kept aside, never used; another session's = stale."""
+    runs = workspace / "runs"
+    runs.mkdir()
+    note = workspace / "notes" / "handoff-1.md"
+    note.parent.mkdir()
+    note.write_text("# Handoff\n")
+    async with Runtime(workspace, runs) as rt:
+        path = FlowerPath(rt)
+        (runs / HANDOFF_MARK).write_bytes(b"\xff not json")
+        assert path.handoff_waiting("s-old") is None
+        assert not (runs / HANDOFF_MARK).exists() and len(list(runs.glob(HANDOFF_MARK + ".corrupt-*"))) == 1
+        (runs / HANDOFF_MARK).write_text(json.dumps({"session": "s-old", "path": str(note)}))
+        assert path.handoff_waiting("s-old") == note  # written for the session the lineage still names: waiting
+        assert path.handoff_waiting("s-new") is None and not (runs / HANDOFF_MARK).exists()  # its successor started
