@@ -13,7 +13,6 @@ from flower.testing import error
 from flower.workflow.base import step_of
 from flower.workflow.flower import HANDOFF_ASK, HANDOFF_MARK, FlowerPath
 
-TASK = "build a calculator"
 DERIVING = "Write `目标.md`: a Markdown checklist"
 ASKED = "Answer with the note alone"
 
@@ -35,20 +34,31 @@ async def wake(workspace, env, text=None, **kw):
 
 
 async def test_a_wake_sentence_reaches_the_goal_setter_with_the_current_brief_and_goals(model, env, workspace):
-    model.push(*fs.first_run(workspace))
-    first, _ = await wake(workspace, env, TASK)
+    (workspace / "需求.md").write_text(fs.REQUIREMENTS)  # frozen (S17): no clarify run needed here
+    model.push(*fs.goals(workspace), *fs.work(workspace), *fs.judge())
+    first, _ = await wake(workspace, env)
     (workspace / "目标.md").write_text(fs.GOALS.replace("- [ ] calc.py adds", "- [x] calc.py adds"))  # met meanwhile
-    model.push(*fs.goals(workspace, fs.GOALS + "- [ ] calc.py multiplies\n"), *fs.work(workspace), *fs.judge())
-    sentence = "also support multiplication"
-    result, _ = await wake(workspace, env, sentence)
-    assert result.ok
-    again = goal_requests(model)[-1]
-    assert again.session_id == first.sessions["目标"]  # the resumed goal setter, which holds an older brief
-    told = again.last_user_text
-    assert sentence in told
-    brief = (workspace / "需求.md").read_text().strip()
-    assert sentence in brief and brief in told  # the brief as it is now, in full, not "read it again"
+    model.push(*fs.goals(workspace, fs.GOALS + "- [ ] calc.py multiplies\n"), *fs.work(workspace), *fs.judge(),
+               *fs.goals(workspace, fs.GOALS + "- [ ] calc.py multiplies\n- [ ] green\n"), *fs.work(workspace), *fs.judge())
+    sentence, later = "also support multiplication", "also print it in green"
+    service = FlowerService(workspace, env=env)
+    said = []
+
+    def say_while_working(event) -> None:  # a sentence said while the work runs lands before its next round (`pending`)
+        if event.kind == "step_start" and event.step == "干活" and not said:
+            said.append(asyncio.get_running_loop().create_task(service.say(later)))
+
+    service.subscribe(say_while_working)
+    result = await asyncio.wait_for(service.wake(sentence), 120)
+    assert result.ok and said and said[0].done()
+    at_wake, while_running = goal_requests(model)[-2:]
+    assert at_wake.session_id == while_running.session_id == first.sessions["目标"]  # resumed: it holds an older brief
+    told = at_wake.last_user_text
+    assert sentence in told and fs.REQUIREMENTS.strip() in told  # the brief again, not "read it again"
     assert "- [x] calc.py adds" in told  # the current goals, so the met one stays ticked
+    brief = (workspace / "需求.md").read_text().strip()
+    assert sentence in brief and later in brief
+    assert later in while_running.last_user_text and brief in while_running.last_user_text  # in full, as it is now
     before = len(goal_requests(model))
     model.push(*fs.work(workspace), *fs.judge())
     assert (await wake(workspace, env))[0].ok
