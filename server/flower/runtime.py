@@ -37,6 +37,9 @@ from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
 
 log = logging.getLogger("flower")
+# A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
+# the same failure, printed by logging's last resort with no handler of ours, would only repeat it as noise.
+logging.getLogger("claude_agent_sdk._internal.transcript_mirror_batcher").addHandler(logging.NullHandler())
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
 CREDENTIAL_ENV = (

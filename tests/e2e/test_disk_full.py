@@ -89,21 +89,23 @@ async def resumes(model, env, workspace: Path, run_dir: Path, sid: str) -> None:
     assert lineage(run_dir)["steps"]["干活"] == sid
 
 
-async def test_a_full_disk_under_sessions_db_stops_naming_it_and_the_next_wake_resumes(model, env, workspace, run_dir):
+async def test_a_full_disk_or_a_read_only_run_dir_is_named_the_session_kept_and_the_next_wake_resumes(
+        model, env, workspace, run_dir):
     sid = await first_wake(model, env, workspace, run_dir)
     db = run_dir / "sessions.db"
+
+    # sessions.db on a full disk. Nothing scripted: what the model says meanwhile is its default reply, so no
+    # script is left over for the next wake.
     assert db.stat().st_size > FULL_AT  # else the "full" disk would still have room for the whole wake
-    # Nothing scripted: what the model says meanwhile is its default reply, so no script is left over for the next wake.
     full = await flower("-r", str(run_dir), env=env, cwd=workspace, child=disk_full_at(FULL_AT))
     assert full.code == 1 and "Traceback" not in full.err, full.err
     said = full.err.strip().splitlines()
-    assert said[-1].startswith("flower: ") and str(db) in full.err and "Free some space" in full.err, full.err
+    # Two lines and nothing else (no log debris): what failed, with the path; what to do.
+    assert len(said) == 2 and said[0].startswith("flower: ") and f"cannot write {db}" in said[0], said
+    assert said[1].startswith("Free some space, then run flower again"), said
     assert_kept(run_dir, sid)
-    await resumes(model, env, workspace, run_dir, sid)
 
-
-async def test_a_read_only_run_dir_or_sessions_db_is_named_and_the_next_wake_resumes(model, env, workspace, run_dir):
-    sid = await first_wake(model, env, workspace, run_dir)
+    # A read-only run_dir: refused before anything is written.
     files = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
     run_dir.chmod(0o555)
     try:
@@ -112,13 +114,17 @@ async def test_a_read_only_run_dir_or_sessions_db_is_named_and_the_next_wake_res
         run_dir.chmod(0o755)
     assert refused.code == 2 and f"cannot write the run dir {run_dir}" in refused.err and "Traceback" not in refused.err
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == files
-    db = run_dir / "sessions.db"
+
+    # A read-only sessions.db in a writable run_dir: SQLite opens it read-only, the first write is refused.
     db.chmod(0o444)
     try:
         read_only = await flower("-r", str(run_dir), env=env, cwd=workspace, child=permissions_bind)
     finally:
         db.chmod(0o644)
     assert read_only.code == 1 and "Traceback" not in read_only.err, read_only.err
-    assert str(db) in read_only.err and "writable" in read_only.err, read_only.err
+    said = read_only.err.strip().splitlines()
+    assert len(said) == 2 and said[0].startswith("flower: ") and f"cannot write {db}" in said[0], said
+    assert said[1].startswith("Make them writable, then run flower again"), said
     assert_kept(run_dir, sid)
+
     await resumes(model, env, workspace, run_dir, sid)
