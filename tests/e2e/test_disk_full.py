@@ -17,6 +17,7 @@ import os
 import resource
 import signal
 import sqlite3
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -128,3 +129,37 @@ async def test_a_full_disk_or_a_read_only_run_dir_is_named_the_session_kept_and_
     assert_kept(run_dir, sid)
 
     await resumes(model, env, workspace, run_dir, sid)
+
+
+RUN_DIR_FULL = r"""
+import json, sys
+from pathlib import Path
+from flower.core.lineage import Lineage
+from flower.core.manifest import Manifest, StepResult
+run_dir, ws = Path(sys.argv[1]), sys.argv[2]
+lineage = Lineage.load(run_dir, ws)
+lineage.record("干活", "s" * 4096)  # a longer file than the disk has room for
+manifest = Manifest(run_dir)
+wrote = manifest.add(StepResult(step="干活", ok=True, text="x" * 4096))
+print(json.dumps({"lineage": lineage.save(), "manifest": wrote}))
+"""
+
+
+async def test_lineage_and_manifest_on_a_full_disk_keep_the_old_file_whole_and_the_run_goes_on(tmp_path, workspace):
+    """runs/ itself full: each continuity file stays the last whole one written, with no temp file left (S11, S12)."""
+    run_dir = tmp_path / "runs"
+    run_dir.mkdir()
+    old_lineage = json.dumps({"workspace": str(workspace), "woke": 1, "steps": {"干活": "s1"}}).encode()
+    old_manifest = json.dumps([{"run": "20260101-000000-abcdef", "step": "干活", "ok": True}]).encode()
+    (run_dir / "lineage.json").write_bytes(old_lineage)
+    (run_dir / "manifest.json").write_bytes(old_manifest)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", RUN_DIR_FULL, str(run_dir), str(workspace), preexec_fn=disk_full_at(1024),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out) == {"lineage": False, "manifest": False}  # said, not raised
+    assert "could not write" in err.decode() and "File too large" in err.decode()
+    assert (run_dir / "lineage.json").read_bytes() == old_lineage
+    assert (run_dir / "manifest.json").read_bytes() == old_manifest
+    assert sorted(p.name for p in run_dir.iterdir()) == ["lineage.json", "manifest.json", "manifest.json.lock"]
