@@ -1,9 +1,9 @@
 """A full disk and a read-only run_dir: a clear error naming the path, the session kept, nothing half-written,
 and the next wake once the disk is usable again resumes the same session (issue 13; S10-S12, D2).
 
-The disk is made full for the `flower` process only, without privileges: RLIMIT_FSIZE (inherited by the
-agent CLI too) with SIGXFSZ ignored, so a write past the limit fails with EFBIG as one past the end of a
-full disk fails with ENOSPC. Read-only is chmod; the suite may run as root, whom permission bits do not
+The disk is made full for the `flower` process (and the agent CLI it starts), without privileges: RLIMIT_FSIZE
+with SIGXFSZ ignored, so a write past the limit fails with EFBIG as one past the end of a full disk fails with
+ENOSPC (SQLite reports the one as SQLITE_IOERR, the other as SQLITE_FULL: both are a full disk to the store). Read-only is chmod; the suite may run as root, whom permission bits do not
 stop, so a root child also drops CAP_DAC_OVERRIDE from its capability bounding set before it execs
 (root keeps every other power; a non-root child needs nothing).
 """
