@@ -137,6 +137,17 @@ CATALOG: dict[str, dict[str, str]] = {
               "升级 flower(pip install -U flower)后再用;文件保持原样未动。",
     },
     "db_cannot_open": {"en": "cannot open {db}: {reason}", "zh": "无法打开 {db}: {reason}"},
+    # -- a full disk or a read-only run_dir under sessions.db (issue 13, many writers / disk full) --------
+    "db_full": {
+        "en": "cannot write {db} ({reason}): the disk may be full.\n"
+              "Free some space, then run flower again: the session is kept and resumes where it stopped.",
+        "zh": "无法写入 {db}({reason}):磁盘可能已满。\n腾出一些空间后再运行 flower:会话已保留,会从停下的地方接着做。",
+    },
+    "db_read_only": {
+        "en": "cannot write {db} ({reason}): it or its folder is read-only.\n"
+              "Make them writable, then run flower again: the session is kept and resumes where it stopped.",
+        "zh": "无法写入 {db}({reason}):它或所在目录是只读的。\n改成可写后再运行 flower:会话已保留,会从停下的地方接着做。",
+    },
     "step_failed": {"en": "{step}: {error}", "zh": "{step}: {error}"},
     "not_retried": {"en": "{detail}\nnot retried: {advice}", "zh": "{detail}\n不再重试: {advice}"},
     "gave_up_offline": {
