@@ -5,10 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import uuid
 from pathlib import Path
 
 from flower.stores.prune import PruningSessionStore
-from flower.stores.reconcile import config_dir, content_key, is_local_only, missing, parse_jsonl, reconcile, transcript_path
+from flower.stores.reconcile import (
+    config_dir,
+    content_key,
+    is_local_only,
+    leftover_paths,
+    missing,
+    parse_jsonl,
+    reconcile,
+    transcript_path,
+)
 from flower.stores.sqlite import SqliteSessionStore
 
 SID = "0b1c2d3e-0000-4000-8000-000000000001"
@@ -22,7 +33,7 @@ def chat(n: int) -> list[dict]:
     for i in range(n):
         uid = f"00000000-0000-4000-8000-{i:012d}"
         role = "user" if i % 2 == 0 else "assistant"
-        rows.append({"type": role, "uuid": uid, "parentUuid": parent, "sessionId": SID,
+        rows.append({"type": role, "uuid": uid, "parentUuid": parent, "sessionId": SID, "timestamp": f"2026-01-01T00:00:{i:02d}.000Z",
                      "message": {"role": role, "content": [{"type": "text", "text": f"row {i}"}]}})
         rows.append({"type": "atis-latch", "atis": True, "sessionId": SID})  # identical lines, repeated
         parent = uid
@@ -77,11 +88,41 @@ def test_a_uuid_repeated_in_the_file_is_imported_once():
 
 def test_a_store_that_went_on_without_the_file_gets_no_stale_branch():
     rows = chat(4)
-    later = {"type": "user", "uuid": "99999999-0000-4000-8000-000000000000", "parentUuid": rows[3]["uuid"], "sessionId": SID}
+    later = {"type": "user", "uuid": "99999999-0000-4000-8000-000000000000", "parentUuid": rows[3]["uuid"],
+             "sessionId": SID, "timestamp": "2026-01-01T00:01:00.000Z"}
     # The file's last rows never reached the store, and a later resume appended past them.
     assert missing(rows, [*rows[:4], later]) == []
+    # Without timestamps: the store's newest uuid must be in the file.
+    bare = [{k: v for k, v in e.items() if k != "timestamp"} for e in rows]
+    assert missing(bare, [*bare[:4], later]) == [] and missing(bare, bare[:4]) == bare[4:]
     # A store holding only uuid-less lines cannot tell: the file wins.
     assert missing(rows, rows[:1]) == rows[1:]
+
+
+def test_older_stored_rows_the_file_lacks_do_not_block_the_import():
+    # A materialised resume starts from the pruned view: rows it hid are stored but not in its file.
+    rows = chat(6)
+    hidden = rows[3]
+    local = [e for e in rows if e is not hidden]
+    assert missing(local, rows[:5]) == rows[5:]
+
+
+def test_results_pruning_added_are_never_imported():
+    rows = chat(2)
+    added = {"type": "user", "uuid": str(uuid.uuid5(uuid.NAMESPACE_OID, "x")), "parentUuid": rows[1]["uuid"], "sessionId": SID}
+    assert missing([*rows, added], rows) == []
+
+
+def test_leftover_resume_dirs_are_found_oldest_first(tmp_path: Path):
+    paths = []
+    for i, name in enumerate(["claude-resume-b", "claude-resume-a", "other-c"]):
+        path = transcript_path(tmp_path / name, "-ws", SID)
+        path.parent.mkdir(parents=True)
+        path.write_text("{}\n")
+        os.utime(path, ns=(i * 10**9, i * 10**9))
+        paths.append(path)
+    transcript_path(tmp_path / "claude-resume-d", "-other", SID).parent.mkdir(parents=True)
+    assert leftover_paths("-ws", SID, tmp_path) == paths[:2]
 
 
 def test_content_match_sees_the_store_redaction(monkeypatch):

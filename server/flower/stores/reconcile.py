@@ -10,8 +10,11 @@ Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins t
 - a session started without `resume` writes `<config dir>/projects/<project key>/<session>.jsonl`, with
   the config dir the CLI's `CLAUDE_CONFIG_DIR` (else ~/.claude) and the key the SDK's
   `project_key_for_directory` of its cwd, even with a session store set;
-- a resumed session runs on a temporary config dir the SDK materialises from the store, so its new
-  entries reach that file only, not this one;
+- a resumed session runs on a temporary config dir the SDK materialises from the store
+  (`<tmp>/claude-resume-*/projects/<project key>/<session>.jsonl`: the pruned view, then the CLI's new
+  entries); the SDK removes it when the CLI ends, but a kill leaves it behind, holding the newest
+  entries. Both files are read; in the temporary one, the results pruning added (uuid5, transcript.py)
+  are flower's view, not the CLI's, and are never imported;
 - the mirror carries every line of the file except the CLI's request replay records (`api-request*`)
   and the `cost-state` line it writes at exit: those stay local and are never imported (restoring
   `cost-state` would make the resumed CLI carry the earlier cost totals on).
@@ -22,6 +25,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
+import uuid as uuidlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,7 +36,9 @@ from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from ..core.redact import redact
 
-__all__ = ["config_dir", "content_key", "is_local_only", "missing", "parse_jsonl", "reconcile", "transcript_path"]
+__all__ = [
+    "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile", "transcript_path",
+]
 
 log = logging.getLogger("flower")
 
@@ -48,10 +55,30 @@ def transcript_path(config: Path, project_key: str, session_id: str) -> Path:
     return config / "projects" / project_key / f"{session_id}.jsonl"
 
 
+def leftover_paths(project_key: str, session_id: str, tmp: Path | None = None) -> list[Path]:
+    """The session's files in temporary config dirs a killed resume left behind (the SDK's `claude-resume-*`), oldest first."""
+    base = tmp if tmp is not None else Path(tempfile.gettempdir())
+    found = []
+    for path in base.glob(f"claude-resume-*/projects/{project_key}/{session_id}.jsonl"):
+        try:
+            found.append((path.stat().st_mtime_ns, path))
+        except OSError:  # removed meanwhile: its resume ended cleanly
+            continue
+    return [path for _, path in sorted(found)]
+
+
 def is_local_only(entry: Mapping[str, Any]) -> bool:
     """Whether the CLI keeps this line in its own file only (never mirrored): request replay records, cost-state."""
     kind = entry.get("type")
     return isinstance(kind, str) and (kind.startswith("api-request") or kind == "cost-state")
+
+
+def _pruning_added(uid: str) -> bool:
+    """Whether a uuid is one pruning gave a result it added (uuid5); the CLI's own are random (uuid4)."""
+    try:
+        return uuidlib.UUID(uid).version == 5
+    except ValueError:
+        return False
 
 
 def parse_jsonl(data: bytes) -> list[Entry]:
@@ -78,9 +105,9 @@ def missing(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, An
     """The entries of `local` that `stored` lacks, in `local`'s order.
 
     Matched by `uuid` where the entry has one, otherwise by content, each stored copy standing for one
-    local line (the CLI repeats identical metadata lines). Local-only lines are never returned. Nothing
-    is returned when `stored` has gone on past `local` (its newest uuid is not in `local`): the session
-    continued without those entries, and appending them now would graft a stale branch onto its end.
+    local line (the CLI repeats identical metadata lines). Local-only lines and the results pruning added
+    to a materialised resume are never returned. Nothing is returned when `stored` has gone on without
+    them (`_went_on`): appending them now would graft a stale branch onto the session's end.
     """
     uuids = {u for e in stored if isinstance(u := e.get("uuid"), str)}
     copies = Counter(content_key(e) for e in stored if not isinstance(e.get("uuid"), str))
@@ -90,7 +117,7 @@ def missing(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, An
             continue
         uid = entry.get("uuid")
         if isinstance(uid, str):
-            if uid in uuids:
+            if uid in uuids or _pruning_added(uid):
                 continue
             uuids.add(uid)  # a uuid repeated in the file is imported once
         else:
@@ -99,11 +126,23 @@ def missing(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, An
                 copies[key] -= 1
                 continue
         todo.append(dict(entry))
-    if todo:
-        newest = next((u for e in reversed(stored) if isinstance(u := e.get("uuid"), str)), None)
-        if newest is not None and not any(e.get("uuid") == newest for e in local):
-            return []
-    return todo
+    return [] if todo and _went_on(local, stored, todo) else todo
+
+
+def _went_on(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, Any]], todo: list[Entry]) -> bool:
+    """Whether `stored` holds entries `local` lacks that are newer than the missing ones (a later resume went on without them).
+
+    Stored entries older than the missing ones may be absent from `local` for good reasons: a materialised
+    resume starts from the pruned view, which hides some. Without a timestamp to compare, the newest stored
+    uuid must be in `local`.
+    """
+    mine = {u for e in local if isinstance(u := e.get("uuid"), str)}
+    since = min((t for e in todo if isinstance(e.get("uuid"), str) and isinstance(t := e.get("timestamp"), str)), default=None)
+    if since is not None:
+        return any(isinstance(u := e.get("uuid"), str) and u not in mine and isinstance(t := e.get("timestamp"), str)
+                   and t > since for e in stored)
+    newest = next((u for e in reversed(stored) if isinstance(u := e.get("uuid"), str)), None)
+    return newest is not None and newest not in mine
 
 
 def _read(path: Path) -> bytes | None:
@@ -118,20 +157,26 @@ def _read(path: Path) -> bytes | None:
 
 
 async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[str, str] | None = None) -> int:
-    """Import into `store` (the raw store) what the CLI's own transcript of the session has and it lacks; return how many.
+    """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
 
-    `env` is the CLI's env over this process's (`CLAUDE_CONFIG_DIR` picks the config dir). The import goes
-    through the store's `append`, which skips uuids already stored, so a rerun imports nothing.
+    `env` is the CLI's env over this process's (`CLAUDE_CONFIG_DIR` picks the config dir); the temporary
+    dirs are this process's (the SDK makes them here). The files are read oldest first, each against the
+    store as the previous left it. The import goes through the store's `append`, which skips uuids
+    already stored, so a rerun imports nothing.
     """
-    path = transcript_path(config_dir({**os.environ, **(env or {})}), project_key, session_id)
-    data = _read(path)
-    if not data:
-        return 0
-    local = parse_jsonl(data)
+    paths = [transcript_path(config_dir({**os.environ, **(env or {})}), project_key, session_id),
+             *leftover_paths(project_key, session_id)]
     key: SessionKey = {"project_key": project_key, "session_id": session_id}
-    stored: list[SessionStoreEntry] = await store.load(key) or []
-    todo = missing(local, stored)
-    if todo:
-        await store.append(key, todo)
-        log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", len(todo), session_id)
-    return len(todo)
+    imported = 0
+    for path in paths:
+        data = _read(path)
+        if not data:
+            continue
+        stored: list[SessionStoreEntry] = await store.load(key) or []
+        todo = missing(parse_jsonl(data), stored)
+        if todo:
+            await store.append(key, todo)
+            imported += len(todo)
+    if imported:
+        log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", imported, session_id)
+    return imported
