@@ -12,12 +12,12 @@ import logging
 import sqlite3
 from pathlib import Path
 
-from conftest import run_program
+from conftest import kill_group, run_program, start_program, until
 from flower import AgentSpec, Runtime
 from flower.runtime import project_key
 from flower.stores.prune import INTERRUPTED_NOTE
-from flower.stores.reconcile import config_dir, is_local_only, parse_jsonl, transcript_path
-from flower.testing import text, tool
+from flower.stores.reconcile import config_dir, is_local_only, leftover_paths, parse_jsonl, transcript_path
+from flower.testing import Reply, say, text, tool
 
 BRIEF = "write the notes"
 DONE = "notes written, step finished"
@@ -58,9 +58,11 @@ def tool_result_seq(rows: list[tuple[int, dict]]) -> int:
     return next(seq for seq, e in rows if e.get("type") == "user" and "toolUseResult" in e)
 
 
-async def first_step(model, env, workspace: Path, run_dir: Path) -> tuple[str, Path, list[tuple[int, dict]]]:
-    """One real work step with a tool call; its session, the CLI's own transcript and its sessions.db rows."""
-    model.push(tool("Write", {"file_path": str(workspace / "notes.txt"), "content": "n\n"}), text(DONE))
+async def first_step(model, env, workspace: Path, run_dir: Path, *, calls: bool = True) -> tuple[str, Path, list[tuple[int, dict]]]:
+    """One real work step (with a tool call); its session, the CLI's own transcript and its sessions.db rows."""
+    if calls:
+        model.push(tool("Write", {"file_path": str(workspace / "notes.txt"), "content": "n\n"}))
+    model.push(text(DONE))
     ctx = await run_program("workflow", args(workspace, run_dir), env, workspace)
     sid = ctx["_sessions"]["work"]
     local = transcript_path(config_dir(env), project_key(workspace), sid)
@@ -96,21 +98,24 @@ async def test_rows_a_lagging_mirror_lost_are_restored_and_the_resumed_model_rec
     assert local.read_bytes() == before  # the CLI's own file is only read
 
 
-async def test_a_file_cut_mid_line_gives_what_parses(model, env, workspace, run_dir, caplog):
+async def resume(model, env, workspace: Path, run_dir: Path, sid: str):
+    """One resumed turn in this process; the request the model received for it."""
+    model.push(text("carried on"))
+    async with Runtime(workspace, run_dir, env=env) as rt:
+        result = await rt.run(AgentSpec("work", allowed_tools=["Write"]), "carry on", resume=sid)
+    assert result.ok and result.session_id == sid
+    return model.last
+
+
+async def test_a_file_cut_mid_line_gives_what_parses_and_no_file_resumes_from_the_store(model, env, workspace, run_dir, caplog):
     sid, local, rows = await first_step(model, env, workspace, run_dir)
     drop_from(run_dir, tool_result_seq(rows))
     # A kill during the CLI's write of the final answer: the file ends inside that line.
     data = local.read_bytes()
-    start = data.index(DONE.encode())
-    local.write_bytes(data[:start])
+    local.write_bytes(data[: data.index(DONE.encode())])
     before = local.read_bytes()
-
-    model.push(text("carried on"))
-    async with Runtime(workspace, run_dir, env=env) as rt:
-        with caplog.at_level(logging.INFO, logger="flower"):
-            result = await rt.run(AgentSpec("work", allowed_tools=["Write"]), "carry on", resume=sid)
-    assert result.ok and result.session_id == sid
-    seen = model.last
+    with caplog.at_level(logging.INFO, logger="flower"):
+        seen = await resume(model, env, workspace, run_dir, sid)
     # The real tool result came back (not the note pruning puts where a result is missing); the cut answer did not.
     assert "notes.txt" in json.dumps(seen.tool_results()) and INTERRUPTED_NOTE not in seen.text
     assert DONE not in seen.text
@@ -118,17 +123,41 @@ async def test_a_file_cut_mid_line_gives_what_parses(model, env, workspace, run_
     assert len(imported) == 1 and f"of session {sid}" in imported[0]
     assert local.read_bytes() == before
 
-
-async def test_without_the_file_the_resume_goes_on_from_the_store(model, env, workspace, run_dir):
-    sid, local, rows = await first_step(model, env, workspace, run_dir)
+    # The same loss again, and now no file at all (e.g. the CLI's config dir was cleaned): the store as it is.
     drop_from(run_dir, tool_result_seq(rows))
-    local.unlink()  # e.g. the CLI's config dir was cleaned
-
-    model.push(text("carried on"))
-    async with Runtime(workspace, run_dir, env=env) as rt:
-        result = await rt.run(AgentSpec("work", allowed_tools=["Write"]), "carry on", resume=sid)
-    assert result.ok and result.session_id == sid
-    seen = model.last
-    assert BRIEF in seen.text and seen.tool_uses() and DONE not in seen.text and INTERRUPTED_NOTE in seen.text
+    local.unlink()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="flower"):
+        seen = await resume(model, env, workspace, run_dir, sid)
+    assert BRIEF in seen.text and seen.tool_uses() and INTERRUPTED_NOTE in seen.text
+    assert not [r for r in caplog.records if r.getMessage().startswith("reconcile:")]
     kept = [e for seq, e in rows if seq < tool_result_seq(rows)]
     assert [e for _, e in stored_rows(run_dir, workspace, sid)][: len(kept)] == kept
+
+
+async def test_a_killed_resume_is_restored_from_the_dir_the_sdk_left_behind(model, env, workspace, run_dir, tmp_path):
+    # A resumed CLI runs on a config dir the SDK materialises in the temp dir: a kill leaves it, and only it
+    # holds the resumed round's entries.
+    env = {**env, "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    sid, local, rows = await first_step(model, env, workspace, run_dir, calls=False)
+    model.push(tool("Write", {"file_path": str(workspace / "second.txt"), "content": "s\n"}), Reply(blocks=[say("never")], hold=True))
+    proc = await start_program("workflow", args(workspace, run_dir), env, workspace)
+    try:
+        await model.wait_for_requests(3, timeout=60)  # the resumed round's tool ran; its result went to the model
+        await until(lambda: any(b"second.txt" in p.read_bytes() and b"toolUseResult" in p.read_bytes()
+                                for p in leftover_paths(project_key(workspace), sid, tmp_path / "tmp")), what="the temp transcript")
+    finally:
+        await kill_group(proc)
+    [left] = leftover_paths(project_key(workspace), sid, tmp_path / "tmp")
+    before, config_before = left.read_bytes(), local.read_bytes()
+    # The resumed round from its tool call on, whatever of it the mirror got before the kill (often not the result).
+    drop_from(run_dir, next(seq for seq, e in stored_rows(run_dir, workspace, sid) if seq > rows[-1][0] and e.get("type") == "assistant"))
+
+    model.push(text("carried on"))
+    ctx = await run_program("workflow", args(workspace, run_dir), env, workspace)
+    assert ctx["_ok"] and ctx["_sessions"]["work"] == sid
+    seen = model.last
+    assert "second.txt" in json.dumps(seen.tool_uses()) and "second.txt" in json.dumps(seen.tool_results())
+    assert INTERRUPTED_NOTE not in seen.text
+    assert left.read_bytes() == before and local.read_bytes() == config_before
