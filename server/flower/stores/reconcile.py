@@ -22,6 +22,7 @@ Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins t
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from ..core.redact import redact
@@ -81,24 +83,42 @@ def _pruning_added(uid: str) -> bool:
         return False
 
 
+def _load_line(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        # orjson refuses lone surrogates (the CLI can cut text mid-emoji), the stdlib takes them; both refuse a cut line.
+        return json.loads(line)
+
+
 def parse_jsonl(data: bytes) -> list[Entry]:
     """The JSON objects of a JSONL text in order; a line that does not parse (cut by a kill mid-write) is skipped."""
     entries: list[Entry] = []
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:  # also UnicodeDecodeError: a line cut mid-character
-            continue
-        if isinstance(value, dict):
-            entries.append(value)
+    # JSON builds no cycles: GC passes over a large transcript's containers would cost more than the parsing.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                value = _load_line(line)
+            except ValueError:  # also UnicodeDecodeError: a line cut mid-character
+                continue
+            if isinstance(value, dict):
+                entries.append(value)
+    finally:
+        if paused:
+            gc.enable()
     return entries
 
 
-def content_key(entry: Mapping[str, Any]) -> str:
-    """An entry's identity by content: its JSON with sorted keys, API keys redacted as the store wrote them (D6)."""
-    return json.dumps(redact(entry), sort_keys=True, separators=(",", ":"))
+def content_key(entry: Mapping[str, Any]) -> bytes:
+    """An entry's identity by content: its JSON with sorted keys."""
+    try:
+        return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # lone surrogates, ints beyond 64 bits: the stdlib's text is as good a key
+        return json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
 
 
 def missing(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, Any]]) -> list[Entry]:
@@ -111,17 +131,19 @@ def missing(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, An
     """
     uuids = {u for e in stored if isinstance(u := e.get("uuid"), str)}
     copies = Counter(content_key(e) for e in stored if not isinstance(e.get("uuid"), str))
+    local = [e for e in local if not is_local_only(e)]
+    # The store redacted what it wrote (D6): a local line quoting a key matches its stored copy once redacted too
+    # (in one call: redact reads the env once per call).
+    keys = iter([content_key(e) for e in redact([e for e in local if not isinstance(e.get("uuid"), str)])])
     todo: list[Entry] = []
     for entry in local:
-        if is_local_only(entry):
-            continue
         uid = entry.get("uuid")
         if isinstance(uid, str):
             if uid in uuids or _pruning_added(uid):
                 continue
             uuids.add(uid)  # a uuid repeated in the file is imported once
         else:
-            key = content_key(entry)
+            key = next(keys)
             if copies[key] > 0:
                 copies[key] -= 1
                 continue
