@@ -15,9 +15,11 @@ Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins t
   entries); the SDK removes it when the CLI ends, but a kill leaves it behind, holding the newest
   entries. Both files are read; in the temporary one, the results pruning added (uuid5, transcript.py)
   are flower's view, not the CLI's, and are never imported;
-- the mirror carries every line of the file except the CLI's request replay records (`api-request*`)
-  and the `cost-state` line it writes at exit: those stay local and are never imported (restoring
-  `cost-state` would make the resumed CLI carry the earlier cost totals on).
+- the mirror carries every line of the file, in order, except the CLI's request replay records
+  (`api-request*`, kept out of the mirror by the CLI itself) and the `cost-state` line it writes at
+  exit: those stay local and are never imported, since a resumed CLI has never been given them;
+- the mirror trails the file even without a kill: a clean exit sometimes leaves the last `last-prompt`
+  line out of sessions.db (seen 1 run in 4).
 """
 
 from __future__ import annotations
