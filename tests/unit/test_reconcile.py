@@ -180,3 +180,11 @@ async def test_an_unreadable_file_is_logged_and_left_alone(tmp_path: Path, caplo
         assert "cannot read" in caplog.text and path.is_dir()
     finally:
         await raw.close()
+
+
+def test_a_line_with_a_lone_surrogate_parses_and_keys():
+    # The CLI can cut text mid-emoji: orjson refuses the lone surrogate, the stdlib reads it.
+    line = b'{"type":"summary","summary":"cut \\ud83d"}\n'
+    [entry] = parse_jsonl(line)
+    assert entry["summary"] == "cut \ud83d"
+    assert missing([entry], [dict(entry)]) == [] and missing([entry], []) == [entry]
