@@ -69,8 +69,11 @@ class FlowerProtocol(LanguageServerProtocol):
         super().handle_message(message)
 
     def reject(self, msg_id: Any, error: JsonRpcException) -> None:
-        """Answer a request (or, with a null id, a frame whose id is unknown) with a JSON-RPC error."""
-        self._send_response(msg_id if isinstance(msg_id, (int, str)) else None, None, error.to_response_error())  # type: ignore[arg-type]  # null id: JSON-RPC 2.0 §5
+        """Answer a request with a JSON-RPC error; `"id": null` where its id is unknown (JSON-RPC 2.0, Response object)."""
+        body: dict[str, Any] = {"code": error.code, "message": error.message}
+        if error.data is not None:
+            body["data"] = error.data
+        self._send_data({"jsonrpc": self.VERSION, "id": msg_id if isinstance(msg_id, (int, str)) else None, "error": body})
 
 
 async def frames(readline: Callable[[int], Awaitable[bytes]], read: Callable[[int], Awaitable[bytes]]) -> AsyncIterator[bytes]:
