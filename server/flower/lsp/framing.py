@@ -73,7 +73,8 @@ class FlowerProtocol(LanguageServerProtocol):
         body: dict[str, Any] = {"code": error.code, "message": error.message}
         if error.data is not None:
             body["data"] = error.data
-        self._send_data({"jsonrpc": self.VERSION, "id": msg_id if isinstance(msg_id, (int, str)) else None, "error": body})
+        usable = isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+        self._send_data({"jsonrpc": self.VERSION, "id": msg_id if usable else None, "error": body})
 
 
 async def frames(readline: Callable[[int], Awaitable[bytes]], read: Callable[[int], Awaitable[bytes]]) -> AsyncIterator[bytes]:
