@@ -318,6 +318,15 @@ class Fuzz:
         return Frame("", frame(self.request("$/cancelRequest", params)))
 
 
+@dataclass
+class Sent:
+    """Bytes queued for the server's stdin, and when they were written."""
+
+    data: bytes
+    done: threading.Event = field(default_factory=threading.Event)
+    at: float = 0.0
+
+
 class Wire:
     """The server process on stdio: a writer thread feeds stdin, a reader thread files every answer by id."""
 
@@ -327,7 +336,9 @@ class Wire:
         self.answers: dict[Any, dict[str, Any]] = {}
         self.null_errors: Counter[int] = Counter()
         self.changed = threading.Condition()
-        self.outbox: queue.Queue[tuple[bytes, threading.Event] | None] = queue.Queue()
+        self.arrived: dict[Any, float] = {}
+        """Request id → perf_counter() when its answer was read."""
+        self.outbox: queue.Queue[Sent | None] = queue.Queue()
         self.broken = False
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
@@ -349,6 +360,7 @@ class Wire:
                         self.null_errors[message["error"]["code"]] += 1
                     else:
                         self.answers[message["id"]] = message
+                        self.arrived[message["id"]] = time.perf_counter()
                 self.changed.notify_all()
         with self.changed:
             self.broken = True
@@ -359,17 +371,18 @@ class Wire:
         assert stream is not None
         while (item := self.outbox.get()) is not None:
             try:
-                stream.write(item[0])
+                stream.write(item.data)
                 stream.flush()
             except (BrokenPipeError, ValueError, OSError):
                 self.broken = True
-            item[1].set()
+            item.at = time.perf_counter()
+            item.done.set()
 
-    def send(self, data: bytes) -> threading.Event:
-        """Queue bytes for stdin; the event is set once they are written."""
-        done = threading.Event()
-        self.outbox.put((data, done))
-        return done
+    def send(self, data: bytes) -> Sent:
+        """Queue bytes for stdin; `done` is set once they are written."""
+        sent = Sent(data)
+        self.outbox.put(sent)
+        return sent
 
     def wait(self, ready: Callable[[], bool], timeout: float) -> bool:
         """Wait until ready() (under the lock), the output ends, or timeout."""
@@ -377,12 +390,14 @@ class Wire:
             return self.changed.wait_for(lambda: ready() or self.broken, timeout) and ready()
 
     def request(self, msg_id: int, method: str, params: Any, timeout: float) -> tuple[dict[str, Any] | None, float]:
-        """Send a request; its answer (None if none in time) and seconds from written to answered."""
-        if not self.send(frame(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))).wait(60):
+        """Send a request; its answer (None if none within `timeout` of being written) and seconds from written to answered."""
+        sent = self.send(frame(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})))
+        if not sent.done.wait(60):  # the server stopped reading its input
             return None, 60.0
-        start = time.perf_counter()
-        self.wait(lambda: msg_id in self.answers, timeout)
-        return self.answers.get(msg_id), time.perf_counter() - start
+        self.wait(lambda: msg_id in self.answers, max(0.0, sent.at + timeout - time.perf_counter()))
+        with self.changed:
+            answer = self.answers.get(msg_id)
+            return answer, (self.arrived[msg_id] - sent.at if answer is not None else timeout)
 
     def initialize(self, folder: str) -> bool:
         """The LSP handshake with one workspace folder; False if the server did not answer it."""
@@ -429,16 +444,19 @@ def start(tmp: Path, stderr: BinaryIO) -> tuple[Wire, str]:
     return Wire([sys.executable, "-m", "flower.lsp"], env, tmp, stderr), folder
 
 
-def fuzz(frames: int, seed: int, every: int = 100, workdir: Path | None = None,
+def fuzz(frames: int, seed: int, every: int = 100, within: float = ANSWER_WITHIN, workdir: Path | None = None,
          progress: Callable[[str], None] | None = None) -> Report:
-    """Start `python -m flower.lsp`, send `frames` seeded frames with a checkpoint every `every`, shut it down; the figures."""
+    """Start `python -m flower.lsp`, send `frames` seeded frames with a checkpoint every `every`, shut it down; the figures.
+
+    A checkpoint's status answered later than `within` seconds counts as a hang (tests pass a liveness bound, not a timing).
+    """
     tmp = workdir or Path(tempfile.mkdtemp(prefix="flower-fuzz-"))
     report = Report()
     started = time.perf_counter()
     with open(tmp / "server.stderr", "wb") as stderr:
         wire, folder = start(tmp, stderr)
         try:
-            _run(wire, Fuzz(seed, folder), folder, frames, every, report, progress or (lambda _: None))
+            _run(wire, Fuzz(seed, folder), folder, frames, every, within, report, progress or (lambda _: None))
         finally:
             wire.close()
             report.exit_code = report.exit_code if report.exit_code is not None else wire.proc.returncode
@@ -449,7 +467,7 @@ def fuzz(frames: int, seed: int, every: int = 100, workdir: Path | None = None,
     return report
 
 
-def _run(wire: Wire, fuzz: Fuzz, folder: str, frames: int, every: int, report: Report,
+def _run(wire: Wire, fuzz: Fuzz, folder: str, frames: int, every: int, within: float, report: Report,
          progress: Callable[[str], None]) -> None:
     if not wire.initialize(folder):
         report.crashes += 1
@@ -472,7 +490,7 @@ def _run(wire: Wire, fuzz: Fuzz, folder: str, frames: int, every: int, report: R
         lie = max(lie, item.lie)
         wire.send(item.data)
         if n % every == 0 or n == frames:
-            if not _checkpoint(wire, fuzz, report, expect, lie):
+            if not _checkpoint(wire, fuzz, report, expect, lie, within):
                 return
             expect, lie, resync_after = {}, 0, 0
             progress(f"{n} frames: rss={report.rss_kb[-1] / 1024:.1f} MB status={report.status_ms[-1]:.1f} ms")
@@ -512,12 +530,13 @@ def _resync(wire: Wire, fuzz: Fuzz, report: Report, lie: int) -> bool:
     return True
 
 
-def _checkpoint(wire: Wire, fuzz: Fuzz, report: Report, expect: dict[int, tuple[str, int | None]], lie: int) -> bool:
-    """Resync padding if needed, status within 1 s, every owed answer; False if the server is gone or deaf."""
+def _checkpoint(wire: Wire, fuzz: Fuzz, report: Report, expect: dict[int, tuple[str, int | None]], lie: int,
+                within: float) -> bool:
+    """Resync padding if needed, status within `within` seconds, every owed answer; False if the server is gone or deaf."""
     report.checks += 1
     if lie and not _resync(wire, fuzz, report, lie):
         return False
-    answer, seconds = wire.request(fuzz.id(), p.STATUS, None, ANSWER_WITHIN)
+    answer, seconds = wire.request(fuzz.id(), p.STATUS, None, within)
     if answer is None:
         answer, _ = wire.request(fuzz.id(), p.STATUS, None, 30)  # slow or deaf?
         report.hangs += 1
@@ -537,6 +556,7 @@ def _checkpoint(wire: Wire, fuzz: Fuzz, report: Report, expect: dict[int, tuple[
     report.rss_kb.append(wire.rss_kb())
     with wire.changed:  # every owed answer is checked: keep memory flat over long runs
         wire.answers.clear()
+        wire.arrived.clear()
     if wire.proc.poll() is not None:
         report.crashes += 1
         return False

@@ -88,7 +88,8 @@ def test_after_shutdown_a_request_gets_invalid_request_and_exit_ends_with_0(serv
 
 
 def test_seeded_hostile_frames_are_survived_and_answered(tmp_path):
-    report = fz.fuzz(frames=200, seed=13, every=50, workdir=tmp_path)
+    # A liveness bound, not a timing (D7): the benchmark holds the server to 1 s.
+    report = fz.fuzz(frames=200, seed=13, every=50, within=ANSWER, workdir=tmp_path)
     summary = "\n".join(report.lines()) + "\n" + report.stderr_tail
     assert set(report.kinds) == set(fz.Fuzz(0, "file:///x").kinds), summary  # every kind of frame was sent
     assert report.crashes == 0 and report.hangs == 0, summary
