@@ -55,13 +55,15 @@ ANSWER_WITHIN = 1.0
 PENDING_WITHIN = 10.0
 """Seconds the answers of in-sync requests may trail the checkpoint's status (async handlers answer later)."""
 BIG = 10 * 2**20
+RSS_GROWTH = 256 * 1024
+"""Most the server's VmRSS may grow over a run, in kB: 10 MB frames come and go, nothing may pile up."""
 REQUESTS: dict[str, type] = {p.WAKE: p.WakeParams, p.SAY: p.SayParams, p.NEW: p.NewParams,
                              p.STATUS: p.StatusParams, p.HISTORY: p.HistoryParams}
 """Every flower request and its params class: each field gets wrong types."""
-WRONG = {str: [0, -1, 1.5, True, False, [], {}, ["file:///x"], {"uri": "file:///x"}],
+WRONG: dict[type, list[Any]] = {str: [0, -1, 1.5, True, False, [], {}, ["file:///x"], {"uri": "file:///x"}],
          int: ["1", "x", 1.5, True, [], {}, [1]]}
 """JSON values of another type than the field's."""
-ODD = {str: ["", " ", "\u0000", "file://", "file:///nonexistent/folder", "x" * 5000, "\udc80"],
+ODD: dict[type, list[Any]] = {str: ["", " ", "\u0000", "file://", "file:///nonexistent/folder", "x" * 5000, "\udc80"],
        int: [0, -1, -(2**63), 2**63, 10**30]}
 """Values of the right type at the edges: any answer will do, a crash or silence will not."""
 
@@ -74,8 +76,8 @@ def camel(name: str) -> str:
 class Frame:
     """Bytes to send and what the server owes for them."""
 
-    kind: str
     data: bytes
+    kind: str = ""
     expect: dict[int, int | None] = field(default_factory=dict)
     """Request id → expected error code (OK: a result; ANY: any answer)."""
     parse_errors: int = 0
@@ -120,8 +122,8 @@ class Report:
     def ok(self) -> bool:
         return (not self.crashes and not self.hangs and not self.unanswered and not self.wrong
                 and self.parse_errors[1] >= self.parse_errors[0] and self.invalid_requests[1] >= self.invalid_requests[0]
-                and self.after_shutdown == INVALID_REQUEST
-                and self.exit_code == 0)
+                and self.after_shutdown == INVALID_REQUEST and self.exit_code == 0
+                and bool(self.rss_kb) and max(self.rss_kb) - self.rss_kb[0] < RSS_GROWTH)
 
     def lines(self) -> list[str]:
         rss = self.rss_kb or [0]
@@ -154,7 +156,7 @@ class Fuzz:
         self.rng = random.Random(seed)
         self.folder = folder
         self.next_id = 1000
-        self.kinds: dict[str, tuple[int, Callable[[], Frame]]] = {
+        self.kinds: dict[str, tuple[float, Callable[[], Frame]]] = {
             "random_bytes": (8, self.random_bytes), "bad_length": (8, self.bad_length), "no_length": (6, self.no_length),
             "long_length": (5, self.long_length), "truncated": (6, self.truncated), "invalid_utf8": (5, self.invalid_utf8),
             "deep_json": (3, self.deep_json), "big_string": (0.2, self.big_string), "batch": (4, self.batch),
@@ -193,7 +195,7 @@ class Fuzz:
 
     # -- the kinds -----------------------------------------------------------------------------
     def random_bytes(self) -> Frame:
-        return Frame("", self.rng.randbytes(self.rng.randint(1, 4096)))
+        return Frame(self.rng.randbytes(self.rng.randint(1, 4096)))
 
     def bad_length(self) -> Frame:
         value = self.rng.choice([b"abc", b"-5", b"-1", b"", b" ", b"1e3", b"0x20", b"12abc", b"\xff\xfe",
@@ -201,29 +203,29 @@ class Fuzz:
         msg_id, body = self.status()
         data = b"Content-Length: " + value + b"\r\n\r\n" + body.encode()
         # A zero length is a usable header: an empty body, not JSON. The skipped body's request gets no answer.
-        return Frame("", data, parse_errors=1 if value == b"0" else 0)
+        return Frame(data, parse_errors=1 if value == b"0" else 0)
 
     def no_length(self) -> Frame:
         _, body = self.status()
         head = self.rng.choice([b"", b"\r\n", b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n",
                                 b"Content-Lenght: 40\r\n\r\n", b"X: 1\r\nY: 2\r\n\r\n"])
-        return Frame("", head + body.encode())
+        return Frame(head + body.encode())
 
     def long_length(self) -> Frame:
         _, body = self.status()
         extra = self.rng.randint(1, 2048)
-        return Frame("", b"Content-Length: %d\r\n\r\n" % (len(body) + extra) + body.encode(), lie=len(body) + extra)
+        return Frame(b"Content-Length: %d\r\n\r\n" % (len(body) + extra) + body.encode(), lie=len(body) + extra)
 
     def truncated(self) -> Frame:
         _, body = self.status()
         data = frame(body)
-        return Frame("", data[:self.rng.randint(1, len(data) - 1)], lie=len(body))
+        return Frame(data[:self.rng.randint(1, len(data) - 1)], lie=len(body))
 
     def invalid_utf8(self) -> Frame:
         msg_id = self.id()
         bad = self.rng.choice([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\x80abc", b"\xc0\xaf"])
         body = b'{"jsonrpc": "2.0", "id": %d, "method": "flower/status", "params": {"folder": "x' % msg_id + bad + b'"}}'
-        return Frame("", frame(body), parse_errors=1)
+        return Frame(frame(body), parse_errors=1)
 
     def deep_json(self) -> Frame:
         depth = self.rng.choice([50, 200, 5_000, 100_000, 500_000])
@@ -232,41 +234,41 @@ class Fuzz:
         msg_id = self.id()
         body = f'{{"jsonrpc": "2.0", "id": {msg_id}, "method": "flower/status", "params": {{"folder": {nested}}}}}'
         if depth > 500:  # deeper than Python's json parser recurses: a ParseError
-            return Frame("", frame(body), parse_errors=1)
-        return Frame("", frame(body), expect={msg_id: INVALID_PARAMS})
+            return Frame(frame(body), parse_errors=1)
+        return Frame(frame(body), expect={msg_id: INVALID_PARAMS})
 
     def big_string(self) -> Frame:
         msg_id = self.id()
         big = "x" * BIG
         if self.rng.random() < 0.5:
-            return Frame("", frame(self.request("flower/fuzzBig", {"text": big}, msg_id)), expect={msg_id: METHOD_NOT_FOUND})
-        return Frame("", frame(self.request(p.SAY, {"folder": self.folder, "text": 1, "big": big}, msg_id)),
+            return Frame(frame(self.request("flower/fuzzBig", {"text": big}, msg_id)), expect={msg_id: METHOD_NOT_FOUND})
+        return Frame(frame(self.request(p.SAY, {"folder": self.folder, "text": 1, "big": big}, msg_id)),
                      expect={msg_id: INVALID_PARAMS})
 
     def batch(self) -> Frame:
         items = [json.loads(self.status()[1]) for _ in range(self.rng.randint(0, 3))]
-        return Frame("", frame(json.dumps(items)), null_invalid=1)
+        return Frame(frame(json.dumps(items)), null_invalid=1)
 
     def not_a_message(self) -> Frame:
         msg_id = self.id()
         body = self.rng.choice([42, "x", None, True, {}, {"jsonrpc": "1.0", "id": msg_id, "method": p.STATUS},
                                 {"id": msg_id, "method": p.STATUS}, {"jsonrpc": 2, "id": msg_id, "method": p.STATUS}])
         if isinstance(body, dict) and "id" in body:
-            return Frame("", frame(json.dumps(body)), expect={msg_id: INVALID_REQUEST})
-        return Frame("", frame(json.dumps(body)), null_invalid=1)
+            return Frame(frame(json.dumps(body)), expect={msg_id: INVALID_REQUEST})
+        return Frame(frame(json.dumps(body)), null_invalid=1)
 
     def without_id(self) -> Frame:
         method = self.rng.choice([*REQUESTS, "flower/nope", "", "$/nope"])
-        params = self.rng.choice([None, 1, "x", [], {"folder": 5}, {"folder": self.folder, "limit": "x"}])
+        params: Any = self.rng.choice([None, 1, "x", [], {"folder": 5}, {"folder": self.folder, "limit": "x"}])
         if method in REQUESTS and method != p.STATUS:
             params = {"folder": [params]}  # never a valid wake/say/new: nothing may start
-        return Frame("", frame(self.request(method, params)))
+        return Frame(frame(self.request(method, params)))
 
     def unknown_method(self) -> Frame:
         msg_id = self.id()
         method = self.rng.choice(["flower/nope", "flower/Status", "flower/status/", "$/nope",
                                   "", "ünïcødé/方法", "x" * 3000])
-        return Frame("", frame(self.request(method, {"folder": self.folder}, msg_id)), expect={msg_id: METHOD_NOT_FOUND})
+        return Frame(frame(self.request(method, {"folder": self.folder}, msg_id)), expect={msg_id: METHOD_NOT_FOUND})
 
     def wrong_type(self) -> Frame:
         msg_id = self.id()
@@ -283,7 +285,7 @@ class Fuzz:
         else:
             name = self.rng.choice(list(fields))
             params[name] = self.rng.choice(WRONG[type(params[name])] + ([None] if name in required else []))
-        return Frame("", frame(self.request(method, params, msg_id)), expect={msg_id: INVALID_PARAMS})
+        return Frame(frame(self.request(method, params, msg_id)), expect={msg_id: INVALID_PARAMS})
 
     def odd_value(self) -> Frame:
         msg_id = self.id()
@@ -291,31 +293,31 @@ class Fuzz:
         params = self.valid(REQUESTS[method])
         name = self.rng.choice(list(params))
         params[name] = self.rng.choice(ODD[type(params[name])])
-        return Frame("", frame(self.request(method, params, msg_id)), expect={msg_id: ANY})
+        return Frame(frame(self.request(method, params, msg_id)), expect={msg_id: ANY})
 
     def lsp_junk(self) -> Frame:
-        junk = self.rng.choice([None, 5, "x", [], {"capabilities": 5}, {"processId": "x"}, {"event": 1}, {"token": []}])
+        junk: Any = self.rng.choice([None, 5, "x", [], {"capabilities": 5}, {"processId": "x"}, {"event": 1}, {"token": []}])
         method = self.rng.choice(["initialize", "textDocument/hover", "workspace/didChangeWorkspaceFolders",
                                   "window/workDoneProgress/cancel", "initialized", "$/setTrace",
                                   "workspace/didChangeConfiguration"])
         if method == "textDocument/hover":  # not served, but LSP types its params: InvalidParams or MethodNotFound
             msg_id = self.id()
-            return Frame("", frame(self.request(method, junk, msg_id)), expect={msg_id: ANY})
+            return Frame(frame(self.request(method, junk, msg_id)), expect={msg_id: ANY})
         if method == "initialize" and junk not in (None, {}):  # a request: it must be answered (with an error)
             msg_id = self.id()
-            return Frame("", frame(self.request(method, junk, msg_id)), expect={msg_id: ANY})
+            return Frame(frame(self.request(method, junk, msg_id)), expect={msg_id: ANY})
         if method == "initialize":
             junk = 5
-        return Frame("", frame(self.request(method, junk)))
+        return Frame(frame(self.request(method, junk)))
 
     def status_flood(self) -> Frame:
         ids, bodies = zip(*(self.status() for _ in range(self.rng.randint(20, 200))), strict=True)
-        return Frame("", b"".join(frame(b) for b in bodies), expect=dict.fromkeys(ids, OK))
+        return Frame(b"".join(frame(b) for b in bodies), expect=dict.fromkeys(ids, OK))
 
     def cancel_unknown(self) -> Frame:
         params = self.rng.choice([{"id": self.rng.randint(-(2**40), 2**40)}, {"id": "nope"}, {"id": [1]}, {}, None, 5,
                                   {"id": None}])
-        return Frame("", frame(self.request("$/cancelRequest", params)))
+        return Frame(frame(self.request("$/cancelRequest", params)))
 
 
 @dataclass
@@ -401,7 +403,7 @@ class Wire:
 
     def initialize(self, folder: str) -> bool:
         """The LSP handshake with one workspace folder; False if the server did not answer it."""
-        params = {"processId": os.getpid(), "rootUri": None, "capabilities": {}, "workspaceFolders": [{"uri": folder, "name": "ws"}]}
+        params: dict[str, Any] = {"processId": os.getpid(), "rootUri": None, "capabilities": {}, "workspaceFolders": [{"uri": folder, "name": "ws"}]}
         answer, _ = self.request(1, "initialize", params, 60)
         self.send(frame(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}})))
         return answer is not None and "result" in answer
@@ -436,7 +438,8 @@ def start(tmp: Path, stderr: BinaryIO) -> tuple[Wire, str]:
     and starts no agent.
     """
     workspace, config = tmp / "ws", tmp / "claude-config"
-    workspace.mkdir(exist_ok=True), config.mkdir(exist_ok=True)
+    workspace.mkdir(exist_ok=True)
+    config.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_CODE_", "AWS_", "GOOGLE_"))}
     env["CLAUDE_CONFIG_DIR"] = str(config)
     folder = from_fs_path(str(workspace))
