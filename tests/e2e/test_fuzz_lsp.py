@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from flower.lsp.framing import LINE_LIMIT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import fuzz_lsp as fz  # noqa: E402  # benchmarks/ is no package
@@ -56,6 +57,9 @@ def test_frames_the_server_cannot_use_are_skipped_or_get_the_json_rpc_error_and_
         assert skipped not in wire.answers
     wire.send(b"Content-Length: 5")  # a header cut short by the next frame's header: the later header wins
     assert status(wire, 300) is not None
+    # Garbage longer than a line is read in pieces: the next header, cut across two pieces, is still found.
+    wire.send(b"x" * (LINE_LIMIT - 5))
+    assert status(wire, 301) is not None
 
     # JSON-RPC 2.0: a body that is not JSON gets a ParseError, JSON that is no request an InvalidRequest (id null if unknown).
     wire.send(fz.frame(b'{"jsonrpc": "2.0", "id": 7, "method": "flower/status", "params": {"folder": "\xff"}}'))
