@@ -50,8 +50,13 @@ HANDOFF_NOTE = (
 
 
 def handoff_note(body: str = HANDOFF_NOTE) -> list[Reply]:
-    """The outgoing work session's answer to flower's request for a handoff note (one turn, no tools)."""
+    """The outgoing work session's answer to flower's request for a handoff note (one turn, in text)."""
     return [text(body)]
+
+
+def handoff_by_tool(path: Path, body: str = HANDOFF_NOTE) -> list[Reply]:
+    """The outgoing session answers that request by calling `Write` on `path` instead (a tool it may not run then)."""
+    return [tool("Write", {"file_path": str(path), "content": body})]
 
 
 def grown_past_handoff(ws: Path, tokens: int = 5000) -> list[Reply]:

@@ -60,8 +60,6 @@ class AgentSpec:
     model: str | None = None
     permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] = "default"
     disallowed_tools: list[str] = field(default_factory=list)
-    tools: list[str] | None = None
-    """The tools the CLI offers the model at all (None = its defaults; [] = none, e.g. for a text-only turn)."""
 
 
 @dataclass
@@ -209,7 +207,6 @@ class Runtime:
         return ClaudeAgentOptions(
             cwd=str(self.workspace),
             system_prompt={"type": "preset", "preset": "claude_code", "append": agent.instructions} if agent.instructions else None,
-            tools=None if agent.tools is None else list(agent.tools),
             allowed_tools=list(agent.allowed_tools),
             disallowed_tools=list(agent.disallowed_tools),
             max_turns=agent.max_turns,
@@ -253,8 +250,9 @@ class Runtime:
             said = say("no_result") if attempt.failure is None else None
             result.error, result.said = failure.detail, said
             result.errors.append(failure.detail)
-            # S21: the kind was decided from the SDK's fields (status, category, exit) before any text.
-            if not res.should_retry(failure.kind, result.attempts):
+            # S21: the kind was decided from the SDK's fields (status, category, exit) before any text. The agent's
+            # own turn limit is no outage: a retry would resume the session past the limit its caller set.
+            if failure.reason == "max_turns" or not res.should_retry(failure.kind, result.attempts):
                 if failure.kind == "fatal":
                     result.said = say("not_retried", detail=said or failure.detail, advice=failure.fix)
                     result.error = str(result.said)

@@ -9,7 +9,8 @@ import json
 import flowerscript as fs
 from flower import FlowerService, Runtime
 from flower.core.manifest import Manifest, parse_name
-from flower.testing import error
+from flower.core.resilience import Resilience
+from flower.testing import server_error
 from flower.workflow.base import step_of
 from flower.workflow.flower import HANDOFF_ASK, HANDOFF_MARK, FlowerPath
 
@@ -79,7 +80,11 @@ async def test_the_outgoing_session_writes_the_handoff_and_the_new_session_start
     asked = note_requests(model)
     assert len(asked) == 1 and asked[0].session_id == old  # the session that knows the work was asked
     assert asked[0].last_user_text.endswith(HANDOFF_ASK)
-    assert not asked[0].body.get("tools")  # the CLI offered no tools for that turn
+    work_request = next(r for r in model.conversation if r.session_id == old)
+    # The API accepted it (a transcript with tool calls must define tools): the work session's own tools and system
+    # prompt, so the cached prefix of a long session is reused rather than paid for again.
+    assert asked[0].status == 200 and asked[0].body["tools"] and asked[0].body["tools"] == work_request.body["tools"]
+    assert asked[0].body["system"] == work_request.body["system"]
     assert "calc.py written" in asked[0].text  # with its whole history
     document = next((workspace / "notes").glob("handoff-*.md")).read_text()
     assert fs.HANDOFF_NOTE.strip() in document
@@ -93,20 +98,37 @@ async def test_the_outgoing_session_writes_the_handoff_and_the_new_session_start
 
 
 async def test_a_failing_handoff_turn_falls_back_to_flowers_own_document_and_says_so(model, env, workspace):
-    # The CLI itself retries a 400 twice: every attempt at the note is refused, whatever their number.
-    refused = [error(400, "Requests which include tool_use or tool_result blocks must define tools.",
-                     match=lambda body: ASKED in json.dumps(body["messages"][-1], ensure_ascii=False)) for _ in range(5)]
-    model.push(*fs.grown_past_handoff(workspace), *refused, *fs.work(workspace), *fs.judge())
-    result, events = await wake(workspace, env, handoff_at=1000, rounds=2)
-    assert result.ok  # the handoff still happens, from the files
+    failing = server_error(match=lambda body: ASKED in json.dumps(body["messages"][-1], ensure_ascii=False))
+    model.push(*fs.grown_past_handoff(workspace), failing, *fs.work(workspace), *fs.judge())
+    result, events = await wake(workspace, env, handoff_at=1000, rounds=2, resilience=Resilience(max_attempts=1))
+    assert result.ok and model.pending == 0  # the handoff still happens, from the files
     by = {r["step"]: r for r in Manifest(workspace / "runs").rows()}
-    assert by["干活·交接#2"]["ok"] is False and "must define tools" in by["干活·交接#2"]["error"]
+    assert by["干活·交接#2"]["ok"] is False and "500" in by["干活·交接#2"]["error"]
     document = next((workspace / "notes").glob("handoff-*.md")).read_text()
-    assert "that turn failed" in document and "must define tools" in document  # the note says so
-    assert "calc.py written" in document and fs.REQUIREMENTS.strip() in document  # today's mechanical document
+    assert "that turn failed" in document and "500" in document  # the note says so
+    assert "calc.py written" in document and fs.REQUIREMENTS.strip() in document  # the mechanical document
     new = by["干活#round2"]["session_id"]
     assert new != by["干活"]["session_id"]
     assert "that turn failed" in next(r for r in model.conversation if r.session_id == new).last_user_text
+    assert [e for e in events if e.kind == "notice" and "could not write its handoff note" in e.text]
+
+
+async def test_a_tool_called_in_the_handoff_turn_does_not_run_and_the_turn_falls_back(model, env, workspace):
+    """The note turn offers the work session's tools but allows none: a `Write` is denied, not run, and the one
+    turn ends there: flower neither answers the call nor retries the turn (that would resume it past its limit)."""
+    saved = workspace / "notes" / "my-handoff.md"
+    model.push(*fs.grown_past_handoff(workspace), *fs.handoff_by_tool(saved), *fs.work(workspace), *fs.judge())
+    result, events = await wake(workspace, env, handoff_at=1000, rounds=2)
+    assert result.ok and model.pending == 0
+    assert not saved.exists()  # denied, not run
+    by = {r["step"]: r for r in Manifest(workspace / "runs").rows()}
+    old = by["干活"]["session_id"]
+    [asked] = note_requests(model)
+    assert asked.status == 200 and asked.body["tools"]  # offered, and accepted by the API
+    assert [r for r in model.conversation if r.session_id == old][-1] is asked  # the old session was not driven on
+    assert by["干活·交接#2"]["ok"] is False and by["干活·交接#2"]["attempts"] == 1
+    [document] = (workspace / "notes").glob("handoff-*.md")
+    assert "that turn failed" in document.read_text() and fs.REQUIREMENTS.strip() in document.read_text()
     assert [e for e in events if e.kind == "notice" and "could not write its handoff note" in e.text]
 
 

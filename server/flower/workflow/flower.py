@@ -93,8 +93,10 @@ WORKER = AgentSpec(
 )
 CLARIFIER = AgentSpec("clarifier", instructions="You clarify requirements before work starts.",
                       allowed_tools=["Read", "Write", "Glob"], permission_mode="acceptEdits")
-HANDOFF_WRITER = AgentSpec("handoff-writer", instructions=WORKER.instructions, tools=[], max_turns=1)
-"""One turn, no tools offered (`tools=[]`, nothing allowed): the outgoing session only writes its note (S26)."""
+HANDOFF_WRITER = AgentSpec("handoff-writer", instructions=WORKER.instructions, permission_mode="dontAsk", max_turns=1)
+"""S26: the work session's own tools and instructions stay offered, so the request is valid (a transcript with tool calls
+must define tools) and reuses the cached prefix, as Claude Code's compaction does; but nothing is allowed and `dontAsk`
+denies whatever needs permission, and one turn means a tool call ends it unanswered: the note falls back."""
 GOAL_SETTER = AgentSpec("goal-setter", instructions="You turn requirements into a checklist of goals.",
                         allowed_tools=["Read", "Write"], permission_mode="acceptEdits")
 
@@ -327,7 +329,7 @@ class FlowerPath:
             log.warning("could not remove %s (%s)", self.mark_path, e)
 
     async def hand_off(self, ctx: dict[str, Any], session: str, n: int) -> Path:
-        """Ask the outgoing session for its handoff note (one turn, no tools) and write it under `notes/` (S26).
+        """Ask the outgoing session for its handoff note (one turn, tools offered but none allowed) and write it under `notes/` (S26).
 
         Its cost is a manifest row of its own (`干活·交接#n`). A failed or empty answer falls back to a document
         flower assembles itself, and the document says so. Returns the note's path, marked as waiting for its successor.
