@@ -12,9 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pygls.exceptions import JsonRpcException
 from test_cli import flower
+from test_lsp import servers, uri  # noqa: F401  (servers: the language-server fixture)
 
 from flower.core.manifest import Manifest
+from flower.lsp import protocol as p
 from flower.testing import ScriptedModel, text, tool
 from flower.testing.server import Request
 from flower.workflow.flower import WORK_RESUME
@@ -145,3 +149,32 @@ async def test_spending_cap_stops_the_wake_and_a_higher_cap_continues_the_same_s
     assert resumed.session_id == work_session and WORK_RESUME in resumed.last_user_text
     assert "calc.py written" in resumed.text  # the capped wake's conversation, carried into the next one
     assert resumed.body["model"] == "claude-sonnet-4-5"  # the flag beats the environment
+
+
+async def test_a_bad_settings_file_is_one_line_and_exit_2_and_nothing_starts(env: dict[str, str], workspace: Path) -> None:
+    (workspace / "pyproject.toml").write_text('[project]\nname = "calc"\n\n[tool.flower]\nmax_cost = "twenty"\n')
+    done = await flower("build a calculator", env=env, cwd=workspace)
+    assert done.code == 2, done.err
+    assert done.err.strip() == (f"flower: {workspace / 'pyproject.toml'} [tool.flower]: max_cost must be US dollars > 0, "
+                                "e.g. max_cost = 20 (got 'twenty')")
+    assert not (workspace / "runs").exists() and not (workspace / "需求.md").exists()
+    bad_flag = await flower("build a calculator", "--max-cost", "-3", env=env, cwd=workspace)
+    assert bad_flag.code == 2 and "--max-cost" in bad_flag.err
+
+
+async def test_the_editor_reads_the_settings_file_under_its_options_and_names_a_bad_one(
+        servers: Any, env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir(), bad.mkdir()
+    (good / ".flower.toml").write_text('model = "from-file"\nmax_cost = 9\nrounds = 2\n')
+    (bad / ".flower.toml").write_text("rounds = 0\n")
+    client = await servers(good, bad, options={"model": "from-editor", "maxCost": 3})
+    [status] = (await client.request(p.STATUS, {"folder": uri(good)}))["folders"]
+    assert status["model"] == "from-editor" and status["cost"] == {"wake": 0.0, "task": 0.0, "max": 3.0}
+    with pytest.raises(JsonRpcException) as raised:
+        await client.request(p.WAKE, {"folder": uri(bad), "text": "build a calculator"})
+    assert raised.value.code == p.FLOWER_ERROR and raised.value.data["key"] == "settings_bad"
+    assert raised.value.message == f"{bad / '.flower.toml'}: rounds must be a whole number >= 1, e.g. rounds = 10 (got 0)"
+    assert not (bad / "需求.md").exists()
+    [status] = (await client.request(p.STATUS, {"folder": uri(bad)}))["folders"]
+    assert status["running"] is False  # the folder still answers
