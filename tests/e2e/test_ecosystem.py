@@ -137,8 +137,11 @@ async def test_spending_cap_stops_the_wake_and_a_higher_cap_continues_the_same_s
     shown: dict[str, Any] = json.loads(status.out)
     assert shown["model"] == "claude-haiku-4-5" and shown["settings"]["sources"]["model"] == "$ANTHROPIC_MODEL"
     assert abs(shown["cost"]["task"] - spent) < 1e-6 and shown["cost"]["max"] is None
+    assert abs(shown["cost"]["wake"] - spent) < 1e-6  # one terminal process, one wake: all its rows
     status = await flower("status", "--json", "-r", str(run_dir), env=env, cwd=workspace)
     assert json.loads(status.out)["model"] == used  # no setting: the model the CLI reported, from the manifest
+    plain = await flower("status", "-r", str(run_dir), env=env, cwd=workspace)
+    assert f"model     {used}" in plain.out and f"${spent:.2f} this task so far" in plain.out, plain.out
 
     before = len(model.requests)
     model.push(text("carried on"), *judge())
