@@ -146,11 +146,11 @@ def recorded(workspace: Path, run_dir: Path) -> tuple[float, float, str | None]:
     except OSError:
         began = 0.0
     rows = [r for r in Manifest(run_dir).rows() if isinstance(r, dict) and _number(r.get("started_at")) >= began]
-    task = sum(_number(r.get("cost_usd")) for r in rows)
+    task = sum((_number(r.get("cost_usd")) for r in rows), 0.0)
     rows.sort(key=lambda r: _number(r.get("ended_at")))
     model = next((r["model"] for r in reversed(rows) if isinstance(r.get("model"), str) and r["model"]), None)
     newest = rows[-1].get("run") if rows else None
-    last = sum(_number(r.get("cost_usd")) for r in rows if r.get("run") == newest)
+    last = sum((_number(r.get("cost_usd")) for r in rows if r.get("run") == newest), 0.0)
     return round(task, 6), round(last, 6), model
 
 
