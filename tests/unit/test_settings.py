@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,14 @@ def test_runtime_options_load_the_users_setup_unless_isolated(tmp_path: Path) ->
 
 def test_the_judge_never_gets_write_tools_whatever_the_settings_allow() -> None:
     assert WRITES <= set(JUDGE.disallowed_tools) and not WRITES & set(JUDGE.allowed_tools)
+
+
+async def test_a_run_that_would_start_over_the_cap_stops_before_any_cli_starts(tmp_path: Path) -> None:
+    nowhere = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}  # nothing listens there
+    rt = Runtime(tmp_path, tmp_path / "runs", env=nowhere, budget=Budget(cap=1.0, spent=1.0))
+    try:
+        with pytest.raises(BudgetSpent) as caught:
+            await asyncio.wait_for(rt.run(AgentSpec("a"), "hello"), 30)
+    finally:
+        await rt.close()
+    assert caught.value.key == "budget_spent" and rt.budget.spent == 1.0
