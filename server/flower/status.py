@@ -136,16 +136,32 @@ def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
 def recorded(workspace: Path, run_dir: Path) -> tuple[float, float, str | None]:
     """(USD the current task has cost, USD of its newest process's rows, the model its newest run reported), from the manifest.
 
-    A terminal `flower` is one wake per process, so its newest process's rows are the last wake's cost.
-
     The task began at the newest archive of `flower --new` (S28), if any: rows before it were another task's.
+    A terminal `flower` is one wake per process, so its newest process's rows are the last wake's cost.
     """
     archive = workspace / "notes" / "archive"
     try:
         began = max((d.stat().st_mtime for d in archive.iterdir() if d.is_dir()), default=0.0)
     except OSError:
         began = 0.0
-    rows = [r for r in Manifest(run_dir).rows() if isinstance(r, dict) and _number(r.get("started_at")) >= began]
+    manifest = Manifest(run_dir)
+    try:
+        stat = manifest.path.stat()
+        key: tuple[object, ...] = (stat.st_mtime_ns, stat.st_size, began)
+    except OSError:
+        key = (None, None, began)
+    cached = _recorded.get(manifest.path)
+    if cached is None or cached[0] != key:  # status is asked often (the gauge): parse the manifest once per change
+        cached = _recorded[manifest.path] = (key, _sum_rows(manifest, began))
+    return cached[1]
+
+
+_recorded: dict[Path, tuple[tuple[object, ...], tuple[float, float, str | None]]] = {}
+"""manifest path → (its mtime, size and the task's start when read, what `recorded` found there)."""
+
+
+def _sum_rows(manifest: Manifest, began: float) -> tuple[float, float, str | None]:
+    rows = [r for r in manifest.rows() if isinstance(r, dict) and _number(r.get("started_at")) >= began]
     task = sum((_number(r.get("cost_usd")) for r in rows), 0.0)
     rows.sort(key=lambda r: _number(r.get("ended_at")))
     model = next((r["model"] for r in reversed(rows) if isinstance(r.get("model"), str) and r["model"]), None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,17 @@ async def test_a_run_that_would_start_over_the_cap_stops_before_any_cli_starts(t
     finally:
         await rt.close()
     assert caught.value.key == "budget_spent" and rt.budget.spent == 1.0
+
+
+def test_the_task_cost_is_the_manifests_rows_since_the_task_began_and_follows_new_rows(tmp_path: Path) -> None:
+    from flower.core.manifest import Manifest, StepResult
+    from flower.status import recorded
+
+    old = Manifest(tmp_path / "runs", run="old")
+    old.add(StepResult("干活", ok=True, cost_usd=5.0, started_at=1.0, ended_at=2.0, model="m-old"))
+    (tmp_path / "notes" / "archive" / "20260101-000000").mkdir(parents=True)  # `flower --new` here: a new task began
+    wake = Manifest(tmp_path / "runs", run="wake")
+    wake.add(StepResult("澄清", ok=True, cost_usd=0.25, started_at=time.time(), ended_at=time.time(), model="m-new"))
+    assert recorded(tmp_path, tmp_path / "runs") == (0.25, 0.25, "m-new")
+    wake.add(StepResult("目标", ok=True, cost_usd=0.5, started_at=time.time(), ended_at=time.time() + 1))
+    assert recorded(tmp_path, tmp_path / "runs") == (0.75, 0.75, "m-new")  # a new row counts at once (no stale cache)
