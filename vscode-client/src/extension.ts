@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { Commands } from './commands';
 import { Focus } from './folders';
 import { cutOff } from './model/resume';
-import { resumeOnStartup } from './model/settings';
+import { resumeOnStartup, SERVER_SETTINGS } from './model/settings';
 import { type FolderServer, hasLineage, Servers } from './server';
 import { GaugeView } from './views/gauge';
 import { GoalsView } from './views/goals';
@@ -43,7 +43,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
         new GoalsView(all, focus),
         ...c.register(),
         all.onEvent(({ server, event }) => {
-            if (event.type === 'state' && !event.n.running) c.wakeEnded(server, event.n);
+            if (event.type === 'state' && !event.n.running) void c.wakeEnded(server, event.n);
         }),
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);
@@ -53,7 +53,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
         vscode.workspace.onDidChangeConfiguration((e) => {
             // Server options and the interpreter are read at start: restart idle servers that use them.
             for (const server of all.all()) {
-                const affected = ['flower.python', 'flower.rounds', 'flower.trim', 'flower.handoffAt'].some((k) => e.affectsConfiguration(k, server.folder.uri));
+                const affected = SERVER_SETTINGS.some((k) => e.affectsConfiguration(k, server.folder.uri));
                 const idle = server.client !== undefined && !(server.status?.running ?? false);
                 // A start that found no flower may have read the settings before they were loaded (seen after
                 // Reload Window in a remote window, where user settings arrive after activation): try again.

@@ -30,7 +30,7 @@ import {
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
-import { initializationOptions } from './model/settings';
+import { initializationOptions, redactUrls } from './model/settings';
 import { StatusKeeper } from './model/status';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -298,12 +298,20 @@ export class FolderServer implements vscode.Disposable {
         const clientOptions: LanguageClientOptions = {
             documentSelector: [],
             workspaceFolder: this.folder,
-            outputChannel: this.log,
-            traceOutputChannel: this.log,
+            // The verbose trace prints `initialize` whole, and the server's stderr goes here too: a
+            // `store` URL's password never reaches the log.
+            outputChannel: redacting(this.log),
+            traceOutputChannel: redacting(this.log),
             initializationOptions: initializationOptions({
                 rounds: config.get('rounds'),
                 trim: config.get('trim'),
                 handoffAt: config.get('handoffAt'),
+                model: config.get('model'),
+                fallbackModel: config.get('fallbackModel'),
+                maxCost: config.get('maxCost'),
+                isolated: config.get('isolated'),
+                store: config.get('store'),
+                project: config.get('project'),
             }),
             errorHandler: {
                 error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
@@ -541,6 +549,19 @@ export class Servers implements vscode.Disposable {
         for (const d of this.disposables) d.dispose();
         this.emitter.dispose();
     }
+}
+
+/** The log channel with every URL's password masked in what is written to it (see redactUrls). */
+function redacting(log: vscode.LogOutputChannel): vscode.LogOutputChannel {
+    const writers = new Set<string | symbol>(['append', 'appendLine', 'replace', 'trace', 'debug', 'info', 'warn', 'error']);
+    return new Proxy(log, {
+        get(target, key) {
+            const value: unknown = Reflect.get(target, key);
+            if (typeof value !== 'function') return value;
+            if (!writers.has(key)) return value.bind(target);
+            return (...args: unknown[]) => value.apply(target, args.map((a) => (typeof a === 'string' ? redactUrls(a) : a)));
+        },
+    });
 }
 
 /** The key's sha-256 ('' for none): what is kept in memory to notice a changed key. */
