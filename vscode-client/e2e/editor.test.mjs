@@ -1,6 +1,6 @@
 // The extension in a real VS Code (code-server 4.100.3 + headless Chromium), installed from the
 // built .vsix, with the real `python -m flower.lsp` and Claude Code CLI against the scripted model
-// of e2e/model.py. Each test is one scenario of issue 11; each saves screenshots to
+// of e2e/model.py. Each test is one scenario of issue 11 (8: issue 15); each saves screenshots to
 // vscode-client/test-results/<n>-<name>.png. Run by e2e/run.sh (`node --test`).
 // @ts-check
 
@@ -299,4 +299,38 @@ test('7 no credentials: the Set API Key… notification; the key reaches the mod
       assert.ok(!(await frame.content()).includes(API_KEY), `DOM of ${frame.url()}`);
     }
   }, { withKey: false });
+});
+
+test('8 flower.model and flower.maxCost: the model asked for, the gauge names it, its tooltip has the cost; a wake at the cap says so', TIME, async () => {
+  const ws = tempDir('ws-cost');
+  const MODEL = 'claude-sonnet-4-5';
+  await scenario('8-cost', 'cost', [ws], async (ed, model) => {
+    await start(ed);
+    // The work round spent more than the $0.25 cap: the wake stops before the judge, and the
+    // server's own line shows in a warning whose button opens the setting (not a generic failure).
+    const raise = ed.page.locator('.notification-toast', { has: ed.page.locator('.monaco-button', { hasText: 'Raise the Cap' }) });
+    await raise.waitFor({ timeout: secs(120) });
+    const said = await raise.innerText();
+    assert.match(said, /0\.25/, `the cap in the server's line: ${said}`);
+    assert.equal(await ed.page.locator('.notification-toast .codicon-error').count(), 0, 'no error notification');
+    assert.equal(model.requests.length, 6, 'clarify ×2, goals ×2, work ×2; the judge is never asked');
+    assert.deepEqual([...new Set(model.requests.map((r) => r.model))], [MODEL], 'every request asked for flower.model');
+    const bar = await until(async () => {
+      const text = (await ed.gauge().textContent()) ?? '';
+      return text.includes('sonnet-4-5') && text.includes('cap reached') ? text : null;
+    }, 'the gauge to name the model and say "cap reached"', secs(20));
+    assert.match(bar, /50K \/ /, 'the work round\'s 50 000 tokens');
+    const tip = await ed.gaugeTooltip((t) => t.includes('this wake'), 'the cost');
+    assert.ok(tip.includes(`model: ${MODEL}`), tip);
+    const cost = /\$(\d+\.\d\d) this wake · \$(\d+\.\d\d) task · cap \$0\.25/.exec(tip);
+    assert.ok(cost, `the cost line in ${tip}`);
+    const [wake, task] = [Number(cost[1]), Number(cost[2])];
+    assert.ok(wake >= 0.25 && wake < 1, `this wake spent over the cap, about $0.33 (${wake})`);
+    assert.equal(task, wake, 'the first wake is the whole task');
+    assert.match(tip, /stopped at the cap of \$0\.25/);
+    await ed.shot('8-cost-tooltip');
+    await raise.locator('.monaco-button', { hasText: 'Raise the Cap' }).click();
+    await ed.page.locator('.settings-editor .setting-item-contents', { hasText: 'Max Cost' }).first().waitFor({ timeout: secs(15) });
+    await ed.shot('8-cost-setting');
+  }, { settings: { 'flower.model': MODEL, 'flower.maxCost': 0.25, 'flower.rounds': 1 } });
 });

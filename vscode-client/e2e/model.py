@@ -5,7 +5,7 @@ of SCENARIO (the flower path: clarify → goals → work → judge, per workspac
 
 - prints JSON lines on stdout: `{"event": "listening", "url": …}` once, and one
   `{"event": "request", …}` per `POST /v1/messages` with what the model received (message count,
-  the text it saw, the sha-256 of its `x-api-key` header — never the key itself);
+  the text it saw, the model asked for, the sha-256 of its `x-api-key` header — never the key itself);
 - reads commands on stdin: `release` lets held replies answer; end of input stops the server,
   as does SIGTERM.
 """
@@ -109,9 +109,15 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
                 r.match = only(f)
             out += replies
         return out
+    if name == "cost":
+        # flower.maxCost $0.25 (issue 15): clarify and goals cost about a cent each, the work round's
+        # two replies $0.15 each (50 000 input tokens at claude-sonnet-4-5's $3/M): over the cap
+        # before the judge, who is never asked.
+        pricey = {"input_tokens": 50000}
+        return path(ws, work=[begin(ws, pricey), *finish(ws, pricey)])[:-1]
     if name == "bench":
         return []
-    raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, bench")
+    raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, bench")
 
 
 class RecordingModel(ScriptedModel):
@@ -132,6 +138,7 @@ class RecordingModel(ScriptedModel):
             "text": json.dumps(messages, ensure_ascii=False),
             "system": json.dumps(body.get("system", ""), ensure_ascii=False)[:2000],
             "keySha256": hashlib.sha256(key.encode()).hexdigest() if key else None,
+            "model": body.get("model"),
             "authorization": bool(http.headers.get("authorization")),
         }
         print(json.dumps(report, ensure_ascii=False), flush=True)

@@ -151,9 +151,11 @@ export class Commands {
             { label: `$(book) 需求.md`, run: () => this.openFile('需求.md', server.folder) },
         ];
         if (s.context !== null) items.push({ label: `$(dashboard) ${vscode.l10n.t('context {0} / {1}', formatTokens(s.context), formatTokens(s.window))}` });
-        if (s.model !== null) items.push({ label: `$(hubot) ${s.model}` });
-        const spent = vscode.l10n.t('{0} this wake · {1} task', usd(s.cost.wake), usd(s.cost.task));
-        items.push({ label: `$(credit-card) ${spent}`, description: s.cost.max === null ? undefined : vscode.l10n.t('cap {0}', cap(s.cost.max)) });
+        if (s.model != null) items.push({ label: `$(hubot) ${s.model}` });
+        if (s.cost != null) {
+            const spent = vscode.l10n.t('{0} this wake · {1} task', usd(s.cost.wake), usd(s.cost.task));
+            items.push({ label: `$(credit-card) ${spent}`, description: s.cost.max === null ? undefined : vscode.l10n.t('cap {0}', cap(s.cost.max)) });
+        }
         if (s.verdict !== null) {
             items.push({
                 label: `$(law) ${vscode.l10n.t('round {0}: {1}', s.verdict.round, s.verdict.passed ? vscode.l10n.t('passed') : vscode.l10n.t('not yet'))}`,
@@ -258,11 +260,10 @@ export class Commands {
             });
     }
 
-    /** A wake ended (flower/state running: false) with an error: the server's own words. */
+    /** A wake ended (flower/state running: false) with an error: the server's own words (the status is the one it ended with). */
     async wakeEnded(server: FolderServer, n: p.StateNotification): Promise<void> {
         if (n.error === null || n.cancelled) return;
         const message = `flower · ${server.folder.name}: ${n.error}`;
-        await server.refreshStatus();
         if (server.status === null || !capReached(server.status)) {
             void vscode.window.showErrorMessage(message);
             return;

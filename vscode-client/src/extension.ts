@@ -42,8 +42,12 @@ export function activate(ctx: vscode.ExtensionContext): void {
         new GaugeView(all, focus),
         new GoalsView(all, focus),
         ...c.register(),
-        all.onEvent(({ server, event }) => {
-            if (event.type === 'state' && !event.n.running) void c.wakeEnded(server, event.n);
+        all.onEvent(async ({ server, event }) => {
+            if (event.type !== 'state' || event.n.running) return;
+            // The status the wake ended with (its cost: stopped at the cap?), before any restart.
+            await server.refreshStatus();
+            if (server.settingsChanged && !(server.status?.running ?? false)) void server.restart();
+            void c.wakeEnded(server, event.n);
         }),
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);
@@ -59,6 +63,8 @@ export function activate(ctx: vscode.ExtensionContext): void {
                 // Reload Window in a remote window, where user settings arrive after activation): try again.
                 const refused = server.client === undefined && server.startFailure === 'missing';
                 if (affected && (idle || refused)) void server.restart();
+                // A running wake keeps the settings it started with; the server restarts with the new ones when it ends.
+                else if (affected && server.client !== undefined) server.settingsChanged = true;
             }
         }),
     );

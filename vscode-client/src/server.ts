@@ -123,6 +123,8 @@ export class FolderServer implements vscode.Disposable {
     progressToken: string | null = null;
     /** The last wake refused for missing credentials. */
     failedForCredentials: WakeCall | null = null;
+    /** A server setting changed while a wake ran: restart once it ends (the process read the old ones). */
+    settingsChanged = false;
     /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
     startFailure: 'missing' | 'failed' | null = null;
     private readonly restarts = new RestartBudget(3);
@@ -285,6 +287,7 @@ export class FolderServer implements vscode.Disposable {
             return false;
         }
         this.log.info(`${this.folder.name}: starting ${python.command} -m flower.lsp (interpreter from ${python.source})`);
+        this.settingsChanged = false;
         const key = await this.ctx.secrets.get(SECRET_KEY);
         const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
         if (key !== undefined && key !== '') env.ANTHROPIC_API_KEY = key;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { cap, capReached, costLine, formatTokens, gauge, percent, shortModel, usd } from '../src/model/gauge';
+import type { FolderStatus } from '../src/protocol';
 import { status } from './fixtures';
 
 test('the gauge reads tokens / window · percent from the server status', () => {
@@ -141,4 +142,14 @@ test('short model names: the claude- prefix and a date suffix go, anything else 
         [MODEL, 'claude-opus-4-1', 'claude-3-5-haiku-20241022', 'gpt-proxy', 'claude-sonnet-4-5[1m]'].map(shortModel),
         ['sonnet-4-5', 'opus-4-1', '3-5-haiku', 'gpt-proxy', 'sonnet-4-5[1m]'],
     );
+});
+
+test('a status from a flower older than the client (no model, no cost) still draws the gauge', () => {
+    const old = status() as Partial<FolderStatus>;
+    delete old.model;
+    delete old.cost;
+    const g = gauge({ status: old as FolderStatus, server: 'running' });
+    assert.equal(g.text, 'flower 80.2K / 200K · 40%');
+    assert.ok(!g.tooltip.join('\n').includes('this wake'), g.tooltip.join('\n'));
+    assert.equal(capReached(old as FolderStatus), false);
 });

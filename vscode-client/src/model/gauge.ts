@@ -66,7 +66,7 @@ export function gauge(input: GaugeInput): Gauge {
             : window === null
               ? formatTokens(status.context)
               : `${formatTokens(status.context)} / ${formatTokens(window)} · ${percent(status.context, window)}%`;
-    let text = status.model === null ? `flower ${size}` : `flower ${size} · ${shortModel(status.model)}`;
+    let text = status.model == null ? `flower ${size}` : `flower ${size} · ${shortModel(status.model)}`;
     let colour: Gauge['colour'] = null;
     if (status.context !== null && status.handoffAt > 0 && status.context >= status.handoffAt) colour = 'warning';
     if (capReached(status)) {
@@ -92,8 +92,9 @@ export function tooltip(status: FolderStatus): string[] {
     const lines = [`flower · ${status.name}`, `wake #${status.woke}`];
     lines.push(status.step !== null ? `step: ${status.step}` : status.running ? 'running' : 'idle');
     lines.push(`goals ${done}/${status.goals.length}`);
-    if (status.model !== null) lines.push(`model: ${status.model}`);
-    lines.push(costLine(status.cost));
+    // `?? null`/`!= null`: a flower older than this client (flower.python) sends neither field.
+    if ((status.model ?? null) !== null) lines.push(`model: ${status.model}`);
+    if (status.cost != null) lines.push(costLine(status.cost));
     if (capReached(status) && status.cost.max !== null) {
         lines.push(`the wake stopped at the cap of ${cap(status.cost.max)}: raise flower.maxCost (or clear it), then Continue`);
     }
@@ -129,7 +130,8 @@ export function costLine(cost: Cost): string {
 
 /** An idle folder whose last wake spent its cap: it stopped there (issue 15), not because of a failure. */
 export function capReached(status: FolderStatus): boolean {
-    return !status.running && status.cost.max !== null && status.cost.wake >= status.cost.max;
+    const cost = status.cost as Cost | undefined;
+    return !status.running && cost !== undefined && cost.max !== null && cost.wake >= cost.max;
 }
 
 /** The model's name for the status bar: `claude-sonnet-4-5-20250929` → `sonnet-4-5` (the tooltip has it whole). */
