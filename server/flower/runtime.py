@@ -27,11 +27,11 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 
-from .core.errors import MissingCredentials
+from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.manifest import StepResult
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
-from .core.texts import say
+from .core.texts import Said, say
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore
 
@@ -69,6 +69,40 @@ class _Attempt:
     """The CLI's category of the last API error it reported (`AssistantMessage.error`)."""
     cost_usd: float = 0.0
     num_turns: int = 0
+
+
+@dataclass
+class Budget:
+    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (issue #15)."""
+
+    cap: float | None = None
+    spent: float = 0.0
+
+    def exhausted(self) -> bool:
+        """The next run would start at or over the cap."""
+        return self.cap is not None and self.spent >= self.cap
+
+    @property
+    def remaining(self) -> float | None:
+        """USD left under the cap (None = no cap): the SDK's `max_budget_usd` for the next run."""
+        return None if self.cap is None else max(0.0, self.cap - self.spent)
+
+    def said(self) -> Said:
+        """What was spent and how to continue, in the reader's language."""
+        cap = self.cap or 0.0
+        return say("budget_spent", spent=f"{self.spent:.2f}", cap=f"{cap:.2f}", more=f"{max(cap * 2, 1):g}")
+
+
+class BudgetSpent(FlowerError):
+    """The wake's spending cap is reached: it stops cleanly here, and everything stays resumable."""
+
+    def __init__(self, budget: Budget) -> None:
+        said = budget.said()
+        super().__init__(said.key, **said.fields)
+
+
+SETTING_SOURCES: list[Literal["user", "project", "local"]] = ["user", "project", "local"]
+"""What agents load as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude (issue #15)."""
 
 
 def tokens_of(usage: dict[str, Any]) -> int:
@@ -137,6 +171,10 @@ class Runtime:
         trim: bool = False,
         resilience: Resilience | None = None,
         env: dict[str, str] | None = None,
+        model: str | None = None,
+        fallback_model: str | None = None,
+        isolated: bool = False,
+        budget: Budget | None = None,
     ):
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
@@ -155,6 +193,12 @@ class Runtime:
         self.listeners: list[Listener] = []
         self.window: int | None = None
         """The model's context window as the CLI last reported it (its `modelUsage`), once known."""
+        self.model, self.fallback_model, self.isolated = model, fallback_model, isolated
+        """The model agents run on unless their AgentSpec names one (None: the CLI's default, or ANTHROPIC_MODEL)."""
+        self.budget = budget or Budget()
+        """What this wake may spend and has spent: checked at the start of every run, so no workflow code needs to."""
+        self.model_seen: str | None = None
+        """The model the CLI last reported using (its init message, assistant messages)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -203,13 +247,16 @@ class Runtime:
             allowed_tools=list(agent.allowed_tools),
             disallowed_tools=list(agent.disallowed_tools),
             max_turns=agent.max_turns,
-            model=agent.model,
             permission_mode=agent.permission_mode,
             resume=resume,
             session_store=self.store,
             session_store_flush="eager",
             env=self.env,
-            setting_sources=[],
+            # The user's Claude Code setup applies unless isolated (issue #15); the judge's spec blocks writes either way.
+            setting_sources=[] if self.isolated else list(SETTING_SOURCES),
+            model=agent.model or self.model,
+            fallback_model=self.fallback_model,
+            max_budget_usd=self.budget.remaining,
             stderr=stderr,
         )
 
@@ -220,6 +267,8 @@ class Runtime:
         `on_session(sid)` is called the instant a session id arrives (S11: the workflow writes its lineage there).
         """
         self.check_credentials()
+        if self.budget.exhausted():  # the one place the spending cap is checked: before any run of the wake starts
+            raise BudgetSpent(self.budget)
         res = self.resilience
         result = StepResult(step=step or agent.name, started_at=time.time(), resumed=resume is not None, attempts=0)
         session, message = resume, prompt
@@ -230,7 +279,13 @@ class Runtime:
             result.ok, result.text, result.error, result.said = attempt.ok, attempt.text, None, None
             result.cost_usd += attempt.cost_usd
             result.num_turns += attempt.num_turns
+            self.budget.spent += attempt.cost_usd
             if attempt.ok:
+                break
+            if self.budget.exhausted():  # the CLI stopped at max_budget_usd (or spent it failing): no retry
+                result.said = self.budget.said()
+                result.error = str(result.said)
+                result.errors.append(result.error)
                 break
             failure = attempt.failure or Failure.of(str(say("no_result")), category=attempt.category)
             # The CLI's own text (and HTTP status) is the technical detail: shown as it is, untranslated (D4).
@@ -253,7 +308,7 @@ class Runtime:
         result.session_id = session
         if session:
             result.context = await self.context_size(session)
-        result.window = self.window
+        result.window, result.model = self.window, self.model_seen
         result.ended_at = time.time()
         return result
 
@@ -305,6 +360,8 @@ class Runtime:
                  resume: str | None, on_session: Callable[[str], None] | None) -> None:
         if isinstance(message, SystemMessage) and message.subtype == "init":
             sid = message.data.get("session_id")
+            if isinstance(message.data.get("model"), str):
+                self.model_seen = message.data["model"]
             if sid:
                 out.session_id = sid
                 if on_session is not None:
@@ -313,6 +370,8 @@ class Runtime:
         elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
             sid = message.session_id or out.session_id
             out.category = message.error  # the CLI's category of an API error, on its synthetic message
+            if message.model and message.model != "<synthetic>":
+                self.model_seen = message.model
             for block in message.content:
                 if isinstance(block, TextBlock) and block.text:
                     texts.append(block.text)

@@ -17,8 +17,9 @@ from .core.lock import WorkspaceLock
 from .core.manifest import Manifest
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
-from .runtime import Runtime, Sessions, emit_to
-from .status import WINDOW, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
+from .runtime import Budget, Runtime, Sessions, emit_to
+from .settings import Settings
+from .status import WINDOW, Cost, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
 from .workflow.base import step_of
 from .workflow.flower import WORK, Ask, FlowerPath
 
@@ -30,12 +31,19 @@ class FlowerService:
 
     def __init__(self, workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None, *,
                  locale: str = "en", trim: bool = True, rounds: int | None = None, env: dict[str, str] | None = None,
-                 resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW):
+                 resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW,
+                 model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
+                 max_cost: float | None = None, settings: Settings | None = None):
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
         self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
         self.resilience, self.window = resilience, window
         self.handoff_at = handoff_at or int(window * 0.6)
+        self.model, self.fallback_model, self.isolated, self.max_cost = model, fallback_model, isolated, max_cost
+        self.settings = settings
+        """The settings these values were read from (shown by status), when a front-end read them."""
+        self.budget = Budget(max_cost)
+        """The current (or last) wake's spending: a new one per wake, since the cap is per wake (issue #15)."""
         self.ask: Ask | None = None
         """Set by a front-end to put clarify questions to the person; None means nobody is there."""
         self.sessions = Sessions.open(self.run_dir, trim=trim)
@@ -53,6 +61,16 @@ class FlowerService:
         self._runtime: Runtime | None = None
         self._window_seen = False
         """Whether `window` is one the CLI reported (in this process, or recorded in the manifest) rather than assumed."""
+        self._model_seen: str | None = None
+        """The model the CLI last reported in this process."""
+
+    @classmethod
+    def from_settings(cls, workspace: str | os.PathLike[str], settings: Settings, run_dir: str | os.PathLike[str], *,
+                      locale: str = "en", env: dict[str, str] | None = None) -> FlowerService:
+        """A service configured by `settings` (flower.settings: flags, environment, file, defaults)."""
+        return cls(workspace, run_dir, locale=locale, trim=settings.trim, rounds=settings.rounds, env=env,
+                   handoff_at=settings.handoff_at, model=settings.model, fallback_model=settings.fallback_model,
+                   isolated=settings.isolated, max_cost=settings.max_cost, settings=settings)
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -145,7 +163,9 @@ class FlowerService:
         return dict(pruned.verdicts)
 
     async def _run(self, text: str | None) -> WakeOutcome:
-        rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env)
+        self.budget = Budget(self.max_cost)
+        rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env,
+                     model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget)
         rt.listeners.append(self._emit)
         self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
@@ -161,6 +181,7 @@ class FlowerService:
             self._step = self._waiting = None
             if rt.window:
                 self.window, self._window_seen = rt.window, True
+            self._model_seen = rt.model_seen or self._model_seen
             self._runtime = None
 
     async def _ask(self, question: str) -> str | None:
@@ -196,8 +217,12 @@ class FlowerService:
             if self._stored is None or self._stored[0] != work:
                 self._stored = (work, self._stored_context(work))
             context = self._stored[1]
+        seen = self._runtime.model_seen if self._runtime is not None else None
         return dataclasses.replace(
             st, context=context, window=self.window, running=self.running, step=self._step,
             interrupted=not self.running and st.interrupted,
-            waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at)
+            waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at,
+            model=self.model or seen or self._model_seen or st.model,
+            cost=Cost(wake=round(self.budget.spent, 6), task=st.cost.task, max=self.max_cost),
+            settings=self.settings.shown() if self.settings is not None else None)
 

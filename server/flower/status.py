@@ -16,6 +16,7 @@ from typing import Any, Literal
 from .core import goals
 from .core.lineage import Lineage
 from .core.lock import interrupted
+from .core.manifest import Manifest
 from .core.requirements import REQUIREMENTS_FILE
 from .core.texts import Said
 
@@ -51,6 +52,17 @@ class VerdictState:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Cost:
+    """What was spent, in USD: by the current (or last) wake in this process, and by the whole task (issue #15)."""
+
+    wake: float = 0.0
+    task: float = 0.0
+    """The sum of the task's manifest rows (every step, round and judge since it started)."""
+    max: float | None = None
+    """The spending cap of one wake (`--max-cost`), or None."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Status:
     """Everything a front-end shows about one workspace, answered from files and memory (no model request)."""
 
@@ -73,6 +85,11 @@ class Status:
     """Context size (tokens) of the work session above which work moves to a new session (S26)."""
     interrupted: bool = False
     """A wake here was cut off (its process died, a window reloaded, a server crashed) and none has continued or finished it since."""
+    model: str | None = None
+    """The model in use: from the settings, else the one the CLI last reported (this process, else the manifest)."""
+    cost: Cost = field(default_factory=Cost)
+    settings: dict[str, Any] | None = None
+    """The settings in effect and where each came from (`Settings.shown()`), when the front-end read them."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,13 +123,35 @@ def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
     """
     workspace, run_dir = Path(os.path.abspath(workspace)), Path(os.path.abspath(run_dir))
     lineage = Lineage.load(run_dir, workspace, has_session)
+    task, model = recorded(workspace, run_dir)
     return Status(
         workspace=str(workspace), run_dir=str(run_dir), woke=lineage.woke,
         started=bool(lineage.steps) or (workspace / REQUIREMENTS_FILE).exists(),
         steps=dict(lineage.steps),
         goals=[Goal(text=g.text, done=g.done) for g in goals.read(workspace / goals.GOALS_FILE)],
-        interrupted=interrupted(run_dir),
+        interrupted=interrupted(run_dir), model=model, cost=Cost(task=task),
     )
+
+
+def recorded(workspace: Path, run_dir: Path) -> tuple[float, str | None]:
+    """(USD the current task has cost, the model its newest run reported), from the manifest.
+
+    The task began at the newest archive of `flower --new` (S28), if any: rows before it were another task's.
+    """
+    archive = workspace / "notes" / "archive"
+    try:
+        began = max((d.stat().st_mtime for d in archive.iterdir() if d.is_dir()), default=0.0)
+    except OSError:
+        began = 0.0
+    rows = [r for r in Manifest(run_dir).rows() if isinstance(r, dict) and _number(r.get("started_at")) >= began]
+    task = sum(_number(r.get("cost_usd")) for r in rows)
+    rows.sort(key=lambda r: _number(r.get("ended_at")))
+    model = next((r["model"] for r in reversed(rows) if isinstance(r.get("model"), str) and r["model"]), None)
+    return round(task, 6), model
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def to_json(obj: Status | WakeOutcome) -> dict[str, Any]:

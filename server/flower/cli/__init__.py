@@ -25,6 +25,7 @@ from typing import Any, TextIO, cast
 from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
+from ..settings import SettingsError
 from .args import UsageError, demo_parser, main_parser, once_parser, status_parser
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, flower_command, once_command, status_command
 from .console import Redacted
@@ -55,6 +56,9 @@ def run(argv: list[str] | None = None) -> int:
         return asyncio.run(command(args, locale))
     except UsageError as exc:
         sys.stderr.write(f"flower: {exc}\n")
+        return EXIT_USAGE
+    except SettingsError as exc:  # a bad settings file, variable or flag value: bad input, one line naming it
+        sys.stderr.write(f"flower: {exc.text(locale)}\n")
         return EXIT_USAGE
     except WorkspaceBusy as exc:
         sys.stderr.write(f"flower: {exc.text(locale)}\n")

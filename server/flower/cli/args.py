@@ -42,14 +42,47 @@ def rounds_type(locale: str) -> Callable[[str], int]:
     return rounds
 
 
+def cost_type(locale: str) -> Callable[[str], float]:
+    """`--max-cost USD`: a number > 0."""
+
+    def cost(value: str) -> float:
+        try:
+            usd = float(value)
+        except ValueError:
+            usd = 0.0
+        if not usd > 0 or usd == float("inf"):
+            raise argparse.ArgumentTypeError(text("max_cost_bad", locale, value=repr(value)))
+        return usd
+
+    return cost
+
+
 def add_run_dir(parser: argparse.ArgumentParser) -> None:
-    """The `-r/--run-dir DIR` every command that records takes."""
-    parser.add_argument("-r", "--run-dir", default="runs", metavar="DIR",
+    """The `-r/--run-dir DIR` every command that records takes (default: settings, else ./runs)."""
+    parser.add_argument("-r", "--run-dir", metavar="DIR",
                         help="where lineage.json, manifest.json and sessions.db live (default: ./runs, relative to the current directory)")
 
 
+def add_agent_settings(parser: argparse.ArgumentParser) -> None:
+    """`--model`, `--fallback-model`, `--isolated`: how agents run (issue #15)."""
+    parser.add_argument("--model", metavar="NAME", help="the model agents run on (default: $ANTHROPIC_MODEL, else Claude Code's default)")
+    parser.add_argument("--fallback-model", metavar="NAME", help="the model to fall back to when the first one is overloaded")
+    parser.add_argument("--isolated", action="store_true", default=None,
+                        help="ignore CLAUDE.md, .claude/settings*.json, .mcp.json and ~/.claude (they apply by default)")
+
+
+FLAGS = {"rounds": "--rounds", "trim": "--no-trim", "model": "--model", "fallback_model": "--fallback-model",
+         "max_cost": "--max-cost", "isolated": "--isolated", "run_dir": "--run-dir"}
+"""Setting key → the flag that sets it, as `flower status --json` names a value's source."""
+
+
+def given(args: argparse.Namespace) -> dict[str, object]:
+    """The settings given as flags (absent ones are None, so the environment or the file decides)."""
+    return {key: getattr(args, key, None) for key in FLAGS}
+
+
 def main_parser(locale: str) -> Parser:
-    """`flower [text] [--new] [--no-trim] [--rounds N] [-r DIR]`."""
+    """`flower [text] [--new] [--no-trim] [--rounds N] [--max-cost USD] [--model NAME] [--isolated] [-r DIR]`."""
     made = Parser(
         locale=locale, prog="flower",
         description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
@@ -58,10 +91,13 @@ def main_parser(locale: str) -> Parser:
     )
     made.add_argument("text", nargs="*", help="the task (first time) or one more sentence (afterwards)")
     made.add_argument("--new", action="store_true", help="archive this task (lineage, 需求.md, 目标.md) and start the text as a new one")
-    made.add_argument("--no-trim", dest="trim", action="store_false",
+    made.add_argument("--no-trim", dest="trim", action="store_false", default=None,
                       help="keep large old tool results resident on resume (trim is on by default)")
     made.add_argument("--rounds", type=rounds_type(locale), metavar="N",
                       help="at most N work rounds in this wake (default 10; resets every wake)")
+    made.add_argument("--max-cost", type=cost_type(locale), metavar="USD",
+                      help="stop this wake cleanly once it has spent USD (every step, round and judge); the next wake continues")
+    add_agent_settings(made)
     add_run_dir(made)
     return made
 
@@ -74,6 +110,7 @@ def once_parser(locale: str) -> Parser:
     made.add_argument("--resume", metavar="SID", help="continue this session (printed by an earlier `flower once`)")
     made.add_argument("--tools", default="Read,Glob,Grep,Write,Edit",
                       help="comma-separated tools the agent may use (default: Read,Glob,Grep,Write,Edit)")
+    add_agent_settings(made)
     add_run_dir(made)
     return made
 
@@ -94,7 +131,7 @@ def demo_parser(locale: str) -> Parser:
     return made
 
 
-def writable_run_dir(run_dir: str, locale: str) -> Path:
+def writable_run_dir(run_dir: str | os.PathLike[str], locale: str) -> Path:
     """The run dir as an absolute path (S4: relative to the current directory), created and proven writable."""
     path = Path(os.path.abspath(run_dir))
     try:

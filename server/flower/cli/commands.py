@@ -11,11 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from ..core.texts import Said
-from .args import UsageError, writable_run_dir
+from ..settings import Settings, load
+from .args import FLAGS, UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
 from .keyboard import Asker, Keyboard, listen, prompt
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def settings_of(args: argparse.Namespace, workspace: Path) -> Settings:
+    """This directory's settings: flags > environment > `.flower.toml` / `[tool.flower]` > defaults (flower.settings)."""
+    return load(workspace, given(args), labels=FLAGS)
 
 
 async def flower_command(args: argparse.Namespace, locale: str) -> int:
@@ -25,11 +31,12 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     text = " ".join(args.text).strip()
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     workspace = Path.cwd()
-    run_dir = writable_run_dir(args.run_dir, locale)
+    settings = settings_of(args, workspace)
+    run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
     console = Console(locale, workspace=workspace)
     console.interactive = interactive
     setup_logging(console)
-    svc = FlowerService(workspace, run_dir, locale=locale, trim=args.trim, rounds=args.rounds)
+    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale)
     keyboard = Keyboard() if interactive else None
     try:
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
@@ -73,6 +80,9 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
         console.line(console.style(done, "1;32"))
         return EXIT_OK
+    if svc.budget.exhausted():  # a run stopped at the cap: say so in one line, not as the step's failure
+        console.error(svc.budget.said().text(locale))
+        return EXIT_FAILED
     console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("run_unfinished"))
     return EXIT_FAILED
 
@@ -85,14 +95,16 @@ def said_lines(said: Said, locale: str) -> str:
 
 async def once_command(args: argparse.Namespace, locale: str) -> int:
     """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
-    from ..runtime import AgentSpec, Runtime
+    from ..runtime import AgentSpec, Budget, Runtime
 
-    run_dir = writable_run_dir(args.run_dir, locale)
+    settings = settings_of(args, Path.cwd())
+    run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
     console = Console(locale, sys.stdout, sys.stderr, workspace=Path.cwd())
     setup_logging(console)
     tools = [name.strip() for name in args.tools.split(",") if name.strip()]
     agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
-    async with Runtime(Path.cwd(), run_dir) as rt:
+    async with Runtime(Path.cwd(), run_dir, model=settings.model, fallback_model=settings.fallback_model,
+                       isolated=settings.isolated, budget=Budget(settings.max_cost)) as rt:
         if args.resume and not rt.has_session(args.resume):
             raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
         rt.listeners.append(console)
@@ -118,12 +130,21 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
 
     console = Console(locale, workspace=Path.cwd())
     setup_logging(console)
-    st: dict[str, Any] = to_json(FlowerService(Path.cwd(), Path(os.path.abspath(args.run_dir)), locale=locale).status())
+    settings = settings_of(args, Path.cwd())
+    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale)
+    try:
+        st: dict[str, Any] = to_json(svc.status())
+    finally:
+        await svc.close()
     if args.json:
         console.line(json.dumps(st, ensure_ascii=False, indent=2))
         return EXIT_OK
     console.line(console.text("status_workspace", path=st["workspace"]))
     console.line(console.text("status_run_dir", path=st["run_dir"]))
+    console.line(console.text("status_model", model=st["model"]) if st["model"] else console.text("status_model_unknown"))
+    cost = st["cost"]
+    cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""
+    console.line(console.text("status_cost", task=f"{cost['task']:.2f}", cap=cap))
     if st["steps"]:
         console.line(console.text("status_resumes", woke=st["woke"], next=st["woke"] + 1))
         for step, sid in st["steps"].items():

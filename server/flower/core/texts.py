@@ -187,6 +187,26 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "上次唤醒没做完就被打断了:在这里运行 `flower` 接着做",
     },
     "status_goals": {"en": "goals {done}/{total} done", "zh": "目标 {done}/{total} 条已完成"},
+    # -- the Claude Code ecosystem: settings, model and spending cap (issue #15) -------------------
+    "settings_bad": {
+        "en": "{where}: {name} must be {expected} (got {got})",
+        "zh": "{where}: {name} 应为 {expected}(现在是 {got})",
+    },
+    "budget_spent": {
+        "en": "stopped at the spending cap: this wake spent ${spent} of ${cap}. Everything is kept; to continue: flower --max-cost {more}",
+        "zh": "已到花费上限:本次唤醒花了 ${spent}(上限 ${cap})。一切都已保存;要继续: flower --max-cost {more}",
+    },
+    "max_cost_bad": {
+        "en": "takes a spending cap in US dollars > 0, e.g. --max-cost 20, not {value}",
+        "zh": "要一个 > 0 的花费上限(美元),例如 --max-cost 20,不是 {value}",
+    },
+    "status_model": {"en": "model     {model}", "zh": "模型     {model}"},
+    "status_model_unknown": {"en": "model     (the Claude Code default)", "zh": "模型     (Claude Code 默认)"},
+    "status_cost": {
+        "en": "cost      ${task} for this task so far{cap}",
+        "zh": "花费     这件事至今 ${task}{cap}",
+    },
+    "status_cap": {"en": " · cap ${cap} per wake", "zh": " · 每次唤醒上限 ${cap}"},
     # -- flower demo ----------------------------------------------------------------------------------
     "demo_task": {"en": "write a script that turns Markdown into HTML", "zh": "写个 md 转 html 的脚本"},
     "demo_title": {

@@ -9,6 +9,7 @@ when a step's `$/progress` token must first be created with a round trip to the 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import logging
@@ -44,6 +45,7 @@ from ..core.redact import cut
 from ..core.text import clip, tool_label
 from ..history import History, Item, UnknownSession, Verdicts
 from ..service import FlowerService
+from ..settings import Settings, SettingsError, load
 from ..status import WakeOutcome, to_json
 from . import protocol as p
 
@@ -84,11 +86,27 @@ class Run:
 
 @dataclass
 class Options:
-    """Per-server settings from `initializationOptions` (all optional)."""
+    """Per-server settings from `initializationOptions` (all optional): they override the settings file (flower.settings)."""
 
     rounds: int | None = None
-    trim: bool = True
+    trim: bool | None = None
     handoff_at: int | None = None
+    model: str | None = None
+    fallback_model: str | None = None
+    max_cost: float | None = None
+    isolated: bool | None = None
+    store: str | None = None
+    project: str | None = None
+
+    def given(self) -> dict[str, object]:
+        """The options the client sent (None = not sent: the environment, the file or the default decides)."""
+        return dataclasses.asdict(self)
+
+
+OPTION_LABELS = {f.name: "initializationOptions." + camel for f, camel in zip(
+    dataclasses.fields(Options), ("rounds", "trim", "handoffAt", "model", "fallbackModel", "maxCost", "isolated",
+                                  "store", "project"), strict=True)}
+"""Setting key → the initialization option that sets it (a value's source in status, and in error lines)."""
 
 
 class Folder:
@@ -96,11 +114,17 @@ class Folder:
 
     def __init__(self, ls: FlowerServer, uri: str, name: str, path: Path, locale: str, options: Options):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
-        self.svc = FlowerService(path, locale=locale, trim=options.trim, rounds=options.rounds,
-                                 handoff_at=options.handoff_at)
+        self.settings_error: SettingsError | None = None
+        """A settings file (or variable, or option) that cannot be used: every wake answers with it until fixed."""
+        try:
+            settings = load(path, options.given(), labels=OPTION_LABELS)
+        except SettingsError as exc:
+            log.warning("%s: %s", uri, exc)
+            settings, self.settings_error = Settings(), exc
+        self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale)
         self.svc.ask = self._ask
         self._unsubscribe = self.svc.subscribe(self._on_event)
-        self.history = History(self.svc.workspace, self.svc.run_dir, trim=options.trim)
+        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim)
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
@@ -140,6 +164,7 @@ class Folder:
             context=s["context"], window=s["window"], handoff_at=s["handoff_at"], running=s["running"],
             step=s.get("step"), waiting=wait, interrupted=s["interrupted"],
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
+            model=s["model"], cost=p.Cost(s["cost"]["wake"], s["cost"]["task"], s["cost"]["max"]),
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
@@ -256,6 +281,10 @@ class Folder:
     # -- running in the background -----------------------------------------------------------
     async def _start(self, work: Awaitable[WakeOutcome | None], said: str | None = None) -> Run:
         """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
+        if self.settings_error is not None:  # one clear line naming the file, the key and what is expected
+            if asyncio.iscoroutine(work):
+                work.close()
+            raise self.settings_error
         self._ensure_pump()
         run = Run(next(self._numbers), said=said)
         self.run = run

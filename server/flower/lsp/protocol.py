@@ -188,6 +188,18 @@ class VerdictState:
 
 
 @attrs.define
+class Cost:
+    """What was spent, in USD (issue #15)."""
+
+    wake: float
+    """Spent by this server's current (or last) wake in the folder: every step, round and judge."""
+    task: float
+    """Spent by the whole task so far (the sum of its manifest rows, every process)."""
+    max: float | None
+    """The spending cap of one wake (`maxCost`), or null."""
+
+
+@attrs.define
 class FolderStatus:
     """Everything the status bar and sidebar show for one folder."""
 
@@ -221,6 +233,10 @@ class FolderStatus:
     """The judge's last verdict on the current work session (seen here, else from the manifest), or null."""
     interrupted: bool = False
     """A wake here was cut off (its process died, the window reloaded, the server crashed) and nothing has continued or finished it since."""
+    model: str | None = None
+    """The model in use: from the settings, else the one the CLI last reported; null if unknown (the CLI's default)."""
+    cost: Cost = attrs.field(factory=lambda: Cost(0.0, 0.0, None))
+    """What this wake and the whole task have spent, and the cap."""
 
 
 @attrs.define

@@ -311,21 +311,44 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
 
 
 def _options(raw: Any) -> Options:
-    """`initializationOptions`: `{"rounds"?: int, "trim"?: bool, "handoffAt"?: int}`; anything else is ignored with a warning."""
+    """`initializationOptions` (protocol.md): rounds, trim, handoffAt, model, fallbackModel, maxCost, isolated, store, project.
+
+    A value of the wrong type, and any other key, is ignored with a warning; the settings file decides instead.
+    """
     options = Options()
     if not isinstance(raw, dict):
         return options
-    rounds, trim, handoff = raw.get("rounds"), raw.get("trim"), raw.get("handoffAt")
-    if isinstance(rounds, int) and not isinstance(rounds, bool) and rounds > 0:
-        options.rounds = rounds
-    if isinstance(trim, bool):
-        options.trim = trim
-    if isinstance(handoff, int) and not isinstance(handoff, bool) and handoff > 0:
-        options.handoff_at = handoff
-    unknown = set(raw) - {"rounds", "trim", "handoffAt"}
-    if unknown:
-        log.warning("initializationOptions: ignoring %s", ", ".join(sorted(unknown)))
+    checks: dict[str, tuple[str, Callable[[Any], bool]]] = {
+        "rounds": ("rounds", _positive_int), "trim": ("trim", _bool), "handoffAt": ("handoff_at", _positive_int),
+        "model": ("model", _name), "fallbackModel": ("fallback_model", _name), "isolated": ("isolated", _bool),
+        "maxCost": ("max_cost", lambda v: _number(v) and v > 0), "store": ("store", _name), "project": ("project", _name),
+    }
+    for key, value in raw.items():
+        if key not in checks:
+            log.warning("initializationOptions: ignoring unknown %s", key)
+        elif value is not None:
+            field, ok = checks[key]
+            if ok(value):
+                setattr(options, field, float(value) if field == "max_cost" else value)
+            else:
+                log.warning("initializationOptions: ignoring %s=%r", key, value)
     return options
+
+
+def _bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 __all__ = ["FlowerServer", "converter_factory", "server"]

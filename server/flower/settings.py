@@ -1,0 +1,197 @@
+"""One place for flower's settings: defaults < a settings file < the environment < flags (or editor options).
+
+The file is the workspace's `.flower.toml` when it exists, else the `[tool.flower]` table of its
+`pyproject.toml` (one file is read, never both: the dedicated file wins whole, so a key never
+silently comes from two places). Keys, environment variables and flags:
+
+    key             env                      CLI flag / editor option
+    rounds          FLOWER_ROUNDS            --rounds / rounds
+    trim            FLOWER_TRIM              --no-trim / trim
+    handoff_at      FLOWER_HANDOFF_AT        - / handoffAt
+    model           ANTHROPIC_MODEL          --model / model
+    fallback_model  FLOWER_FALLBACK_MODEL    --fallback-model / fallbackModel
+    max_cost        FLOWER_MAX_COST          --max-cost / maxCost
+    isolated        FLOWER_ISOLATED          --isolated / isolated
+    run_dir         FLOWER_RUN_DIR           -r, --run-dir / -
+    store           FLOWER_STORE             - / store
+    project         FLOWER_PROJECT           - / project
+
+`ANTHROPIC_MODEL` is the Claude Code CLI's own variable: flower reads it so that the model in use
+is shown, and passes the same name on. A file's relative `run_dir` is relative to the workspace;
+from a flag or the environment it is relative to the current directory (S4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .core.errors import FlowerError
+
+FILE = ".flower.toml"
+PYPROJECT = "pyproject.toml"
+MODEL_ENV = "ANTHROPIC_MODEL"
+
+
+class SettingsError(FlowerError):
+    """A setting that cannot be used: which file (or variable, or option), which key, and what is expected."""
+
+    def __init__(self, where: str, key: str, expected: str, got: object) -> None:
+        super().__init__("settings_bad", where=where, name=key, expected=expected, got=repr(got))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Every setting flower reads, and where each value came from (`sources`: key → "default", a file, a variable, "flag")."""
+
+    rounds: int = 10
+    trim: bool = True
+    handoff_at: int | None = None
+    """Tokens of work context above which work hands off to a new session (None: 60% of the window, S26)."""
+    model: str | None = None
+    """The model agents run on (None: the CLI's default)."""
+    fallback_model: str | None = None
+    max_cost: float | None = None
+    """The spending cap of one wake in USD (None: no cap)."""
+    isolated: bool = False
+    """Run agents without the user's and the project's Claude Code settings, CLAUDE.md and MCP servers."""
+    run_dir: str = "runs"
+    store: str = "sqlite"
+    project: str | None = None
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def run_dir_path(self, base: str | os.PathLike[str]) -> Path:
+        """The run dir as an absolute path: a relative one is taken from `base` (a file's is already absolute)."""
+        return Path(os.path.abspath(Path(base) / self.run_dir))
+
+    def shown(self) -> dict[str, Any]:
+        """The values and their sources, as `flower status --json` prints them."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "sources"}
+        return {"values": values, "sources": dict(self.sources)}
+
+
+def _positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError
+    return value
+
+
+def _positive_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError
+    return float(value)
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError
+    return value
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError
+    return value.strip()
+
+
+KEYS: dict[str, tuple[Callable[[object], Any], str]] = {
+    "rounds": (_positive_int, "a whole number >= 1, e.g. rounds = 10"),
+    "trim": (_boolean, "true or false, e.g. trim = true"),
+    "handoff_at": (_positive_int, "a number of tokens >= 1, e.g. handoff_at = 120000"),
+    "model": (_name, 'a model name, e.g. model = "claude-sonnet-4-5"'),
+    "fallback_model": (_name, 'a model name, e.g. fallback_model = "claude-haiku-4-5"'),
+    "max_cost": (_positive_number, "US dollars > 0, e.g. max_cost = 20"),
+    "isolated": (_boolean, "true or false, e.g. isolated = false"),
+    "run_dir": (_name, 'a directory, e.g. run_dir = "runs"'),
+    "store": (_name, 'a store, e.g. store = "sqlite"'),
+    "project": (_name, 'a project name, e.g. project = "my-app"'),
+}
+"""Each key: its check (raises ValueError) and what is expected, said in the error line."""
+
+ENV = {
+    "rounds": "FLOWER_ROUNDS", "trim": "FLOWER_TRIM", "handoff_at": "FLOWER_HANDOFF_AT", "model": MODEL_ENV,
+    "fallback_model": "FLOWER_FALLBACK_MODEL", "max_cost": "FLOWER_MAX_COST", "isolated": "FLOWER_ISOLATED",
+    "run_dir": "FLOWER_RUN_DIR", "store": "FLOWER_STORE", "project": "FLOWER_PROJECT",
+}
+"""Key → the environment variable that sets it."""
+
+
+def _from_env(raw: str) -> object:
+    """An environment string as the type a key expects: true/false, whole numbers, numbers, else the string."""
+    text = raw.strip()
+    if text.lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
+        return text.lower() in ("true", "1", "yes", "on")
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _checked(key: str, value: object, where: str) -> Any:
+    if key not in KEYS:
+        raise SettingsError(where, key, "one of " + ", ".join(KEYS), value)
+    check, expected = KEYS[key]
+    try:
+        return check(value)
+    except ValueError:
+        raise SettingsError(where, key, expected, value) from None
+
+
+def settings_file(workspace: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]] | None:
+    """The workspace's settings file and its flower table: `.flower.toml`, else pyproject's `[tool.flower]`; None if neither."""
+    ws = Path(workspace)
+    for path in (ws / FILE, ws / PYPROJECT):
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsError(str(path), "(the file)", "readable TOML", str(exc)) from None
+        if path.name == FILE:
+            return path, data
+        table = data.get("tool", {}).get("flower") if isinstance(data.get("tool"), dict) else None
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise SettingsError(str(path), "tool.flower", "a table: [tool.flower]", table)
+        return path, table
+    return None
+
+
+def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | None = None, *,
+         env: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None) -> Settings:
+    """The settings of `workspace`: defaults < its file < `env` (default os.environ) < `overrides` (flags or editor options).
+
+    `overrides` holds only what was given (None values are skipped); `labels` names each one's source (its flag or
+    option, for `sources` and error lines). Raises SettingsError.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources = {key: "default" for key in KEYS}
+    found = settings_file(workspace)
+    if found is not None:
+        path, table = found
+        where = str(path) if path.name == FILE else f"{path} [tool.flower]"
+        for key, value in table.items():
+            values[key] = _checked(key, value, where)
+            sources[key] = str(path)
+        if "run_dir" in values:
+            values["run_dir"] = os.path.abspath(Path(workspace) / values["run_dir"])  # the file's dir, not the cwd
+    for key, name in ENV.items():
+        raw = env.get(name)
+        if raw is not None and raw.strip():
+            values[key] = _checked(key, raw.strip() if KEYS[key][0] is _name else _from_env(raw), f"${name}")
+            sources[key] = f"${name}"
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            label = (labels or {}).get(key, key)
+            values[key] = _checked(key, value, label)
+            sources[key] = label
+    return Settings(**values, sources=sources)
