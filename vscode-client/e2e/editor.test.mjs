@@ -311,9 +311,12 @@ test('8 flower.model and flower.maxCost: the model asked for, the gauge names it
     const raise = ed.page.locator('.notification-toast', { has: ed.page.locator('.monaco-button', { hasText: 'Raise the Cap' }) });
     await raise.waitFor({ timeout: secs(120) });
     const said = await raise.innerText();
-    assert.match(said, /0\.25/, `the cap in the server's line: ${said}`);
+    assert.match(said, /\$0\.33\b.*\$0\.25\b/, `the server's line says what was spent, and the cap: ${said}`);
+    assert.equal(await raise.locator('.codicon-warning').count(), 1, 'a warning, not an error');
     assert.equal(await ed.page.locator('.notification-toast .codicon-error').count(), 0, 'no error notification');
-    assert.equal(model.requests.length, 6, 'clarify ×2, goals ×2, work ×2; the judge is never asked');
+    // Clarify ×3 (Read, Write, done), goals ×2, work ×2: the CLI ends the work run at its own share of
+    // the cap (max_budget_usd) after the second $0.15 reply; the judge is never asked.
+    assert.equal(model.requests.length, 7, 'the wake stopped at the cap, before the judge');
     assert.deepEqual([...new Set(model.requests.map((r) => r.model))], [MODEL], 'every request asked for flower.model');
     const bar = await until(async () => {
       const text = (await ed.gauge().textContent()) ?? '';

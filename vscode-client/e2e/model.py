@@ -110,11 +110,15 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
             out += replies
         return out
     if name == "cost":
-        # flower.maxCost $0.25 (issue 15): clarify and goals cost about a cent each, the work round's
-        # two replies $0.15 each (50 000 input tokens at claude-sonnet-4-5's $3/M): over the cap
-        # before the judge, who is never asked.
+        # flower.model claude-sonnet-4-5, flower.maxCost $0.25 (issue 15). With that model the CLI
+        # writes a file that exists only after a Read of it (the default model does not ask):
+        # 需求.md and 目标.md are read first. Clarify and goals cost about a cent each, each work
+        # reply $0.15 (50 000 input tokens at $3/M): the work round goes over the cap, the judge
+        # (the last reply) is never asked.
         pricey = {"input_tokens": 50000}
-        return path(ws, work=[begin(ws, pricey), *finish(ws, pricey)])[:-1]
+        read = tool("Read", {"file_path": str(ws / "需求.md")}, input_tokens=2000)
+        work = [begin(ws, pricey), tool("Read", {"file_path": str(ws / "目标.md")}, **pricey), *finish(ws, pricey)]
+        return [read, *path(ws, work=work)[:-1]]
     if name == "bench":
         return []
     raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, bench")
