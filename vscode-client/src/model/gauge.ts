@@ -92,8 +92,8 @@ export function tooltip(status: FolderStatus): string[] {
     const lines = [`flower · ${status.name}`, `wake #${status.woke}`];
     lines.push(status.step !== null ? `step: ${status.step}` : status.running ? 'running' : 'idle');
     lines.push(`goals ${done}/${status.goals.length}`);
-    // `?? null`/`!= null`: a flower older than this client (flower.python) sends neither field.
-    if ((status.model ?? null) !== null) lines.push(`model: ${status.model}`);
+    // `!= null`: a flower older than this client (flower.python) sends neither field.
+    if (status.model != null) lines.push(`model: ${status.model}`);
     if (status.cost != null) lines.push(costLine(status.cost));
     if (capReached(status) && status.cost.max !== null) {
         lines.push(`the wake stopped at the cap of ${cap(status.cost.max)}: raise flower.maxCost (or clear it), then Continue`);
@@ -130,8 +130,8 @@ export function costLine(cost: Cost): string {
 
 /** An idle folder whose last wake spent its cap: it stopped there (issue 15), not because of a failure. */
 export function capReached(status: FolderStatus): boolean {
-    const cost = status.cost as Cost | undefined;
-    return !status.running && cost !== undefined && cost.max !== null && cost.wake >= cost.max;
+    const cost = status.cost as Cost | undefined; // undefined from an older flower (see tooltip)
+    return !status.running && cost != null && cost.max !== null && cost.wake >= cost.max;
 }
 
 /** The model's name for the status bar: `claude-sonnet-4-5-20250929` → `sonnet-4-5` (the tooltip has it whole). */
