@@ -30,7 +30,7 @@ import {
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
-import { initializationOptions, redactUrls } from './model/settings';
+import { explicit, initializationOptions, redactUrls } from './model/settings';
 import { StatusKeeper } from './model/status';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -298,6 +298,19 @@ export class FolderServer implements vscode.Disposable {
             options: { cwd: this.folder.uri.fsPath, env },
         };
         const config = vscode.workspace.getConfiguration('flower', this.folder.uri);
+        const set = (key: string): unknown => explicit(config.inspect(key));
+        const options = initializationOptions({
+            rounds: set('rounds'),
+            trim: set('trim'),
+            handoffAt: set('handoffAt'),
+            model: set('model'),
+            fallbackModel: set('fallbackModel'),
+            maxCost: set('maxCost'),
+            isolated: set('isolated'),
+            store: set('store'),
+            project: set('project'),
+        });
+        this.log.info(`${this.folder.name}: server options ${redactUrls(JSON.stringify(options))} (the rest from .flower.toml, the environment or the defaults)`);
         const clientOptions: LanguageClientOptions = {
             documentSelector: [],
             workspaceFolder: this.folder,
@@ -305,17 +318,7 @@ export class FolderServer implements vscode.Disposable {
             // `store` URL's password never reaches the log.
             outputChannel: redacting(this.log),
             traceOutputChannel: redacting(this.log),
-            initializationOptions: initializationOptions({
-                rounds: config.get('rounds'),
-                trim: config.get('trim'),
-                handoffAt: config.get('handoffAt'),
-                model: config.get('model'),
-                fallbackModel: config.get('fallbackModel'),
-                maxCost: config.get('maxCost'),
-                isolated: config.get('isolated'),
-                store: config.get('store'),
-                project: config.get('project'),
-            }),
+            initializationOptions: options,
             errorHandler: {
                 error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
                 closed: (): CloseHandlerResult => this.closed(),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS } from '../src/model/settings';
+import { explicit, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS } from '../src/model/settings';
 
 test('settings become the server options protocol.md lists', () => {
     assert.deepEqual(initializationOptions({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
@@ -64,4 +64,16 @@ test("a store URL's password is masked in log lines, the rest is kept", () => {
     assert.ok(!masked.includes('s3cr'));
     assert.equal(redactUrls('store postgres://me:pw@h/db and http://127.0.0.1:8080/x'), 'store postgres://me:***@h/db and http://127.0.0.1:8080/x');
     assert.equal(redactUrls('store sqlite'), 'store sqlite');
+});
+
+test('only what the person set is sent: a default would outrank .flower.toml and the environment', () => {
+    assert.equal(explicit({ globalValue: undefined, workspaceValue: undefined }), undefined);
+    assert.equal(explicit(undefined), undefined);
+    assert.equal(explicit({ globalValue: 5 }), 5);
+    assert.equal(explicit({ globalValue: 5, workspaceValue: 3 }), 3);
+    assert.equal(explicit({ globalValue: 5, workspaceValue: 3, workspaceFolderValue: 2 }), 2);
+    assert.equal(explicit({ globalValue: true, workspaceValue: false }), false, 'false is a value, not "unset"');
+    // Nothing set anywhere: no option at all, so the server's settings file decides.
+    const none = { rounds: explicit({}), trim: explicit({}), handoffAt: explicit({}), isolated: explicit({}), store: explicit({}) };
+    assert.deepEqual(initializationOptions(none), {});
 });

@@ -28,6 +28,22 @@ export const SERVER_SETTINGS = [
     'flower.project',
 ] as const;
 
+/** What `WorkspaceConfiguration.inspect` reports of one setting (the parts read here). */
+export interface Inspected {
+    globalValue?: unknown;
+    workspaceValue?: unknown;
+    workspaceFolderValue?: unknown;
+}
+
+/**
+ * The value the person set (folder > workspace > user), undefined when only the default applies:
+ * a default sent as an option would outrank the workspace's `.flower.toml` / `[tool.flower]` and
+ * the environment (issue 15: option > environment > file > default).
+ */
+export function explicit(inspected: Inspected | undefined): unknown {
+    return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
+}
+
 /** Only the server options, only valid values: anything else is left to the server's default. */
 export function initializationOptions(raw: RawSettings): InitializationOptions {
     const options: InitializationOptions = {};
