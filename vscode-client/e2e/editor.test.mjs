@@ -332,7 +332,13 @@ test('8 flower.model and flower.maxCost: the model asked for, the gauge names it
     assert.equal(task, wake, 'the first wake is the whole task');
     assert.match(tip, /stopped at the cap of \$0\.25/);
     await ed.shot('8-cost-tooltip');
-    await raise.locator('.monaco-button', { hasText: 'Raise the Cap' }).click();
+    // `flower: Status` lists the model and the same cost.
+    await ed.command(title('status'));
+    const list = ed.page.locator('.quick-input-widget:visible .quick-input-list');
+    await list.locator('.monaco-list-row', { hasText: MODEL }).first().waitFor({ timeout: secs(10) });
+    assert.match(await list.locator('.monaco-list-row', { hasText: 'this wake' }).first().innerText(), /\$0\.33 this wake · \$0\.33 task\s*cap \$0\.25/);
+    await ed.page.keyboard.press('Escape');
+    await ed.notificationAction(/spending cap|\$0\.25/, /Raise the Cap/);
     await ed.page.locator('.settings-editor .setting-item-contents', { hasText: 'Max Cost' }).first().waitFor({ timeout: secs(15) });
     await ed.shot('8-cost-setting');
   }, { settings: { 'flower.model': MODEL, 'flower.maxCost': 0.25, 'flower.rounds': 1 } });
