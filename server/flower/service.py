@@ -63,6 +63,8 @@ class FlowerService:
         """Whether `window` is one the CLI reported (in this process, or recorded in the manifest) rather than assumed."""
         self._model_seen: str | None = None
         """The model the CLI last reported in this process."""
+        self._woken = False
+        """A wake ran in this process: `budget` holds its cost."""
 
     @classmethod
     def from_settings(cls, workspace: str | os.PathLike[str], settings: Settings, run_dir: str | os.PathLike[str], *,
@@ -163,7 +165,7 @@ class FlowerService:
         return dict(pruned.verdicts)
 
     async def _run(self, text: str | None) -> WakeOutcome:
-        self.budget = Budget(self.max_cost)
+        self.budget, self._woken = Budget(self.max_cost), True
         rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env,
                      model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget)
         rt.listeners.append(self._emit)
@@ -223,6 +225,7 @@ class FlowerService:
             interrupted=not self.running and st.interrupted,
             waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at,
             model=self.model or seen or self._model_seen or st.model,
-            cost=Cost(wake=round(self.budget.spent, 6), task=st.cost.task, max=self.max_cost),
+            # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
+            cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
             settings=self.settings.shown() if self.settings is not None else None)
 

@@ -123,18 +123,20 @@ def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
     """
     workspace, run_dir = Path(os.path.abspath(workspace)), Path(os.path.abspath(run_dir))
     lineage = Lineage.load(run_dir, workspace, has_session)
-    task, model = recorded(workspace, run_dir)
+    task, last, model = recorded(workspace, run_dir)
     return Status(
         workspace=str(workspace), run_dir=str(run_dir), woke=lineage.woke,
         started=bool(lineage.steps) or (workspace / REQUIREMENTS_FILE).exists(),
         steps=dict(lineage.steps),
         goals=[Goal(text=g.text, done=g.done) for g in goals.read(workspace / goals.GOALS_FILE)],
-        interrupted=interrupted(run_dir), model=model, cost=Cost(task=task),
+        interrupted=interrupted(run_dir), model=model, cost=Cost(wake=last, task=task),
     )
 
 
-def recorded(workspace: Path, run_dir: Path) -> tuple[float, str | None]:
-    """(USD the current task has cost, the model its newest run reported), from the manifest.
+def recorded(workspace: Path, run_dir: Path) -> tuple[float, float, str | None]:
+    """(USD the current task has cost, USD of its newest process's rows, the model its newest run reported), from the manifest.
+
+    A terminal `flower` is one wake per process, so its newest process's rows are the last wake's cost.
 
     The task began at the newest archive of `flower --new` (S28), if any: rows before it were another task's.
     """
@@ -144,10 +146,12 @@ def recorded(workspace: Path, run_dir: Path) -> tuple[float, str | None]:
     except OSError:
         began = 0.0
     rows = [r for r in Manifest(run_dir).rows() if isinstance(r, dict) and _number(r.get("started_at")) >= began]
-    task = sum(_number(r.get("cost_usd")) for r in rows)
+    task = sum((_number(r.get("cost_usd")) for r in rows), 0.0)
     rows.sort(key=lambda r: _number(r.get("ended_at")))
     model = next((r["model"] for r in reversed(rows) if isinstance(r.get("model"), str) and r["model"]), None)
-    return round(task, 6), model
+    newest = rows[-1].get("run") if rows else None
+    last = sum((_number(r.get("cost_usd")) for r in rows if r.get("run") == newest), 0.0)
+    return round(task, 6), round(last, 6), model
 
 
 def _number(value: object) -> float:

@@ -144,7 +144,7 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
     console.line(console.text("status_model", model=st["model"]) if st["model"] else console.text("status_model_unknown"))
     cost = st["cost"]
     cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""
-    console.line(console.text("status_cost", task=f"{cost['task']:.2f}", cap=cap))
+    console.line(console.text("status_cost", wake=f"{cost['wake']:.2f}", task=f"{cost['task']:.2f}", cap=cap))
     if st["steps"]:
         console.line(console.text("status_resumes", woke=st["woke"], next=st["woke"] + 1))
         for step, sid in st["steps"].items():

@@ -203,8 +203,8 @@ CATALOG: dict[str, dict[str, str]] = {
     "status_model": {"en": "model     {model}", "zh": "模型     {model}"},
     "status_model_unknown": {"en": "model     (the Claude Code default)", "zh": "模型     (Claude Code 默认)"},
     "status_cost": {
-        "en": "cost      ${task} for this task so far{cap}",
-        "zh": "花费     这件事至今 ${task}{cap}",
+        "en": "cost      ${wake} the last wake · ${task} this task so far{cap}",
+        "zh": "花费     上次唤醒 ${wake} · 这件事至今 ${task}{cap}",
     },
     "status_cap": {"en": " · cap ${cap} per wake", "zh": " · 每次唤醒上限 ${cap}"},
     # -- flower demo ----------------------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""One place for settings (issue #15): flag > environment > file > default, sources shown, bad input named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flower.core.errors import FlowerError
+from flower.lsp.folders import OPTION_LABELS
+from flower.lsp.server import _options
+from flower.runtime import AgentSpec, Budget, BudgetSpent, Runtime
+from flower.settings import SettingsError, load
+from flower.workflow.goal import JUDGE
+
+WRITES = {"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"}
+
+
+def test_defaults_when_nothing_is_set(tmp_path: Path) -> None:
+    s = load(tmp_path, env={})
+    assert (s.rounds, s.trim, s.model, s.max_cost, s.isolated, s.store, s.project) == (10, True, None, None, False, "sqlite", None)
+    assert set(s.sources.values()) == {"default"}
+    assert s.run_dir_path(tmp_path) == tmp_path / "runs"
+
+
+def test_flag_beats_environment_beats_file_and_sources_say_where(tmp_path: Path) -> None:
+    (tmp_path / ".flower.toml").write_text('rounds = 3\nmodel = "from-file"\nmax_cost = 5\nisolated = true\n')
+    s = load(tmp_path, {"model": "from-flag", "rounds": None}, labels={"model": "--model"},
+             env={"ANTHROPIC_MODEL": "from-env", "FLOWER_MAX_COST": "7.5", "FLOWER_ROUNDS": ""})
+    assert (s.model, s.max_cost, s.rounds, s.isolated) == ("from-flag", 7.5, 3, True)
+    assert s.sources["model"] == "--model" and s.sources["max_cost"] == "$FLOWER_MAX_COST"
+    assert s.sources["rounds"] == str(tmp_path / ".flower.toml") and s.sources["trim"] == "default"
+    assert s.shown()["values"]["model"] == "from-flag"
+
+
+def test_pyproject_tool_flower_is_read_and_a_flower_toml_wins_whole(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.flower]\nrounds = 4\nrun_dir = "records"\n')
+    s = load(tmp_path, env={})
+    assert s.rounds == 4 and s.sources["rounds"] == str(tmp_path / "pyproject.toml")
+    assert s.run_dir_path("/elsewhere") == tmp_path / "records"  # a file's run_dir is the workspace's, not the cwd's
+    (tmp_path / ".flower.toml").write_text("trim = false\n")
+    s = load(tmp_path, env={})
+    assert (s.rounds, s.trim) == (10, False)
+
+
+def test_a_pyproject_without_tool_flower_is_no_settings_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert set(load(tmp_path, env={}).sources.values()) == {"default"}
+
+
+@pytest.mark.parametrize(("content", "named"), [
+    ("max_cots = 5\n", "max_cots must be one of rounds"),
+    ('rounds = "ten"\n', "rounds must be a whole number >= 1"),
+    ("max_cost = -1\n", "max_cost must be US dollars > 0"),
+    ("isolated = 1\n", "isolated must be true or false"),
+    ("rounds = [\n", "(the file) must be readable TOML"),
+])
+def test_a_bad_file_is_one_line_naming_the_file_the_key_and_what_is_expected(tmp_path: Path, content: str, named: str) -> None:
+    (tmp_path / ".flower.toml").write_text(content)
+    with pytest.raises(SettingsError) as caught:
+        load(tmp_path, env={})
+    line = caught.value.text("en")
+    assert line.startswith(str(tmp_path / ".flower.toml") + ": ") and named in line and "\n" not in line
+    assert (tmp_path / ".flower.toml").read_text() == content  # never rewritten
+
+
+def test_a_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"^\$FLOWER_MAX_COST: max_cost must be US dollars > 0, e\.g\. max_cost = 20 \(got 'lots'\)$"):
+        load(tmp_path, env={"FLOWER_MAX_COST": "lots"})
+    assert load(tmp_path, env={"FLOWER_ISOLATED": "yes", "FLOWER_ROUNDS": "2"}).isolated is True
+
+
+def test_editor_options_override_the_file_and_are_named_as_options(tmp_path: Path) -> None:
+    (tmp_path / ".flower.toml").write_text('model = "from-file"\nrounds = 3\n')
+    options = _options({"model": "from-editor", "maxCost": 2, "isolated": True, "store": "sqlite", "project": "p",
+                        "fallbackModel": "small", "trim": "no", "bogus": 1})
+    s = load(tmp_path, options.given(), env={}, labels=OPTION_LABELS)
+    assert (s.model, s.max_cost, s.isolated, s.fallback_model, s.rounds, s.trim) == ("from-editor", 2.0, True, "small", 3, True)
+    assert s.sources["max_cost"] == "initializationOptions.maxCost" and s.sources["project"] == "initializationOptions.project"
+
+
+def test_budget_stops_the_next_run_once_spent_reaches_the_cap() -> None:
+    budget = Budget(cap=2.0)
+    assert not budget.exhausted() and budget.remaining == 2.0
+    budget.spent = 2.0
+    assert budget.exhausted() and budget.remaining == 0.0
+    line = BudgetSpent(budget).text("en")
+    assert "$2.00 of $2.00" in line and "flower --max-cost 4" in line
+    assert isinstance(BudgetSpent(budget), FlowerError) and not Budget().exhausted() and Budget().remaining is None
+
+
+def test_runtime_options_load_the_users_setup_unless_isolated(tmp_path: Path) -> None:
+    agent = AgentSpec("a")
+    rt = Runtime(tmp_path, tmp_path / "runs", model="m1", fallback_model="m2", budget=Budget(cap=3.0, spent=1.0))
+    opts = rt.options(agent, None, print)
+    assert opts.setting_sources == ["user", "project", "local"]
+    assert (opts.model, opts.fallback_model, opts.max_budget_usd) == ("m1", "m2", 2.0)
+    assert rt.options(AgentSpec("b", model="own"), None, print).model == "own"  # an agent's own model wins
+    isolated = Runtime(tmp_path, tmp_path / "runs", isolated=True).options(agent, None, print)
+    assert isolated.setting_sources == [] and isolated.max_budget_usd is None and isolated.model is None
+
+
+def test_the_judge_never_gets_write_tools_whatever_the_settings_allow() -> None:
+    assert WRITES <= set(JUDGE.disallowed_tools) and not WRITES & set(JUDGE.allowed_tools)
