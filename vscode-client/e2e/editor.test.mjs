@@ -1,6 +1,6 @@
 // The extension in a real VS Code (code-server 4.100.3 + headless Chromium), installed from the
 // built .vsix, with the real `python -m flower.lsp` and Claude Code CLI against the scripted model
-// of e2e/model.py. Each test is one scenario of issue 11; each saves screenshots to
+// of e2e/model.py. Each test is one scenario of issue 11 (8: issue 15); each saves screenshots to
 // vscode-client/test-results/<n>-<name>.png. Run by e2e/run.sh (`node --test`).
 // @ts-check
 
@@ -299,4 +299,47 @@ test('7 no credentials: the Set API Key… notification; the key reaches the mod
       assert.ok(!(await frame.content()).includes(API_KEY), `DOM of ${frame.url()}`);
     }
   }, { withKey: false });
+});
+
+test('8 flower.model and flower.maxCost: the model asked for, the gauge names it, its tooltip has the cost; a wake at the cap says so', TIME, async () => {
+  const ws = tempDir('ws-cost');
+  const MODEL = 'claude-sonnet-4-5';
+  await scenario('8-cost', 'cost', [ws], async (ed, model) => {
+    await start(ed);
+    // The work round spent more than the $0.25 cap: the wake stops before the judge, and the
+    // server's own line shows in a warning whose button opens the setting (not a generic failure).
+    const raise = ed.page.locator('.notification-toast', { has: ed.page.locator('.monaco-button', { hasText: 'Raise the Cap' }) });
+    await raise.waitFor({ timeout: secs(120) });
+    const said = await raise.innerText();
+    assert.match(said, /\$0\.33\b.*\$0\.25\b/, `the server's line says what was spent, and the cap: ${said}`);
+    assert.equal(await raise.locator('.codicon-warning').count(), 1, 'a warning, not an error');
+    assert.equal(await ed.page.locator('.notification-toast .codicon-error').count(), 0, 'no error notification');
+    // Clarify ×3 (Read, Write, done), goals ×2, work ×2: the CLI ends the work run at its own share of
+    // the cap (max_budget_usd) after the second $0.15 reply; the judge is never asked.
+    assert.equal(model.requests.length, 7, 'the wake stopped at the cap, before the judge');
+    assert.deepEqual([...new Set(model.requests.map((r) => r.model))], [MODEL], 'every request asked for flower.model');
+    const bar = await until(async () => {
+      const text = (await ed.gauge().textContent()) ?? '';
+      return text.includes('sonnet-4-5') && text.includes('cap reached') ? text : null;
+    }, 'the gauge to name the model and say "cap reached"', secs(20));
+    assert.match(bar, /50K \/ /, 'the work round\'s 50 000 tokens');
+    const tip = await ed.gaugeTooltip((t) => t.includes('this wake'), 'the cost');
+    assert.ok(tip.includes(`model: ${MODEL}`), tip);
+    const cost = /\$(\d+\.\d\d) this wake · \$(\d+\.\d\d) task · cap \$0\.25/.exec(tip);
+    assert.ok(cost, `the cost line in ${tip}`);
+    const [wake, task] = [Number(cost[1]), Number(cost[2])];
+    assert.ok(wake >= 0.25 && wake < 1, `this wake spent over the cap, about $0.33 (${wake})`);
+    assert.equal(task, wake, 'the first wake is the whole task');
+    assert.match(tip, /stopped at the cap of \$0\.25/);
+    await ed.shot('8-cost-tooltip');
+    // `flower: Status` lists the model and the same cost.
+    await ed.command(title('status'));
+    const list = ed.page.locator('.quick-input-widget:visible .quick-input-list');
+    await list.locator('.monaco-list-row', { hasText: MODEL }).first().waitFor({ timeout: secs(10) });
+    assert.match(await list.locator('.monaco-list-row', { hasText: 'this wake' }).first().innerText(), /\$0\.33 this wake · \$0\.33 task\s*cap \$0\.25/);
+    await ed.page.keyboard.press('Escape');
+    await ed.notificationAction(/spending cap|\$0\.25/, /Raise the Cap/);
+    await ed.page.locator('.settings-editor .setting-item-contents', { hasText: 'Max Cost' }).first().waitFor({ timeout: secs(15) });
+    await ed.shot('8-cost-setting');
+  }, { settings: { 'flower.model': MODEL, 'flower.maxCost': 0.25, 'flower.rounds': 1 } });
 });

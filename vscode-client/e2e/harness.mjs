@@ -102,7 +102,7 @@ export function removeDirs(/** @type {string[]} */ dirs) {
 export const sha256 = (/** @type {string} */ s) => createHash('sha256').update(s).digest('hex');
 
 /**
- * @typedef {{n: number, messages: number, text: string, system: string, keySha256: string | null}} ModelRequest
+ * @typedef {{n: number, messages: number, text: string, system: string, keySha256: string | null, model: string | null}} ModelRequest
  */
 
 /** The scripted model of one scenario (e2e/model.py), with what it received. */
@@ -396,6 +396,20 @@ export class Editor {
   /** The status-bar gauge (created with id flower.gauge). */
   gauge() {
     return this.page.locator('.statusbar-item[id$="flower.gauge"]');
+  }
+
+  /**
+   * The tooltip of the status-bar gauge, as shown on hover: hovers until the hover's text
+   * satisfies `check` (a tooltip shown does not update: the mouse leaves and comes back).
+   */
+  async gaugeTooltip(/** @type {(text: string) => boolean} */ check, /** @type {string} */ what, timeout = secs(20)) {
+    const hover = this.page.locator('.workbench-hover:visible, .monaco-hover:visible').last();
+    return until(async () => {
+      await this.page.mouse.move(700, 300);
+      await this.gauge().hover({ timeout: secs(5) });
+      const text = await hover.innerText({ timeout: secs(3) });
+      return check(text) ? text : null;
+    }, `the gauge's tooltip to show ${what}`, timeout);
   }
 
   /** The transcript webview's document. */

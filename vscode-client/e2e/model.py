@@ -5,7 +5,7 @@ of SCENARIO (the flower path: clarify → goals → work → judge, per workspac
 
 - prints JSON lines on stdout: `{"event": "listening", "url": …}` once, and one
   `{"event": "request", …}` per `POST /v1/messages` with what the model received (message count,
-  the text it saw, the sha-256 of its `x-api-key` header — never the key itself);
+  the text it saw, the model asked for, the sha-256 of its `x-api-key` header — never the key itself);
 - reads commands on stdin: `release` lets held replies answer; end of input stops the server,
   as does SIGTERM.
 """
@@ -109,9 +109,19 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
                 r.match = only(f)
             out += replies
         return out
+    if name == "cost":
+        # flower.model claude-sonnet-4-5, flower.maxCost $0.25 (issue 15). With that model the CLI
+        # writes a file that exists only after a Read of it (the default model does not ask):
+        # 需求.md and 目标.md are read first. Clarify and goals cost about a cent each, each work
+        # reply $0.15 (50 000 input tokens at $3/M): the work round goes over the cap, the judge
+        # (the last reply) is never asked.
+        pricey = {"input_tokens": 50000}
+        read = tool("Read", {"file_path": str(ws / "需求.md")}, input_tokens=2000)
+        work = [begin(ws, pricey), tool("Read", {"file_path": str(ws / "目标.md")}, **pricey), *finish(ws, pricey)]
+        return [read, *path(ws, work=work)[:-1]]
     if name == "bench":
         return []
-    raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, bench")
+    raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, bench")
 
 
 class RecordingModel(ScriptedModel):
@@ -132,6 +142,7 @@ class RecordingModel(ScriptedModel):
             "text": json.dumps(messages, ensure_ascii=False),
             "system": json.dumps(body.get("system", ""), ensure_ascii=False)[:2000],
             "keySha256": hashlib.sha256(key.encode()).hexdigest() if key else None,
+            "model": body.get("model"),
             "authorization": bool(http.headers.get("authorization")),
         }
         print(json.dumps(report, ensure_ascii=False), flush=True)

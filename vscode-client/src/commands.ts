@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 import type { Focus } from './folders';
-import { formatTokens } from './model/gauge';
+import { cap, capReached, formatTokens, usd } from './model/gauge';
 import * as p from './protocol';
 import { pipInstall } from './model/install';
 import { type FolderServer, installSource, type Interpreter, SECRET_KEY, type Servers, type WakeCall } from './server';
@@ -151,6 +151,11 @@ export class Commands {
             { label: `$(book) 需求.md`, run: () => this.openFile('需求.md', server.folder) },
         ];
         if (s.context !== null) items.push({ label: `$(dashboard) ${vscode.l10n.t('context {0} / {1}', formatTokens(s.context), formatTokens(s.window))}` });
+        if (s.model != null) items.push({ label: `$(hubot) ${s.model}` });
+        if (s.cost != null) {
+            const spent = vscode.l10n.t('{0} this wake · {1} task', usd(s.cost.wake), usd(s.cost.task));
+            items.push({ label: `$(credit-card) ${spent}`, description: s.cost.max === null ? undefined : vscode.l10n.t('cap {0}', cap(s.cost.max)) });
+        }
         if (s.verdict !== null) {
             items.push({
                 label: `$(law) ${vscode.l10n.t('round {0}: {1}', s.verdict.round, s.verdict.passed ? vscode.l10n.t('passed') : vscode.l10n.t('not yet'))}`,
@@ -255,10 +260,19 @@ export class Commands {
             });
     }
 
-    /** A wake ended (flower/state running: false) with an error. */
-    wakeEnded(server: FolderServer, n: p.StateNotification): void {
+    /** A wake ended (flower/state running: false) with an error: the server's own words (the status is the one it ended with). */
+    async wakeEnded(server: FolderServer, n: p.StateNotification): Promise<void> {
         if (n.error === null || n.cancelled) return;
-        void vscode.window.showErrorMessage(`flower · ${server.folder.name}: ${n.error}`);
+        const message = `flower · ${server.folder.name}: ${n.error}`;
+        if (server.status === null || !capReached(server.status)) {
+            void vscode.window.showErrorMessage(message);
+            return;
+        }
+        // Stopped at the spending cap (issue 15): not a failure, everything is resumable; the
+        // server's text says what was spent, the button opens the setting to raise.
+        const raise = vscode.l10n.t('Raise the Cap…');
+        const choice = await vscode.window.showWarningMessage(message, raise);
+        if (choice === raise) await vscode.commands.executeCommand('workbench.action.openSettings', 'flower.maxCost');
     }
 
     // -- internals ------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { Commands } from './commands';
 import { Focus } from './folders';
 import { cutOff } from './model/resume';
-import { resumeOnStartup } from './model/settings';
+import { resumeOnStartup, SERVER_SETTINGS } from './model/settings';
 import { type FolderServer, hasLineage, Servers } from './server';
 import { GaugeView } from './views/gauge';
 import { GoalsView } from './views/goals';
@@ -42,8 +42,12 @@ export function activate(ctx: vscode.ExtensionContext): void {
         new GaugeView(all, focus),
         new GoalsView(all, focus),
         ...c.register(),
-        all.onEvent(({ server, event }) => {
-            if (event.type === 'state' && !event.n.running) c.wakeEnded(server, event.n);
+        all.onEvent(async ({ server, event }) => {
+            if (event.type !== 'state' || event.n.running) return;
+            // The status the wake ended with (its cost: stopped at the cap?), before any restart.
+            await server.refreshStatus();
+            if (server.settingsChanged && !(server.status?.running ?? false)) void server.restart();
+            void c.wakeEnded(server, event.n);
         }),
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);
@@ -53,12 +57,14 @@ export function activate(ctx: vscode.ExtensionContext): void {
         vscode.workspace.onDidChangeConfiguration((e) => {
             // Server options and the interpreter are read at start: restart idle servers that use them.
             for (const server of all.all()) {
-                const affected = ['flower.python', 'flower.rounds', 'flower.trim', 'flower.handoffAt'].some((k) => e.affectsConfiguration(k, server.folder.uri));
+                const affected = SERVER_SETTINGS.some((k) => e.affectsConfiguration(k, server.folder.uri));
                 const idle = server.client !== undefined && !(server.status?.running ?? false);
                 // A start that found no flower may have read the settings before they were loaded (seen after
                 // Reload Window in a remote window, where user settings arrive after activation): try again.
                 const refused = server.client === undefined && server.startFailure === 'missing';
                 if (affected && (idle || refused)) void server.restart();
+                // A running wake keeps the settings it started with; the server restarts with the new ones when it ends.
+                else if (affected && server.client !== undefined) server.settingsChanged = true;
             }
         }),
     );

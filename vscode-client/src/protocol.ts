@@ -30,6 +30,14 @@ export interface WaitState {
     secondsLeft: number;
 }
 
+/** What work has cost in USD (issue 15): this wake, the whole task so far (from the manifest), and the cap per wake. */
+export interface Cost {
+    wake: number;
+    task: number;
+    /** `flower.maxCost` / `--max-cost`: the cap per wake; null: no cap. */
+    max: number | null;
+}
+
 /** The judge's last verdict (S14). */
 export interface VerdictState {
     round: number;
@@ -58,6 +66,10 @@ export interface FolderStatus {
     verdict: VerdictState | null;
     /** A wake here was cut off (process died, window reloaded, server crashed) and nothing continued or finished it since. */
     interrupted: boolean;
+    /** The model in use (`flower.model`, `ANTHROPIC_MODEL`, or what the CLI reported), null if not known yet. */
+    model: string | null;
+    /** What this wake and the whole task have cost, and the cap. */
+    cost: Cost;
 }
 
 /** What the pruner does with an entry when its session resumes (S23, S25). */
@@ -295,4 +307,16 @@ export interface InitializationOptions {
     rounds?: number;
     trim?: boolean;
     handoffAt?: number;
+    /** The model agents run with (`--model`). */
+    model?: string;
+    /** The model the CLI falls back to when the first is overloaded (`--fallback-model`). */
+    fallbackModel?: string;
+    /** The spending cap per wake in USD (`--max-cost`). */
+    maxCost?: number;
+    /** Run agents without the user's CLAUDE.md, settings and MCP servers (`--isolated`). */
+    isolated?: boolean;
+    /** Where the task's store lives: `sqlite` or a `postgresql://` URL (issue 14). */
+    store?: string;
+    /** The project's name in a team store (issue 14). */
+    project?: string;
 }

@@ -30,7 +30,7 @@ import {
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
-import { initializationOptions } from './model/settings';
+import { explicit, initializationOptions, redactUrls } from './model/settings';
 import { StatusKeeper } from './model/status';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -123,6 +123,8 @@ export class FolderServer implements vscode.Disposable {
     progressToken: string | null = null;
     /** The last wake refused for missing credentials. */
     failedForCredentials: WakeCall | null = null;
+    /** A server setting changed while a wake ran: restart once it ends (the process read the old ones). */
+    settingsChanged = false;
     /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
     startFailure: 'missing' | 'failed' | null = null;
     private readonly restarts = new RestartBudget(3);
@@ -285,6 +287,7 @@ export class FolderServer implements vscode.Disposable {
             return false;
         }
         this.log.info(`${this.folder.name}: starting ${python.command} -m flower.lsp (interpreter from ${python.source})`);
+        this.settingsChanged = false;
         const key = await this.ctx.secrets.get(SECRET_KEY);
         const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
         if (key !== undefined && key !== '') env.ANTHROPIC_API_KEY = key;
@@ -295,16 +298,27 @@ export class FolderServer implements vscode.Disposable {
             options: { cwd: this.folder.uri.fsPath, env },
         };
         const config = vscode.workspace.getConfiguration('flower', this.folder.uri);
+        const set = (key: string): unknown => explicit(config.inspect(key));
+        const options = initializationOptions({
+            rounds: set('rounds'),
+            trim: set('trim'),
+            handoffAt: set('handoffAt'),
+            model: set('model'),
+            fallbackModel: set('fallbackModel'),
+            maxCost: set('maxCost'),
+            isolated: set('isolated'),
+            store: set('store'),
+            project: set('project'),
+        });
+        this.log.info(`${this.folder.name}: server options ${redactUrls(JSON.stringify(options))} (the rest from .flower.toml, the environment or the defaults)`);
         const clientOptions: LanguageClientOptions = {
             documentSelector: [],
             workspaceFolder: this.folder,
-            outputChannel: this.log,
-            traceOutputChannel: this.log,
-            initializationOptions: initializationOptions({
-                rounds: config.get('rounds'),
-                trim: config.get('trim'),
-                handoffAt: config.get('handoffAt'),
-            }),
+            // The verbose trace prints `initialize` whole, and the server's stderr goes here too: a
+            // `store` URL's password never reaches the log.
+            outputChannel: redacting(this.log),
+            traceOutputChannel: redacting(this.log),
+            initializationOptions: options,
             errorHandler: {
                 error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
                 closed: (): CloseHandlerResult => this.closed(),
@@ -541,6 +555,19 @@ export class Servers implements vscode.Disposable {
         for (const d of this.disposables) d.dispose();
         this.emitter.dispose();
     }
+}
+
+/** The log channel with every URL's password masked in what is written to it (see redactUrls). */
+function redacting(log: vscode.LogOutputChannel): vscode.LogOutputChannel {
+    const writers = new Set<string | symbol>(['append', 'appendLine', 'replace', 'trace', 'debug', 'info', 'warn', 'error']);
+    return new Proxy(log, {
+        get(target, key) {
+            const value: unknown = Reflect.get(target, key);
+            if (typeof value !== 'function') return value;
+            if (!writers.has(key)) return value.bind(target);
+            return (...args: unknown[]) => value.apply(target, args.map((a) => (typeof a === 'string' ? redactUrls(a) : a)));
+        },
+    });
 }
 
 /** The key's sha-256 ('' for none): what is kept in memory to notice a changed key. */

@@ -23,6 +23,8 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         waiting: null,
         verdict: null,
         interrupted: false,
+        model: null,
+        cost: { wake: 0, task: 0, max: null },
         ...over,
     };
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatTokens, gauge, percent } from '../src/model/gauge';
+import { cap, capReached, costLine, formatTokens, gauge, percent, shortModel, usd } from '../src/model/gauge';
+import type { FolderStatus } from '../src/protocol';
 import { status } from './fixtures';
 
 test('the gauge reads tokens / window · percent from the server status', () => {
@@ -75,4 +76,80 @@ test('a spinner while a step runs; the tooltip names folder, wake, step, goals, 
 
 test('tokens are written as people read them', () => {
     assert.deepEqual([812, 1000, 80213, 199_950, 1_234_567].map(formatTokens), ['812', '1K', '80.2K', '200K', '1.2M']);
+});
+
+// -- the model in use and what work cost (issue 15) ---------------------------------------
+
+const MODEL = 'claude-sonnet-4-5-20250929';
+
+test('the gauge names the model in use beside its window; the tooltip has its whole name', () => {
+    const g = gauge({ status: status({ model: MODEL }), server: 'running' });
+    assert.equal(g.text, 'flower 80.2K / 200K · 40% · sonnet-4-5');
+    assert.ok(g.tooltip.includes(`model: ${MODEL}`), g.tooltip.join('\n'));
+    assert.equal(gauge({ status: status({ model: 'my-proxy-model', context: null }), server: 'running' }).text, 'flower — / 200K · my-proxy-model');
+});
+
+test('an unknown model (null) is not guessed: no model in the text or the tooltip', () => {
+    const g = gauge({ status: status({ model: null }), server: 'running' });
+    assert.equal(g.text, 'flower 80.2K / 200K · 40%');
+    assert.ok(!g.tooltip.some((l) => l.startsWith('model')), g.tooltip.join('\n'));
+});
+
+test('the tooltip shows this wake, the task so far and the cap', () => {
+    const g = gauge({ status: status({ running: true, cost: { wake: 0.42, task: 3.1, max: 20 } }), server: 'running' });
+    assert.ok(g.tooltip.includes('$0.42 this wake · $3.10 task · cap $20'), g.tooltip.join('\n'));
+    assert.equal(g.colour, null);
+});
+
+test('without a cap the cost line has no cap part', () => {
+    const g = gauge({ status: status({ cost: { wake: 1.25, task: 12.5, max: null } }), server: 'running' });
+    assert.ok(g.tooltip.includes('$1.25 this wake · $12.50 task'), g.tooltip.join('\n'));
+    assert.ok(!g.tooltip.join('\n').includes('cap'), g.tooltip.join('\n'));
+});
+
+test('costs as people read them: cents, a fraction of a cent, nothing; a cap as set', () => {
+    assert.deepEqual([0, 0.001, 0.0049, 0.005, 0.42, 3.1, 1234.567].map(usd), ['$0.00', '<$0.01', '<$0.01', '$0.01', '$0.42', '$3.10', '$1234.57']);
+    assert.deepEqual([20, 0.5, 2.25].map(cap), ['$20', '$0.50', '$2.25']);
+    assert.equal(costLine({ wake: 0, task: 0, max: null }), '$0.00 this wake · $0.00 task');
+});
+
+test('a wake stopped at its cap reads so in the bar (warning) and the tooltip says how to go on', () => {
+    const s = status({ model: MODEL, cost: { wake: 0.51, task: 0.9, max: 0.5 } });
+    assert.equal(capReached(s), true);
+    const g = gauge({ status: s, server: 'running' });
+    assert.equal(g.text, 'flower 80.2K / 200K · 40% · sonnet-4-5 · cap reached');
+    assert.equal(g.colour, 'warning');
+    const tip = g.tooltip.join('\n');
+    assert.ok(tip.includes('$0.51 this wake · $0.90 task · cap $0.50'), tip);
+    assert.ok(tip.includes('the wake stopped at the cap of $0.50: raise flower.maxCost'), tip);
+});
+
+test('under the cap, without a cap, or while still running: not "cap reached"', () => {
+    for (const s of [
+        status({ cost: { wake: 0.49, task: 0.9, max: 0.5 } }),
+        status({ cost: { wake: 9, task: 9, max: null } }),
+        status({ running: true, cost: { wake: 0.6, task: 0.9, max: 0.5 } }),
+    ]) {
+        assert.equal(capReached(s), false, JSON.stringify(s.cost));
+        const g = gauge({ status: s, server: 'running' });
+        assert.ok(!g.text.includes('cap reached'), g.text);
+        assert.ok(!g.tooltip.join('\n').includes('stopped at the cap'), g.tooltip.join('\n'));
+    }
+});
+
+test('short model names: the claude- prefix and a date suffix go, anything else stays', () => {
+    assert.deepEqual(
+        [MODEL, 'claude-opus-4-1', 'claude-3-5-haiku-20241022', 'gpt-proxy', 'claude-sonnet-4-5[1m]'].map(shortModel),
+        ['sonnet-4-5', 'opus-4-1', '3-5-haiku', 'gpt-proxy', 'sonnet-4-5[1m]'],
+    );
+});
+
+test('a status from a flower older than the client (no model, no cost) still draws the gauge', () => {
+    const old = status() as Partial<FolderStatus>;
+    delete old.model;
+    delete old.cost;
+    const g = gauge({ status: old as FolderStatus, server: 'running' });
+    assert.equal(g.text, 'flower 80.2K / 200K · 40%');
+    assert.ok(!g.tooltip.join('\n').includes('this wake'), g.tooltip.join('\n'));
+    assert.equal(capReached(old as FolderStatus), false);
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { initializationOptions, resumeOnStartup } from '../src/model/settings';
+import { explicit, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS } from '../src/model/settings';
 
 test('settings become the server options protocol.md lists', () => {
     assert.deepEqual(initializationOptions({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
@@ -20,4 +21,59 @@ test('resumeOnStartup falls back to ask', () => {
     assert.equal(resumeOnStartup('never'), 'never');
     assert.equal(resumeOnStartup('sometimes'), 'ask');
     assert.equal(resumeOnStartup(undefined), 'ask');
+});
+
+const BASE = { rounds: 10, trim: true, handoffAt: null };
+
+test('model, fallback model, cap, isolation, store and project become server options (issue 15)', () => {
+    const url = 'postgresql://flower:s3cret@db.example:5432/flower';
+    assert.deepEqual(
+        initializationOptions({ ...BASE, model: ' claude-sonnet-4-5 ', fallbackModel: 'claude-haiku-4-5', maxCost: 20, isolated: true, store: url, project: 'calc' }),
+        { rounds: 10, trim: true, model: 'claude-sonnet-4-5', fallbackModel: 'claude-haiku-4-5', maxCost: 20, isolated: true, store: url, project: 'calc' },
+    );
+    assert.deepEqual(initializationOptions({ ...BASE, maxCost: 0.5, isolated: false, store: 'sqlite' }), { rounds: 10, trim: true, maxCost: 0.5, isolated: false, store: 'sqlite' });
+});
+
+test('empty settings are left to the server: no model, no cap (an empty maxCost is null)', () => {
+    assert.deepEqual(initializationOptions({ ...BASE, model: '', fallbackModel: '   ', maxCost: null, isolated: undefined, store: '', project: '' }), { rounds: 10, trim: true });
+});
+
+test('a cap of 0 or less, or not a number, is no cap; wrong types are dropped', () => {
+    for (const maxCost of [0, -3, '20', Number.NaN, Number.POSITIVE_INFINITY]) {
+        assert.equal(initializationOptions({ ...BASE, maxCost }).maxCost, undefined, String(maxCost));
+    }
+    assert.deepEqual(initializationOptions({ ...BASE, model: 42, fallbackModel: ['x'], isolated: 'yes', store: {}, project: 7 }), { rounds: 10, trim: true });
+});
+
+test('every server option has its setting, contributed in package.json, and a change restarts the server', () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string }> } } };
+    const contributed = Object.keys(pkg.contributes.configuration.properties);
+    assert.deepEqual(SERVER_SETTINGS.filter((k) => !contributed.includes(k)), []);
+    const all = initializationOptions({
+        rounds: 1, trim: true, handoffAt: 1000, model: 'm', fallbackModel: 'f', maxCost: 1, isolated: true, store: 's', project: 'p',
+    });
+    assert.deepEqual(Object.keys(all).map((k) => `flower.${k}`).filter((k) => !(SERVER_SETTINGS as readonly string[]).includes(k)), []);
+    // A URL with a password belongs to the machine, never to workspace settings that may be committed.
+    assert.equal(pkg.contributes.configuration.properties['flower.store'].scope, 'machine');
+});
+
+test("a store URL's password is masked in log lines, the rest is kept", () => {
+    const line = '{"initializationOptions":{"store":"postgresql://flower:s3cr@t!@db:5432/flower","project":"calc"}}';
+    const masked = redactUrls(line);
+    assert.equal(masked, '{"initializationOptions":{"store":"postgresql://flower:***@db:5432/flower","project":"calc"}}');
+    assert.ok(!masked.includes('s3cr'));
+    assert.equal(redactUrls('store postgres://me:pw@h/db and http://127.0.0.1:8080/x'), 'store postgres://me:***@h/db and http://127.0.0.1:8080/x');
+    assert.equal(redactUrls('store sqlite'), 'store sqlite');
+});
+
+test('only what the person set is sent: a default would outrank .flower.toml and the environment', () => {
+    assert.equal(explicit({ globalValue: undefined, workspaceValue: undefined }), undefined);
+    assert.equal(explicit(undefined), undefined);
+    assert.equal(explicit({ globalValue: 5 }), 5);
+    assert.equal(explicit({ globalValue: 5, workspaceValue: 3 }), 3);
+    assert.equal(explicit({ globalValue: 5, workspaceValue: 3, workspaceFolderValue: 2 }), 2);
+    assert.equal(explicit({ globalValue: true, workspaceValue: false }), false, 'false is a value, not "unset"');
+    // Nothing set anywhere: no option at all, so the server's settings file decides.
+    const none = { rounds: explicit({}), trim: explicit({}), handoffAt: explicit({}), isolated: explicit({}), store: explicit({}) };
+    assert.deepEqual(initializationOptions(none), {});
 });

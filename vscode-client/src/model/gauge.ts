@@ -2,9 +2,10 @@
  * The status-bar gauge as text, colour and tooltip, from a folder's status (S19; no `vscode`
  * import, unit-tested in plain Node). The window and the handoff threshold are the server's
  * (never an assumed constant); tokens are what the server reports (input + cache read +
- * cache creation of the last request).
+ * cache creation of the last request). The model in use and what work cost (issue 15) are
+ * the server's too.
  */
-import type { FolderStatus } from '../protocol';
+import type { Cost, FolderStatus } from '../protocol';
 
 /** What the server process is doing, as the client sees it. */
 export type ServerState = 'starting' | 'running' | 'stopped';
@@ -65,9 +66,13 @@ export function gauge(input: GaugeInput): Gauge {
             : window === null
               ? formatTokens(status.context)
               : `${formatTokens(status.context)} / ${formatTokens(window)} · ${percent(status.context, window)}%`;
-    let text = `flower ${size}`;
+    let text = status.model == null ? `flower ${size}` : `flower ${size} · ${shortModel(status.model)}`;
     let colour: Gauge['colour'] = null;
     if (status.context !== null && status.handoffAt > 0 && status.context >= status.handoffAt) colour = 'warning';
+    if (capReached(status)) {
+        text = `${text} · cap reached`;
+        colour = 'warning';
+    }
     const waiting = status.waiting;
     if (waiting !== null) {
         const left = Math.max(0, Math.ceil(input.waitLeft ?? waiting.secondsLeft));
@@ -81,12 +86,18 @@ export function gauge(input: GaugeInput): Gauge {
     return { text, colour, spinner: status.running, tooltip: tooltip(status) };
 }
 
-/** Tooltip lines: folder, wake #, step, goals n/m, last verdict, wait reason. */
+/** Tooltip lines: folder, wake #, step, goals n/m, model, cost, context, last verdict, wait reason. */
 export function tooltip(status: FolderStatus): string[] {
     const done = status.goals.filter((g) => g.done).length;
     const lines = [`flower · ${status.name}`, `wake #${status.woke}`];
     lines.push(status.step !== null ? `step: ${status.step}` : status.running ? 'running' : 'idle');
     lines.push(`goals ${done}/${status.goals.length}`);
+    // `!= null`: a flower older than this client (flower.python) sends neither field.
+    if (status.model != null) lines.push(`model: ${status.model}`);
+    if (status.cost != null) lines.push(costLine(status.cost));
+    if (capReached(status) && status.cost.max !== null) {
+        lines.push(`the wake stopped at the cap of ${cap(status.cost.max)}: raise flower.maxCost (or clear it), then Continue`);
+    }
     if (status.context !== null) {
         lines.push(`context ${formatTokens(status.context)} / ${formatTokens(status.window)} (hand-off at ${formatTokens(status.handoffAt)})`);
     }
@@ -99,4 +110,31 @@ export function tooltip(status: FolderStatus): string[] {
         lines.push(`waiting (${w.reason}), attempt ${w.attempt}/${w.maxAttempts}`);
     }
     return lines;
+}
+
+/** US dollars as spent: two decimals (`$0.42`, `$3.10`), `<$0.01` for a fraction of a cent. */
+export function usd(n: number): string {
+    return n > 0 && n < 0.005 ? '<$0.01' : `$${n.toFixed(2)}`;
+}
+
+/** A cap as the person set it: `$20`, `$0.50`. */
+export function cap(n: number): string {
+    return Number.isInteger(n) ? `$${n}` : usd(n);
+}
+
+/** `$0.42 this wake · $3.10 task · cap $20` (no cap part without a cap). */
+export function costLine(cost: Cost): string {
+    const line = `${usd(cost.wake)} this wake · ${usd(cost.task)} task`;
+    return cost.max === null ? line : `${line} · cap ${cap(cost.max)}`;
+}
+
+/** An idle folder whose last wake spent its cap: it stopped there (issue 15), not because of a failure. */
+export function capReached(status: FolderStatus): boolean {
+    const cost = status.cost as Cost | undefined; // undefined from an older flower (see tooltip)
+    return !status.running && cost != null && cost.max !== null && cost.wake >= cost.max;
+}
+
+/** The model's name for the status bar: `claude-sonnet-4-5-20250929` → `sonnet-4-5` (the tooltip has it whole). */
+export function shortModel(model: string): string {
+    return model.replace(/^claude-/, '').replace(/-\d{8}$/, '');
 }
