@@ -30,7 +30,8 @@ class FlowerService:
 
     def __init__(self, workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None, *,
                  locale: str = "en", trim: bool = True, rounds: int | None = None, env: dict[str, str] | None = None,
-                 resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW):
+                 resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW,
+                 store: str | None = None, project: str | None = None):
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
         self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
@@ -38,7 +39,7 @@ class FlowerService:
         self.handoff_at = handoff_at or int(window * 0.6)
         self.ask: Ask | None = None
         """Set by a front-end to put clarify questions to the person; None means nobody is there."""
-        self.sessions = Sessions.open(self.run_dir, trim=trim)
+        self.sessions = Sessions.open(self.run_dir, trim=trim, store=store, workspace=self.workspace, project=project)
         """This workspace's sessions.db, shared by every wake's Runtime and by the readers below."""
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[WakeOutcome] | None = None

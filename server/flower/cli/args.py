@@ -48,6 +48,14 @@ def add_run_dir(parser: argparse.ArgumentParser) -> None:
                         help="where lineage.json, manifest.json and sessions.db live (default: ./runs, relative to the current directory)")
 
 
+def add_store(parser: argparse.ArgumentParser) -> None:
+    """`--store URL` and `--project NAME` (env FLOWER_STORE, FLOWER_PROJECT): where a task's records live (D9)."""
+    parser.add_argument("--store", default=os.environ.get("FLOWER_STORE") or "sqlite", metavar="URL",
+                        help="sqlite (default: run_dir/sessions.db) or postgresql://user@host/db, shared by a team; env FLOWER_STORE")
+    parser.add_argument("--project", default=os.environ.get("FLOWER_PROJECT") or None, metavar="NAME",
+                        help="the task's name in a shared store (default: git remote + path in the repo); env FLOWER_PROJECT")
+
+
 def main_parser(locale: str) -> Parser:
     """`flower [text] [--new] [--no-trim] [--rounds N] [-r DIR]`."""
     made = Parser(
@@ -63,6 +71,7 @@ def main_parser(locale: str) -> Parser:
     made.add_argument("--rounds", type=rounds_type(locale), metavar="N",
                       help="at most N work rounds in this wake (default 10; resets every wake)")
     add_run_dir(made)
+    add_store(made)
     return made
 
 
@@ -83,6 +92,7 @@ def status_parser(locale: str) -> Parser:
     made = Parser(locale=locale, prog="flower status", description="What the next run here would resume.")
     made.add_argument("--json", action="store_true", help="print the status as JSON")
     add_run_dir(made)
+    add_store(made)
     return made
 
 

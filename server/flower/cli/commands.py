@@ -8,12 +8,17 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..core.errors import FlowerError
+from ..core.identity import workspace_identity
 from ..core.texts import Said
 from .args import UsageError, writable_run_dir
 from .console import Console, first_line, setup_logging
 from .keyboard import Asker, Keyboard, listen, prompt
+
+if TYPE_CHECKING:
+    from ..runtime import Sessions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -29,7 +34,9 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     console = Console(locale, workspace=workspace)
     console.interactive = interactive
     setup_logging(console)
-    svc = FlowerService(workspace, run_dir, locale=locale, trim=args.trim, rounds=args.rounds)
+    svc = FlowerService(workspace, run_dir, locale=locale, trim=args.trim, rounds=args.rounds, store=args.store,
+                        project=args.project)
+    await store_ready(svc.sessions, locale)
     keyboard = Keyboard() if interactive else None
     try:
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
@@ -77,6 +84,14 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     return EXIT_FAILED
 
 
+async def store_ready(sessions: Sessions, locale: str) -> None:
+    """Open the store before anything else: a bad `--store` is one line and exit 2, nothing touched (D9)."""
+    try:
+        await sessions.ready()
+    except FlowerError as exc:
+        raise UsageError(exc.text(locale)) from None
+
+
 def said_lines(said: Said, locale: str) -> str:
     """A failure in the terminal's language: its first line, and its last when that differs (a fatal error's advice, S21)."""
     lines = [ln for ln in said.text(locale).splitlines() if ln.strip()]
@@ -115,15 +130,21 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
     """`flower status`: the service's status of this directory, for people or (--json) scripts."""
     from ..service import FlowerService
     from ..status import to_json
+    from ..stores.postgres import is_postgres_url
 
     console = Console(locale, workspace=Path.cwd())
     setup_logging(console)
-    st: dict[str, Any] = to_json(FlowerService(Path.cwd(), Path(os.path.abspath(args.run_dir)), locale=locale).status())
+    svc = FlowerService(Path.cwd(), Path(os.path.abspath(args.run_dir)), locale=locale, store=args.store, project=args.project)
+    await store_ready(svc.sessions, locale)
+    st: dict[str, Any] = to_json(svc.status())
+    st["identity"] = workspace_identity(Path.cwd(), args.project)
+    st["store"] = svc.sessions.raw.path if is_postgres_url(args.store) else "sqlite"
     if args.json:
         console.line(json.dumps(st, ensure_ascii=False, indent=2))
         return EXIT_OK
     console.line(console.text("status_workspace", path=st["workspace"]))
     console.line(console.text("status_run_dir", path=st["run_dir"]))
+    console.line(console.text("status_identity", identity=st["identity"], store=st["store"]))
     if st["steps"]:
         console.line(console.text("status_resumes", woke=st["woke"], next=st["woke"] + 1))
         for step, sid in st["steps"].items():

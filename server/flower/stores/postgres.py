@@ -96,7 +96,8 @@ CREATE TABLE IF NOT EXISTS {s}.manifest (
     UNIQUE (project, run)
 );
 CREATE TABLE IF NOT EXISTS {s}.holders (
-    project    text PRIMARY KEY,        -- who holds the advisory lock of the identity (D5, D9)
+    project     text PRIMARY KEY,       -- who holds the advisory lock of the identity (D5, D9)
+    backend_pid integer NOT NULL,       -- the lock connection's server pid: the row counts while it holds the lock
     host       text NOT NULL,
     pid        integer NOT NULL,
     started_at double precision NOT NULL
@@ -215,7 +216,7 @@ class PostgresSessionStore(SessionStore):
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
         self._pending: deque[_Batch] = deque()
-        self._drain_lock: asyncio.Lock | None = None
+        self._drain_lock = asyncio.Lock()
         self._sync: _Link | None = None
 
     @property
@@ -327,7 +328,6 @@ class PostgresSessionStore(SessionStore):
     async def _drain(self, wait: float) -> None:
         """Write the queued batches in order; during an outage wait up to `wait` s, then leave them queued (logged)."""
         await self._ensure_pool()
-        assert self._drain_lock is not None
         async with self._drain_lock:
             while self._pending:
                 batch = self._pending[0]
