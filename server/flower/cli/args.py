@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.shared import is_postgres_url, safe_url
 from ..core.texts import text
 
 
@@ -48,9 +49,16 @@ def add_run_dir(parser: argparse.ArgumentParser) -> None:
                         help="where lineage.json, manifest.json and sessions.db live (default: ./runs, relative to the current directory)")
 
 
+def store_type(value: str) -> str:
+    """`--store`: `sqlite` or a `postgresql://` URL (checked here; connecting is the store's, D9)."""
+    if value.strip().lower() == "sqlite" or is_postgres_url(value.strip()):
+        return value.strip()
+    raise argparse.ArgumentTypeError(f"{safe_url(value)} is neither sqlite nor a postgresql:// URL")
+
+
 def add_store(parser: argparse.ArgumentParser) -> None:
     """`--store URL` and `--project NAME` (env FLOWER_STORE, FLOWER_PROJECT): where a task's records live (D9)."""
-    parser.add_argument("--store", default=os.environ.get("FLOWER_STORE") or "sqlite", metavar="URL",
+    parser.add_argument("--store", default=os.environ.get("FLOWER_STORE") or "sqlite", metavar="URL", type=store_type,
                         help="sqlite (default: run_dir/sessions.db) or postgresql://user@host/db, shared by a team; env FLOWER_STORE")
     parser.add_argument("--project", default=os.environ.get("FLOWER_PROJECT") or None, metavar="NAME",
                         help="the task's name in a shared store (default: git remote + path in the repo); env FLOWER_PROJECT")

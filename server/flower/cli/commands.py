@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
+from ..core.shared import is_postgres_url
 from ..core.texts import Said
 from .args import UsageError, writable_run_dir
 from .console import Console, first_line, setup_logging
@@ -75,6 +76,7 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     finally:
         if keyboard is not None:
             keyboard.close()
+        await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
     if result.ok:
         verdict = result.verdict
         done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
@@ -130,13 +132,15 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
     """`flower status`: the service's status of this directory, for people or (--json) scripts."""
     from ..service import FlowerService
     from ..status import to_json
-    from ..stores.postgres import is_postgres_url
 
     console = Console(locale, workspace=Path.cwd())
     setup_logging(console)
     svc = FlowerService(Path.cwd(), Path(os.path.abspath(args.run_dir)), locale=locale, store=args.store, project=args.project)
     await store_ready(svc.sessions, locale)
-    st: dict[str, Any] = to_json(svc.status())
+    try:
+        st: dict[str, Any] = to_json(svc.status())
+    finally:
+        await svc.sessions.close()
     st["identity"] = workspace_identity(Path.cwd(), args.project)
     st["store"] = svc.sessions.raw.path if is_postgres_url(args.store) else "sqlite"
     if args.json:

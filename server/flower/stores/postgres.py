@@ -10,6 +10,7 @@ order, and are written when the database answers again (the CLI's own JSONL stil
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import json
 import logging
@@ -22,7 +23,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeAlias, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 from asyncpg import exceptions as pgerr
@@ -39,6 +39,7 @@ from claude_agent_sdk.types import (
 
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
+from ..core.shared import is_postgres_url, safe_url
 from .sqlite import _encode, decode_bodies
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "StoreError", "StoreOffline", "is_postgres_url", "safe_url"]
@@ -138,24 +139,6 @@ class StoreError(FlowerError):
 
 class StoreOffline(StoreError):
     """The database did not answer within the wait."""
-
-
-def is_postgres_url(url: str) -> bool:
-    """Whether `url` names a PostgreSQL database (`postgresql://…` or `postgres://…`)."""
-    return url.split(":", 1)[0].lower() in ("postgresql", "postgres")
-
-
-def safe_url(url: str) -> str:
-    """`url` with any password replaced by `***`: the form every message and log line shows (D6)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)
-        user = netloc[0].split(":", 1)[0]
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
-    except ValueError:
-        return "<unparsable URL>"
 
 
 def _quote_ident(name: str) -> str:
@@ -488,11 +471,24 @@ class _Link:
         self.prepared = False
         self._thread = threading.Thread(target=self.loop.run_forever, name="flower-pg-link", daemon=True)
         self._thread.start()
+        atexit.register(self.close)  # closed before the interpreter tears down what asyncpg needs to close it
 
     def call(self, work: Callable[[Conn], Awaitable[T]], timeout: float | None = None) -> T:
         """`work(conn)` on the link's connection, waited for up to `timeout` s; StoreError/transient errors raised."""
         async def run() -> T:
-            return await work(await self.connection())
+            pause = 0.05
+            while True:  # an outage: reconnect and retry until the caller's timeout (the database restarting)
+                try:
+                    return await work(await self.connection())
+                except _TRANSIENT as exc:
+                    if not self.prepared:
+                        raise
+                    log.warning("the database %s is not answering (%s); retrying", safe_url(self.url), _reason(exc))
+                    if self.conn is not None:
+                        self.conn.terminate()
+                    self.conn = None
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 1.0)
 
         future: Future[T] = asyncio.run_coroutine_threadsafe(run(), self.loop)
         try:
@@ -517,7 +513,11 @@ class _Link:
         return self.conn
 
     def close(self) -> None:
-        """Close the connection and stop the thread."""
+        """Close the connection and stop the thread; idempotent."""
+        atexit.unregister(self.close)
+        if not self._thread.is_alive():
+            return
+
         async def shut() -> None:
             if self.conn is not None and not self.conn.is_closed():
                 await self.conn.close(timeout=2)
