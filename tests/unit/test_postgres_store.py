@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import logging
+import os
+import socket
 import uuid
 
 import asyncpg
 import pytest
 from claude_agent_sdk.testing import run_session_store_conformance
 
+from flower.core import shared
+from flower.core.lineage import Lineage
+from flower.core.lock import WorkspaceBusy, WorkspaceLock
+from flower.core.manifest import Manifest, StepResult
 from flower.stores.postgres import SCHEMA_VERSION, PostgresSessionStore, StoreError, _Batch
 from flower.stores.prune import PruningSessionStore
+from flower.stores.shared import open_shared
 from pg import PASSWORD, PASSWORD_USER, READER, PgServer, free_port
 
 KEY = {"project_key": "-work-proj", "session_id": "s1"}
@@ -169,3 +178,54 @@ async def test_appends_wait_out_a_restart_and_nothing_is_lost_or_doubled() -> No
             await conn.close()
     finally:
         server.remove()
+
+
+# -- the shared task records: lineage, manifest, lock (D9) -------------------------------------------------
+
+
+@pytest.fixture
+def two_machines(pg_url: str, tmp_path):
+    """Two run_dirs (two machines' runs/) bound to one identity in one database; unbound afterwards."""
+    made = []
+    for name in ("a", "b"):
+        run_dir = tmp_path / name / "runs"
+        store = open_shared(pg_url, run_dir, f"-{name}-checkout", "example.org/team/calc")
+        made.append((run_dir, store))
+    yield made
+    for run_dir, store in made:
+        shared.unbind(run_dir)
+        if store._sync is not None:  # noqa: SLF001 - the background link of the sync calls
+            store._sync.close()
+
+
+def test_lineage_and_manifest_are_the_identitys_whichever_machine_writes(two_machines, tmp_path, caplog) -> None:
+    (run_a, _), (run_b, _) = two_machines
+    on_a = Lineage.load(run_a, tmp_path / "a" / "checkout")
+    on_a.wake()
+    on_a.record("干活", "sid-1")  # S11: in the database when record() returns
+    assert not (run_a / "lineage.json").exists()
+    # B reads it at once, from another path; B's own older lineage.json is named and not followed.
+    run_b.mkdir(parents=True)
+    (run_b / "lineage.json").write_text(json.dumps({"workspace": str(tmp_path / "b" / "checkout"), "woke": 7, "steps": {}}))
+    with caplog.at_level(logging.WARNING):
+        on_b = Lineage.load(run_b, tmp_path / "b" / "checkout", has_session=lambda sid: sid == "sid-1")
+    assert (on_b.woke, on_b.steps) == (1, {"干活": "sid-1"})
+    assert "following the lineage of example.org/team/calc" in caplog.text and "wake 7" in caplog.text
+    # Each writer's rows are its own (S8); both are read from either machine, in the order written.
+    Manifest(run_a, run="run-a").add(StepResult(step="干活", session_id="sid-1", ok=False))
+    Manifest(run_b, run="run-b").add(StepResult(step="干活", session_id="sid-1", ok=True))
+    rows = Manifest(run_a).rows()
+    assert [(r["run"], r["ok"]) for r in rows] == [("run-a", False), ("run-b", True)]
+    assert not (run_a / "manifest.json").exists()
+
+
+def test_one_writer_across_machines_and_a_released_lock_is_free_at_once(two_machines) -> None:
+    (run_a, _), (run_b, _) = two_machines
+    with WorkspaceLock(run_a):
+        with pytest.raises(WorkspaceBusy) as busy:
+            WorkspaceLock(run_b).acquire()
+        assert busy.value.pid == os.getpid() and busy.value.host == socket.gethostname()
+        line = busy.value.text("en")
+        assert f"pid {os.getpid()} on {socket.gethostname()}" in line and f"kill {os.getpid()} on" in line
+    with WorkspaceLock(run_b) as taken:  # the lock went with A's connection
+        assert taken.held
