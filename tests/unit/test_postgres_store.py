@@ -157,8 +157,9 @@ async def test_a_newer_flowers_database_is_left_as_it_is(pg: PgServer, pg_url: s
 
 
 async def test_appends_wait_out_a_restart_and_nothing_is_lost_or_doubled() -> None:
-    server = PgServer().init().start()  # its own server: this one is stopped mid-append
+    server = PgServer()  # its own server: this one is stopped mid-append
     try:
+        server.init().start()
         url = server.url(server.new_database())
         async with PostgresSessionStore(url, outage_wait=30) as s:
             await s.append(KEY, [e("a"), {"type": "title"}])
