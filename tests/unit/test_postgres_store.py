@@ -230,3 +230,23 @@ def test_one_writer_across_machines_and_a_released_lock_is_free_at_once(two_mach
         assert f"pid {os.getpid()} on {socket.gethostname()}" in line and f"kill {os.getpid()} on" in line
     with WorkspaceLock(run_b) as taken:  # the lock went with A's connection
         assert taken.held
+
+
+def test_the_lock_is_taken_again_after_a_database_restart(tmp_path) -> None:
+    server = PgServer()  # its own server: restarted while a lock is held
+    try:
+        server.init().start()
+        url = server.url(server.new_database())
+        runs = [tmp_path / name / "runs" for name in ("a", "b")]
+        stores = [open_shared(url, run_dir, f"-{i}", "calc") for i, run_dir in enumerate(runs)]
+        with WorkspaceLock(runs[0]):
+            server.restart()  # the holder's connection, and the advisory lock with it, are gone
+            Lineage.load(runs[0], tmp_path / "a").wake()  # the next write takes it back first
+            with pytest.raises(WorkspaceBusy):
+                WorkspaceLock(runs[1]).acquire()
+        for run_dir, store in zip(runs, stores, strict=True):
+            shared.unbind(run_dir)
+            if store._sync is not None:  # noqa: SLF001
+                store._sync.close()
+    finally:
+        server.remove()

@@ -36,6 +36,7 @@ class PgShared:
     def __init__(self, store: PostgresSessionStore, identity: str) -> None:
         self.store, self.identity, self.where = store, identity, store.path
         self._lock_link: _Link | None = None
+        self._since = 0.0
         self._key = f"flower-task:{store.schema}:{identity}"
 
     def _call(self, sql: str, *args: Any, fetch: str = "execute") -> Any:
@@ -52,6 +53,7 @@ class PgShared:
 
     def save_lineage(self, data: dict[str, Any]) -> None:
         """One statement, one transaction, committed before returning (S11)."""
+        self._relock()
         self._call("INSERT INTO {s}.lineages (project, data, host) VALUES ($1, $2::jsonb, $3)"
                    " ON CONFLICT (project) DO UPDATE SET data = excluded.data, host = excluded.host, updated_at = now()",
                    self.identity, json.dumps(data, ensure_ascii=False), socket.gethostname())
@@ -67,27 +69,41 @@ class PgShared:
 
     def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
         """Replace writer `run`'s rows; other writers' rows are theirs (S8)."""
+        self._relock()
         self._call("INSERT INTO {s}.manifest (project, run, rows) VALUES ($1, $2, $3::jsonb)"
                    " ON CONFLICT (project, run) DO UPDATE SET rows = excluded.rows",
                    self.identity, run, json.dumps(rows, ensure_ascii=False, default=str))
+
+    async def _take(self, conn: Conn) -> bool:
+        """Try the advisory lock on `conn` and, if taken, say who holds it (a holder re-taking it only stacks it)."""
+        if not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", self._key):
+            return False
+        await conn.execute(self.store.sql(
+            "INSERT INTO {s}.holders (project, backend_pid, host, pid, started_at)"
+            " VALUES ($1, pg_backend_pid(), $2, $3, $4) ON CONFLICT (project) DO UPDATE SET"
+            " backend_pid = excluded.backend_pid, host = excluded.host, pid = excluded.pid,"
+            " started_at = excluded.started_at"), self.identity, socket.gethostname(), os.getpid(), self._since)
+        return True
+
+    def _relock(self) -> None:
+        """After a database restart the lock went with its connection: take it again before writing (logged if another took it)."""
+        link = self._lock_link
+        if link is None:
+            return
+        try:
+            if not link.call(self._take):
+                log.warning("the lock of %s was lost in a database outage and another flower holds it now", self.identity)
+        except Exception as e:  # the write that follows fails alike and says so
+            log.warning("could not check the lock of %s (%s)", self.identity, e)
 
     def acquire(self) -> None:
         """Take the advisory lock on a connection of its own, or raise WorkspaceBusy with the holder's host and pid."""
         if self._lock_link is not None:
             return
+        self._since = time.time()
         link = _Link(self.store.url, self.store.sql("{s}"))
         try:
-            async def take(conn: Conn) -> bool:
-                if not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", self._key):
-                    return False
-                await conn.execute(self.store.sql(
-                    "INSERT INTO {s}.holders (project, backend_pid, host, pid, started_at)"
-                    " VALUES ($1, pg_backend_pid(), $2, $3, $4) ON CONFLICT (project) DO UPDATE SET"
-                    " backend_pid = excluded.backend_pid, host = excluded.host, pid = excluded.pid,"
-                    " started_at = excluded.started_at"), self.identity, socket.gethostname(), os.getpid(), time.time())
-                return True
-
-            taken = link.call(take)
+            taken = link.call(self._take)
         except BaseException:
             link.close()
             raise
