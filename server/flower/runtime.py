@@ -121,6 +121,12 @@ class Sessions:
             raw = open_shared(store, run_dir, project_key(where), workspace_identity(where, project))
         return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
 
+    async def __aenter__(self) -> Sessions:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
     async def ready(self) -> None:
         """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
         if isinstance(self.raw, PostgresSessionStore):

@@ -18,7 +18,7 @@ from test_cli import flower, seed_frozen, start
 
 from conftest import until
 from flower.runtime import project_key
-from flower.testing import Reply, say, tool
+from flower.testing import Reply, say, text, tool
 from flower.workflow.flower import WORK_PROMPT, WORK_RESUME
 from flowerscript import judge, work
 from pg import READER, PgServer, free_port
@@ -144,3 +144,17 @@ async def test_a_store_that_cannot_be_used_is_one_line_and_exit_2(model, pg: PgS
     assert len(lines) == 1 and lines[0].startswith("flower: ") and "Traceback" not in done.err
     assert not model.conversation  # nothing ran
     assert not (a / "runs" / "lineage.json").exists()
+
+
+async def test_once_resumes_on_another_machine_through_the_store(model, pg_url: str, tmp_path: Path) -> None:
+    a, env_a = machine(model, tmp_path, "a", pg_url)
+    b, env_b = machine(model, tmp_path, "b", pg_url)
+    model.push(text("first answer"), text("second answer"))
+    first = await flower("once", "remember the number 41", env=env_a, cwd=a)
+    assert first.code == 0, first.err
+    sid = first.out.split("session: ", 1)[1].split()[0].strip()
+    second = await flower("once", "--resume", sid, "what was the number?", env=env_b, cwd=b)
+    assert second.code == 0, second.err
+    assert model.conversation[1].session_id == sid
+    assert "remember the number 41" in model.conversation[1].text and "first answer" in model.conversation[1].text
+    assert not (a / "runs" / "sessions.db").exists() and not (b / "runs" / "sessions.db").exists()

@@ -92,6 +92,7 @@ def once_parser(locale: str) -> Parser:
     made.add_argument("--tools", default="Read,Glob,Grep,Write,Edit",
                       help="comma-separated tools the agent may use (default: Read,Glob,Grep,Write,Edit)")
     add_run_dir(made)
+    add_store(made)
     return made
 
 

@@ -102,14 +102,16 @@ def said_lines(said: Said, locale: str) -> str:
 
 async def once_command(args: argparse.Namespace, locale: str) -> int:
     """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
-    from ..runtime import AgentSpec, Runtime
+    from ..runtime import AgentSpec, Runtime, Sessions
 
     run_dir = writable_run_dir(args.run_dir, locale)
     console = Console(locale, sys.stdout, sys.stderr, workspace=Path.cwd())
     setup_logging(console)
     tools = [name.strip() for name in args.tools.split(",") if name.strip()]
     agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
-    async with Runtime(Path.cwd(), run_dir) as rt:
+    sessions = Sessions.open(run_dir, store=args.store, workspace=Path.cwd(), project=args.project)
+    async with sessions, Runtime(Path.cwd(), run_dir, sessions=sessions) as rt:
+        await store_ready(sessions, locale)
         if args.resume and not rt.has_session(args.resume):
             raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
         rt.listeners.append(console)
