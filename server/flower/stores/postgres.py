@@ -312,7 +312,6 @@ class PostgresSessionStore(SessionStore):
 
     async def _drain(self, wait: float) -> None:
         """Write the queued batches in order; during an outage wait up to `wait` s, then leave them queued (logged)."""
-        await self._ensure_pool()
         async with self._drain_lock:
             while self._pending:
                 batch = self._pending[0]
@@ -493,11 +492,12 @@ class _Link:
                     pause = min(pause * 2, 1.0)
 
         future: Future[T] = asyncio.run_coroutine_threadsafe(run(), self.loop)
+        wait = self.timeout if timeout is None else timeout
         try:
-            return future.result(self.timeout if timeout is None else timeout)
+            return future.result(wait)
         except TimeoutError:
             future.cancel()
-            raise
+            raise StoreOffline("store_offline", url=safe_url(self.url), seconds=f"{wait:.0f}", reason="no answer") from None
 
     async def connection(self) -> asyncpg.Connection[Any]:
         """The open connection, (re)connected as needed."""
