@@ -36,3 +36,32 @@ def judge(passed: bool = True, reasons: str = "") -> list[Reply]:
 def first_run(ws: Path) -> list[Reply]:
     """A whole first run that passes."""
     return clarify(ws) + goals(ws) + work(ws) + judge()
+
+
+# -- the flower path, sharper (issue #16) ------------------------------------------------------
+
+HANDOFF_NOTE = (
+    "## State of the work\nAddition works; subtraction is half written.\n"
+    "## Files changed\ncalc.py\n"
+    "## Decisions and why\nNo eval(): NOTE-MARK unsafe on user input, parse the three tokens instead.\n"
+    "## What failed\nThe judge: subtraction is missing.\n"
+    "## Next steps\nFinish subtract() in calc.py.\n"
+)
+
+
+def handoff_note(body: str = HANDOFF_NOTE) -> list[Reply]:
+    """The outgoing work session's answer to flower's request for a handoff note (one turn, in text)."""
+    return [text(body)]
+
+
+def handoff_by_tool(path: Path, body: str = HANDOFF_NOTE) -> list[Reply]:
+    """The outgoing session answers that request by calling `Write` on `path` instead (a tool it may not run then)."""
+    return [tool("Write", {"file_path": str(path), "content": body})]
+
+
+def grown_past_handoff(ws: Path, tokens: int = 5000) -> list[Reply]:
+    """Freeze 需求.md and 目标.md (S17: no clarify, no goals); the first work round ends with `tokens` of context and
+    does not pass the judge, so the next round hands off."""
+    (ws / "需求.md").write_text(REQUIREMENTS, encoding="utf-8")
+    (ws / "目标.md").write_text(GOALS, encoding="utf-8")
+    return work(ws, input_tokens=tokens) + judge(False, "subtraction is missing")

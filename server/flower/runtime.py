@@ -17,6 +17,7 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     CLINotFoundError,
+    MirrorErrorMessage,
     ProcessError,
     ResultError,
     ResultMessage,
@@ -27,7 +28,7 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 
-from .core.errors import MissingCredentials
+from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.identity import workspace_identity
 from .core.manifest import StepResult
@@ -35,10 +36,14 @@ from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endp
 from .core.texts import say
 from .stores.postgres import PostgresSessionStore
 from .stores.prune import PruningSessionStore
+from .stores.reconcile import reconcile
 from .stores.shared import open_shared
 from .stores.sqlite import SqliteSessionStore
 
 log = logging.getLogger("flower")
+# A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
+# the same failure, printed by logging's last resort with no handler of ours, would only repeat it as noise.
+logging.getLogger("claude_agent_sdk._internal.transcript_mirror_batcher").addHandler(logging.NullHandler())
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
 CREDENTIAL_ENV = (
@@ -72,6 +77,8 @@ class _Attempt:
     """The CLI's category of the last API error it reported (`AssistantMessage.error`)."""
     cost_usd: float = 0.0
     num_turns: int = 0
+    refused: FlowerError | None = None
+    """sessions.db refused a write during this attempt (a full disk, read-only): what to tell the person."""
 
 
 def tokens_of(usage: dict[str, Any]) -> int:
@@ -256,13 +263,20 @@ class Runtime:
             result.num_turns += attempt.num_turns
             if attempt.ok:
                 break
+            if attempt.refused is not None:
+                # D2: the next wake resumes from sessions.db, and it takes no more entries: retrying only loses turns.
+                result.said = attempt.refused.said
+                result.error = str(result.said)
+                result.errors.append(result.error)
+                break
             failure = attempt.failure or Failure.of(str(say("no_result")), category=attempt.category)
             # The CLI's own text (and HTTP status) is the technical detail: shown as it is, untranslated (D4).
             said = say("no_result") if attempt.failure is None else None
             result.error, result.said = failure.detail, said
             result.errors.append(failure.detail)
-            # S21: the kind was decided from the SDK's fields (status, category, exit) before any text.
-            if not res.should_retry(failure.kind, result.attempts):
+            # S21: the kind was decided from the SDK's fields (status, category, exit) before any text. The agent's
+            # own turn limit is no outage: a retry would resume the session past the limit its caller set.
+            if failure.reason == "max_turns" or not res.should_retry(failure.kind, result.attempts):
                 if failure.kind == "fatal":
                     result.said = say("not_retried", detail=said or failure.detail, advice=failure.fix)
                     result.error = str(result.said)
@@ -305,6 +319,9 @@ class Runtime:
         stderr: collections.deque[str] = collections.deque(maxlen=40)
         texts: list[str] = []
         seen_usage: set[str] = set()
+        if resume:
+            await self._reconcile(resume)
+        refused = self.raw_store.refused
         try:
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append)) as client:
                 await client.query(prompt)
@@ -321,9 +338,18 @@ class Runtime:
                 reason=exc.terminal_reason if isinstance(exc, ResultError) else None,
                 exit_code=exc.exit_code if isinstance(exc, ProcessError) else None,
             )
+        if self.raw_store.refused is not refused:  # also a refusal of the last flush, as the client closed
+            out.ok, out.refused = False, self.raw_store.refused
         if not out.text:
             out.text = "\n".join(texts)
         return out
+
+    async def _reconcile(self, session_id: str) -> None:
+        """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""
+        try:
+            await reconcile(self.raw_store, self.project_key, session_id, self.env)
+        except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
+            log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
 
     def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str,
                  resume: str | None, on_session: Callable[[str], None] | None) -> None:
@@ -348,6 +374,9 @@ class Runtime:
             if sid and message.model != "<synthetic>" and message.message_id not in seen_usage and usage:
                 seen_usage.add(message.message_id or "")
                 self.emit(ContextSize(session_id=sid, tokens=tokens_of(usage), step=step))
+        elif isinstance(message, MirrorErrorMessage):
+            # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
+            raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")
         elif isinstance(message, ResultMessage):
             out.session_id = message.session_id or out.session_id
             out.ok = not message.is_error and message.subtype == "success"

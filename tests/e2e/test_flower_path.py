@@ -193,7 +193,7 @@ async def test_S19_banner_and_header_in_both_languages(model, env, workspace):
 
 async def test_handoff_moves_work_to_a_new_session_seeded_with_the_document(model, env, workspace):
     model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace, input_tokens=5000),
-               *fs.judge(False, "not yet"), *fs.work(workspace), *fs.judge())
+               *fs.judge(False, "not yet"), *fs.handoff_note(), *fs.work(workspace), *fs.judge())
     result, events, _ = await wake(workspace, env, TASK, handoff_at=1000)
     assert result.ok
     rows = {r["step"]: r for r in Manifest(workspace / "runs").rows()}
@@ -201,9 +201,9 @@ async def test_handoff_moves_work_to_a_new_session_seeded_with_the_document(mode
     assert old != new and rows["干活#round2"]["retired"] == [old]
     assert result.sessions["干活"] == new
     documents = list((workspace / "notes").glob("handoff-*.md"))
-    assert len(documents) == 1 and "calc.py written" in documents[0].read_text()
+    assert len(documents) == 1 and "NOTE-MARK" in documents[0].read_text()  # the old session's own note (issue #16)
     first_of_new = next(r for r in model.conversation if r.session_id == new)
-    assert "# Handoff" in first_of_new.last_user_text and "not yet" in first_of_new.last_user_text
+    assert "# Handoff" in first_of_new.last_user_text and "NOTE-MARK" in first_of_new.last_user_text
     assert [e for e in events if e.kind == "handoff"][0].new_session == new
 
 

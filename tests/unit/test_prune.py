@@ -197,7 +197,7 @@ def test_only_the_most_recent_denial_is_kept_as_whole_pairs():
     left = [b for e in out.entries if e["type"] == "user" for b in e["message"]["content"] if isinstance(b, dict)]
     assert [b["tool_use_id"] for b in left if b.get("type") == "tool_result"] == [calls[3]["id"]]
     assert sum(v == "hidden" for v in out.verdicts.values()) == 6
-    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+    validate({"model": "m", "max_tokens": 1, "tools": [{"name": "Bash"}], "messages": api_messages(out.entries)})
     single_chain(out.entries)
     assert len(prune(t.entries, keep_denials=0).entries) == len(out.entries) - 2
     assert len(prune(t.entries, keep_denials=9).entries) == len(t.entries)
@@ -222,7 +222,7 @@ def test_a_denied_call_sharing_a_response_goes_alone():
     assert write_at not in entries and text_at in entries and echo_at in entries
     assert entries[echo_at]["parentUuid"] == text_at  # re-linked past the removed tool_use entry
     assert entries[echoed]["parentUuid"] == echo_at and entries[after]["parentUuid"] == echoed
-    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+    validate({"model": "m", "max_tokens": 1, "tools": [{"name": "Bash"}], "messages": api_messages(out.entries)})
 
 
 def test_denials_without_a_denial_kind_are_recognized():
@@ -272,7 +272,7 @@ def test_a_call_left_open_by_a_kill_is_closed_after_its_response():
     assert entry["parentUuid"] == open_at and entry["sourceToolAssistantUUID"] == open_at
     assert entry["message"]["content"] == [{"type": "tool_result", "tool_use_id": open_["id"], "content": INTERRUPTED_NOTE, "is_error": True}]
     assert entry["sessionId"] == "s-1" and entry["cwd"] == "/w"
-    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+    validate({"model": "m", "max_tokens": 1, "tools": [{"name": "Bash"}], "messages": api_messages(out.entries)})
     # The same uuid on every load: what the CLI appends after it stays linked when loaded again.
     t.leaf = added
     later = t.prompt("continue")
@@ -467,7 +467,7 @@ def test_property_one_chain_valid_pairs_and_only_declared_changes(entries, keep_
     single_chain(out.entries)
     messages = api_messages(out.entries)
     if messages:
-        validate({"model": "m", "max_tokens": 1, "messages": messages})
+        validate({"model": "m", "max_tokens": 1, "tools": [{"name": "Bash"}], "messages": messages})
     uses = [b["id"] for m in messages for b in m["content"] if b["type"] == "tool_use"]
     results = [b["tool_use_id"] for m in messages for b in m["content"] if b["type"] == "tool_result"]
     assert sorted(uses) == sorted(results) and len(set(uses)) == len(uses)

@@ -23,7 +23,7 @@ from flower.testing import (
     validate,
 )
 
-BASE = {"model": "claude-test", "max_tokens": 100}
+BASE = {"model": "claude-test", "max_tokens": 100, "tools": [{"name": "Bash", "input_schema": {"type": "object"}}]}
 
 
 def body(*messages: dict) -> dict:
@@ -53,6 +53,7 @@ T = {"type": "text", "text": "hi"}
     (body(user({"type": "text", "text": "  "})), "non-whitespace"),
     (body(user(T), assistant(TR)), "not allowed"),
     ({"model": "m", "messages": [user(T)]}, "max_tokens"),
+    ({**body(user(T), assistant(TU), user(TR)), "tools": []}, "must define tools"),
 ])
 def test_validator_rejects_what_the_real_api_rejects(request_body, fragment):
     with pytest.raises(InvalidRequest, match=fragment.replace("`", ".")):

@@ -73,17 +73,22 @@ def judge_name(step: str, n: int) -> str:
     return f"{step}·判定#{n}"
 
 
-_NAME = re.compile(r"^(?P<step>.*?)(?:#retry(?P<retry>\d+)|#round(?P<round>\d+)|·判定#(?P<judge>\d+))$", re.S)
+def handoff_name(step: str, n: int) -> str:
+    """`<step>·交接#<n>`: the outgoing session writes its handoff note before round n moves to a new session (S26)."""
+    return f"{step}·交接#{n}"
+
+
+_NAME = re.compile(r"^(?P<step>.*?)(?:#retry(?P<retry>\d+)|#round(?P<round>\d+)|·判定#(?P<judge>\d+)|·交接#(?P<handoff>\d+))$", re.S)
 
 
 def parse_name(name: str) -> tuple[str, str, int]:
-    """Split a manifest step name into `(step, kind, n)`, kind one of first/retry/round/judge (S7).
+    """Split a manifest step name into `(step, kind, n)`, kind one of first/retry/round/judge/handoff (S7).
 
     `parse_name("干活#retry2") == ("干活", "retry", 2)`; a plain name gives `(name, "first", 0)`.
     """
     m = _NAME.match(name)
     if m:
-        for kind in ("retry", "round", "judge"):
+        for kind in ("retry", "round", "judge", "handoff"):
             if m.group(kind) is not None:
                 return m.group("step"), kind, int(m.group(kind))
     return name, "first", 0

@@ -63,6 +63,15 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "handoff: the context grew too large, work goes on in a new session; document {path}",
         "zh": "交接: 上下文太大,换新会话继续;交接文档 {path}",
     },
+    # -- the flower path, sharper (issue #16): the handoff note the outgoing work session writes (S26) --
+    "handoff_fallback": {
+        "en": "the work session could not write its handoff note ({error}); flower wrote it from 需求.md, 目标.md and its last words",
+        "zh": "干活会话没能写出交接说明({error});flower 改用 需求.md、目标.md 和它最后的话写成交接文档",
+    },
+    "handoff_waiting": {
+        "en": "a new work session starts from the handoff note {path}, as it is on disk now",
+        "zh": "新的干活会话从交接文档 {path} 开始(按它现在在磁盘上的内容)",
+    },
     "failed_step": {"en": "x {step}: {error}", "zh": "x {step}: {error}"},
     "session": {"en": "session: {sid}", "zh": "session: {sid}"},
     "resume_hint": {"en": "continue it: flower once --resume {sid} \"…\"", "zh": "接着问: flower once --resume {sid} \"…\""},
@@ -128,6 +137,17 @@ CATALOG: dict[str, dict[str, str]] = {
               "升级 flower(pip install -U flower)后再用;文件保持原样未动。",
     },
     "db_cannot_open": {"en": "cannot open {db}: {reason}", "zh": "无法打开 {db}: {reason}"},
+    # -- a full disk or a read-only run_dir under sessions.db (issue 13, many writers / disk full) --------
+    "db_full": {
+        "en": "cannot write {db} ({reason}): the disk may be full.\n"
+              "Free some space, then run flower again: the session is kept and resumes where it stopped.",
+        "zh": "无法写入 {db}({reason}):磁盘可能已满。\n腾出一些空间后再运行 flower:会话已保留,会从停下的地方接着做。",
+    },
+    "db_read_only": {
+        "en": "cannot write {db} ({reason}): it or its folder is read-only.\n"
+              "Make them writable, then run flower again: the session is kept and resumes where it stopped.",
+        "zh": "无法写入 {db}({reason}):它或所在目录是只读的。\n改成可写后再运行 flower:会话已保留,会从停下的地方接着做。",
+    },
     "step_failed": {"en": "{step}: {error}", "zh": "{step}: {error}"},
     "not_retried": {"en": "{detail}\nnot retried: {advice}", "zh": "{detail}\n不再重试: {advice}"},
     "gave_up_offline": {

@@ -43,15 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     # asyncio's DEBUG lines log every selector event.
     logging.getLogger("asyncio").setLevel(max(logging.INFO, logging.getLevelName(args.log_level)))
 
+    from .framing import serve_stdio
     from .server import LoopWatch, server  # after logging is set up
 
     if args.watch_loop:
         server.loop_watch = LoopWatch()
     if args.tcp:
         server.start_tcp("127.0.0.1", args.port)  # D6: loopback only
-    else:
-        server.start_io()
-    return 0
+        return 0
+    return serve_stdio(server)  # resyncs after a bad frame; exit's code as LSP says
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
 from . import protocol as p
 from .folders import CLOSE_TIMEOUT, Folder, Options
+from .framing import FlowerProtocol
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
@@ -54,7 +55,7 @@ class FlowerServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__("flower", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.None_,
-                         converter_factory=converter_factory)
+                         converter_factory=converter_factory, protocol_cls=FlowerProtocol)
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"

@@ -203,6 +203,8 @@ class PostgresSessionStore(SessionStore):
         self._pending: deque[_Batch] = deque()
         self._drain_lock = asyncio.Lock()
         self._sync: _Link | None = None
+        self.refused: StoreError | None = None
+        """Always None: an outage is waited out, not refused (the Runtime stops a step only on a refusal, as SQLite's full disk)."""
 
     @property
     def path(self) -> str:

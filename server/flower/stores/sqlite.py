@@ -142,6 +142,17 @@ def _too_new(path: Path, version: int, known: int) -> SessionStoreError:
     return SessionStoreError("db_too_new", db=path, version=version, known=known)
 
 
+def _write_refused(path: Path, err: sqlite3.Error) -> SessionStoreError | None:
+    """What to tell the person when the disk refused a write (full, read-only); None for any other error."""
+    code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code of an extended one
+    # ENOSPC is SQLITE_FULL; a write cut short otherwise (EFBIG past RLIMIT_FSIZE, a quota, EIO) is SQLITE_IOERR.
+    if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+        return SessionStoreError("db_full", db=path, reason=err)
+    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
+        return SessionStoreError("db_read_only", db=path, reason=err)
+    return None
+
+
 def _is_not_a_database(err: sqlite3.Error) -> bool:
     return getattr(err, "sqlite_errorcode", None) in (
         sqlite3.SQLITE_NOTADB,
@@ -307,6 +318,8 @@ class SqliteSessionStore(SessionStore):
         # Per transcript key: its stored uuids, so that an append need not look them up in
         # the file (there is no index on them since v2). Only ever read under _lock.
         self._seen: dict[tuple[str, str, str], _Seen] = {}
+        self.refused: SessionStoreError | None = None
+        """The last append the disk refused (full, read-only), a new object each time: the SDK only reports its text."""
 
     async def __aenter__(self) -> SqliteSessionStore:
         await self._call(lambda conn: None)
@@ -405,7 +418,17 @@ class SqliteSessionStore(SessionStore):
             if now is not None:
                 self._seen[k3] = now
 
-        await self._call(work)
+        try:
+            await self._call(work)
+        except sqlite3.Error as err:
+            refused = _write_refused(self.path, err)
+            if refused is None:
+                raise
+            self.refused = refused
+            raise refused from err
+        except SessionStoreError as err:  # e.g. the file cannot even be opened for writing
+            self.refused = err
+            raise
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """All entries of ``key`` in append order, or None if it was never written."""

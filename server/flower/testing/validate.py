@@ -30,8 +30,14 @@ def _blocks(message: dict[str, Any], where: str) -> list[dict[str, Any]]:
     return content
 
 
+def _tools_defined(body: dict[str, Any], blocks: list[dict[str, Any]]) -> None:
+    """A transcript with tool calls in it needs `tools` offered, even for a turn that should only answer in text."""
+    if not body.get("tools") and any(b["type"] in ("tool_use", "tool_result") for b in blocks):
+        raise InvalidRequest("Requests which include `tool_use` or `tool_result` blocks must define tools.")
+
+
 def validate(body: Any) -> None:
-    """Raise `InvalidRequest` where the real API would answer 400 (tool pairing, roles, content)."""
+    """Raise `InvalidRequest` where the real API would answer 400 (tool pairing, tools defined, roles, content)."""
     if not isinstance(body, dict):
         raise InvalidRequest("request body must be a JSON object")
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -94,3 +100,4 @@ def validate(body: Any) -> None:
                 if tid in answered:
                     raise InvalidRequest(f"messages.{i}.content.{j}: each `tool_use` must have a single result; found multiple for {tid}")
                 answered.append(str(tid))
+    _tools_defined(body, [b for _, _, blocks in turns for b in blocks])

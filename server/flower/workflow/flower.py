@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -11,16 +14,19 @@ from typing import Any
 
 from ..core import goals, requirements, texts
 from ..core.banner import banner, header
-from ..core.durable import stamp
+from ..core.durable import move_aside, stamp, write_atomic
 from ..core.errors import FlowerError
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock, clear_wake, mark_wake
-from ..core.manifest import StepResult, round_name
+from ..core.manifest import StepResult, handoff_name, round_name
+from ..core.text import clip
 from ..core.texts import say
 from ..runtime import AgentSpec, Runtime
 from .base import Step, Workflow, fail, step_of
 from .goal import with_goal
+
+log = logging.getLogger(__name__)
 
 CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
 SECTIONS = "\n".join(f"## {name}" for name in requirements.SECTIONS)
@@ -42,6 +48,15 @@ GOALS_PROMPT = (
     "Write `目标.md`: a Markdown checklist (`- [ ] …`), one line per verifiable goal, covering all of it. "
     "Replace the file if it exists; keep goals already met ticked."
 )
+GOALS_AGAIN = (
+    "The person added to the requirements (now recorded at the end of `需求.md`):\n\n{said}\n\n"
+    "Any copy of `需求.md` you read earlier is out of date; the current one follows in full, and the current `目标.md` "
+    "after it. Write `目标.md`: a Markdown checklist (`- [ ] …`), one line per verifiable goal, covering all of the "
+    "current requirements, the addition included. Replace the file; keep goals already met ticked (`- [x]`).\n\n"
+    "--- 需求.md (current, in full) ---\n{requirements}\n--- end of 需求.md ---\n\n"
+    "--- 目标.md (current) ---\n{goals}\n--- end of 目标.md ---"
+)
+"""S15 place 3, S18: a re-derivation names what was added and carries the brief again, so it cannot miss it."""
 WORK_PROMPT = (
     "Do the work described in `需求.md`, goal by goal as listed in `目标.md`. Tick goals in `目标.md` "
     "as you meet them. An independent judge will check the workspace against `目标.md` when you stop."
@@ -49,6 +64,22 @@ WORK_PROMPT = (
 WORK_RESUME = "Continue the work toward the goals in `目标.md` from where you are — do not start over."
 JUDGE_FAILED = "The judge checked the workspace and did not pass it:\n\n{reasons}\n\nFix this, then stop."
 WAKE_SENTENCE = "One more thing from the person (recorded in `需求.md`): {sentence}"
+HANDOFF_SECTIONS = ("State of the work", "Files changed", "Decisions and why", "What failed", "Next steps")
+HANDOFF_ASK = (
+    "Your context has grown too large: this work goes on in a new session that has none of this conversation, "
+    "only the handoff note you write now. Do not call tools and do not continue the work. Answer with the note "
+    "alone, in Markdown, with exactly these sections:\n"
+    + "\n".join(f"## {name}" for name in HANDOFF_SECTIONS)
+    + "\nBe concrete: paths, commands, error messages, what was tried, what you were about to do and why. "
+    "flower appends `需求.md` and `目标.md` to the note itself; do not copy them."
+)
+"""S26: said to the outgoing work session, which knows what no file records (changes, failures, decisions)."""
+HANDOFF_FALLBACK = (
+    "flower asked the work session to write this note, but that turn failed ({why}); this document was "
+    "assembled by flower from the files and the session's last words instead."
+)
+HANDOFF_MARK = "handoff.json"
+"""`<run_dir>/handoff.json` = `{"session", "path"}`: a note written for `session` whose successor has not started yet."""
 HANDOFF_PROMPT = (
     "You take over this work from an earlier session whose context grew too large. Its handoff "
     "document follows (also at `{path}`); continue from there, do not start over.\n\n{document}"
@@ -62,6 +93,10 @@ WORKER = AgentSpec(
 )
 CLARIFIER = AgentSpec("clarifier", instructions="You clarify requirements before work starts.",
                       allowed_tools=["Read", "Write", "Glob"], permission_mode="acceptEdits")
+HANDOFF_WRITER = AgentSpec("handoff-writer", instructions=WORKER.instructions, permission_mode="dontAsk", max_turns=1)
+"""S26: the work session's own tools and instructions stay offered, so the request is valid (a transcript with tool calls
+must define tools) and reuses the cached prefix, as Claude Code's compaction does; but nothing is allowed and `dontAsk`
+denies whatever needs permission, and one turn means a tool call ends it unanswered: the note falls back."""
 GOAL_SETTER = AgentSpec("goal-setter", instructions="You turn requirements into a checklist of goals.",
                         allowed_tools=["Read", "Write"], permission_mode="acceptEdits")
 
@@ -146,7 +181,7 @@ class FlowerPath:
             self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
         ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
         ok = (await self.clarify(ctx, lineage, sentence)
-              and await self.derive_goals(ctx, lineage, again=bool(sentence))
+              and await self.derive_goals(ctx, lineage, [sentence] if sentence else [])
               and await self.work(ctx, lineage, sentence))
         ctx["_ok"] = ok and ctx["_ok"]
         return ctx
@@ -185,12 +220,18 @@ class FlowerPath:
         fail(ctx, say("step_failed", step=CLARIFY, error=say("requirements_incomplete", file=requirements.REQUIREMENTS_FILE)))
         return False
 
-    async def derive_goals(self, ctx: dict[str, Any], lineage: Lineage, again: bool) -> bool:
-        """Write `目标.md`; skipped when it exists, re-derived after a wake sentence (S15 place 3, S17)."""
-        if goals.read(self.goals_path) and not again:
+    async def derive_goals(self, ctx: dict[str, Any], lineage: Lineage, said: list[str]) -> bool:
+        """Write `目标.md`; skipped when it exists, re-derived after sentences `said` (S15 place 3, S17).
+
+        A first derivation reads `需求.md` itself; a re-derivation is told what was said and given the current
+        `需求.md` and `目标.md` in full, since the resumed goal setter holds an older copy in its context (S18).
+        """
+        if goals.read(self.goals_path) and not said:
             ctx[GOALS] = self.goals_path.read_text(encoding="utf-8")
             return True
-        result = await self.run(ctx, lineage, goals_step, 2, GOALS_PROMPT)
+        message = GOALS_AGAIN.format(said="\n".join(f"- {s}" for s in said), requirements=_read(self.requirements_path),
+                                     goals=_read(self.goals_path)) if said else GOALS_PROMPT
+        result = await self.run(ctx, lineage, goals_step, 2, message)
         if result.ok and not goals.read(self.goals_path):
             fail(ctx, say("step_failed", step=GOALS, error=say("no_goals", file=goals.GOALS_FILE)))
         ctx[GOALS] = result.text
@@ -206,16 +247,24 @@ class FlowerPath:
 
         async def one_round(n: int, message: str) -> StepResult:
             message = await self.pending(ctx, lineage, message)
-            handoff: Path | None = None
             session = lineage.steps.get(WORK)
-            if session and (await self.rt.context_size(session) or 0) > self.handoff_at:
-                handoff, document = self.write_handoff(ctx, session)
-                lineage.steps.pop(WORK)  # S26: the next run of the step starts a new session
-                lineage.save()
+            handoff = self.handoff_waiting(session)
+            if handoff is not None:
+                self.emit(Notice(text=texts.text("handoff_waiting", self.locale, path=handoff)))
+            elif session and (await self.rt.context_size(session) or 0) > self.handoff_at:
+                handoff = await self.hand_off(ctx, session, n)
+            if handoff is not None:
+                # Read back from disk: the person may have edited it; it is what the new session starts from (S26).
+                document = handoff.read_text(encoding="utf-8", errors="replace")
+                # In memory only: lineage.json keeps the old session until the new one's id replaces it (S11), so a
+                # wake cut off before that resumes here and seeds from this same file (HANDOFF_MARK), not a new one.
+                lineage.steps.pop(WORK)
                 message = HANDOFF_PROMPT.format(path=handoff, document=document) + "\n\n" + message
             result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n))
             self.last_words = result.text or self.last_words
             if session and handoff is not None:
+                if result.session_id and result.session_id != session:
+                    self.forget_mark()  # the successor started: the note is history now
                 result.retired = [session]
                 manifest.add(result)  # the same StepResult again: its row is replaced, now with retired[]
                 self.emit(Handoff(old_session=session, new_session=result.session_id, path=str(handoff), step=WORK))
@@ -241,24 +290,71 @@ class FlowerPath:
             return message
         for sentence in said:
             requirements.add_sentence(self.requirements_path, sentence)
-        await self.derive_goals(ctx, lineage, again=True)
+        await self.derive_goals(ctx, lineage, said)
         return "\n\n".join([message] + [WAKE_SENTENCE.format(sentence=s) for s in said])
 
-    def write_handoff(self, ctx: dict[str, Any], session: str) -> tuple[Path, str]:
-        """A readable, editable transition document under `notes/` (S26); returns its path and text."""
-        notes = self.rt.workspace / "notes"
-        notes.mkdir(exist_ok=True)
-        path = notes / f"handoff-{stamp()}.md"
-        path.write_text(
+    @property
+    def mark_path(self) -> Path:
+        """`<run_dir>/handoff.json` (HANDOFF_MARK)."""
+        return self.rt.run_dir / HANDOFF_MARK
+
+    def handoff_waiting(self, session: str | None) -> Path | None:
+        """The handoff note already written for `session` whose new session never started (cut off in between), if any.
+
+        A mark for another session is stale (the successor started, or `new` began another task) and is removed.
+        """
+        try:
+            raw = self.mark_path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            log.warning("cannot read %s (%s); not using it", self.mark_path, e)
+            return None
+        try:
+            mark = json.loads(raw.decode("utf-8"))
+            sid, path = mark["session"], Path(mark["path"])
+        except (UnicodeDecodeError, ValueError, TypeError, KeyError):
+            move_aside(self.mark_path)  # kept as evidence, never overwritten
+            return None
+        if session is not None and sid == session and path.is_file():
+            return path
+        self.forget_mark()
+        return None
+
+    def forget_mark(self) -> None:
+        """Remove HANDOFF_MARK; a disk that refuses is logged (the stale mark is ignored and retried next round)."""
+        try:
+            self.mark_path.unlink(missing_ok=True)
+        except OSError as e:
+            log.warning("could not remove %s (%s)", self.mark_path, e)
+
+    async def hand_off(self, ctx: dict[str, Any], session: str, n: int) -> Path:
+        """Ask the outgoing session for its handoff note (one turn, tools offered but none allowed) and write it under `notes/` (S26).
+
+        Its cost is a manifest row of its own (`干活·交接#n`). A failed or empty answer falls back to a document
+        flower assembles itself, and the document says so. Returns the note's path, marked as waiting for its successor.
+        """
+        asked = await self.rt.run(HANDOFF_WRITER, HANDOFF_ASK, resume=session, step=handoff_name(WORK, n))
+        self.workflow.manifest_for(self.rt).add(asked)
+        note = asked.text.strip() if asked.ok else ""
+        if not note:
+            why = clip(" ".join(asked.error.split()), 300) if asked.error else "it answered nothing"
+            self.emit(Notice(text=texts.text("handoff_fallback", self.locale, error=why)))
+            last = self.last_words.strip() or "(not recorded in this process)"
+            note = f"{HANDOFF_FALLBACK.format(why=why)}\n\n## Where the work stands (the session's last words)\n\n{last}"
+        path = _new_note(self.rt.workspace / "notes", (
             f"# Handoff — wake {ctx['_woke']}, {time.strftime('%Y-%m-%d %H:%M')}\n\n"
             f"The work session {session} grew past {self.handoff_at} tokens of context; work continues in a new "
             "session seeded with this document. Edit it freely: the new session reads it as written.\n\n"
+            f"{note}\n\n"
             f"## Requirements ({requirements.REQUIREMENTS_FILE})\n\n{_read(self.requirements_path)}\n\n"
-            f"## Goals ({goals.GOALS_FILE})\n\n{_read(self.goals_path)}\n\n"
-            f"## Where the work stands (the session's last words)\n\n{self.last_words.strip() or '(not recorded in this process)'}\n",
-            encoding="utf-8",
-        )
-        return path, path.read_text(encoding="utf-8")
+            f"## Goals ({goals.GOALS_FILE})\n\n{_read(self.goals_path)}\n"
+        ))
+        try:
+            write_atomic(self.mark_path, json.dumps({"session": session, "path": str(path)}, ensure_ascii=False).encode())
+        except OSError as e:  # without the mark a wake cut off before the new session asks again: costlier, not wrong
+            log.warning("could not write %s (%s); the handoff goes on", self.mark_path, e)
+        return path
 
 
 def _read(path: Path) -> str:
@@ -266,3 +362,20 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8").strip()
     except OSError:
         return "(missing)"
+
+
+def _new_note(notes: Path, text: str) -> Path:
+    """Write `notes/handoff-<stamp>.md` (`-N` added if that name is taken: never overwrite a note) and return it."""
+    notes.mkdir(exist_ok=True)
+    base = f"handoff-{stamp()}"
+    for n in range(1000):
+        path = notes / (f"{base}.md" if n == 0 else f"{base}-{n}.md")
+        try:
+            with open(path, "x", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())  # on disk before HANDOFF_MARK points at it
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free handoff name in {notes}")
