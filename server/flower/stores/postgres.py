@@ -281,7 +281,8 @@ class PostgresSessionStore(SessionStore):
                 if time.monotonic() >= deadline:
                     raise StoreOffline("store_offline", url=self.path, seconds=f"{self.outage_wait:.0f}",
                                        reason=_reason(exc)) from None
-                log.warning("the session database %s is not answering (%s); waiting", self.path, _reason(exc))
+                if pause == 0.05:  # once per wait, not at every probe
+                    log.warning("the session database %s is not answering (%s); waiting", self.path, _reason(exc))
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 1.0)
 
@@ -486,7 +487,8 @@ class _Link:
                 except _TRANSIENT as exc:
                     if not self.prepared:
                         raise
-                    log.warning("the database %s is not answering (%s); retrying", safe_url(self.url), _reason(exc))
+                    if pause == 0.05:  # once per call
+                        log.warning("the database %s is not answering (%s); retrying", safe_url(self.url), _reason(exc))
                     if self.conn is not None:
                         self.conn.terminate()
                     self.conn = None
