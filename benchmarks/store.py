@@ -1,6 +1,6 @@
-"""Append/load throughput of SqliteSessionStore vs the raw SQLite floor, same run (D7).
+"""Append/load throughput of SqliteSessionStore vs the raw SQLite floor, and of PostgresSessionStore vs a raw asyncpg floor, same run (D7).
 
-Usage: python benchmarks/store.py [--entries N] [--batch B]
+Usage: python benchmarks/store.py [--entries N] [--batch B] [--no-postgres]
 
 The transcript mimics a coding session written by the bundled Claude Code CLI
 (2.1.332): entry shapes follow a real transcript (user prompts, attachments,
@@ -12,6 +12,10 @@ The raw floor is what any SQLite store must at least spend: orjson-encode each e
 executemany the rows into a bare table, one committed transaction per batch, the store's
 pragmas (WAL, synchronous=NORMAL, 16 KB pages); its load is one SELECT and orjson per row.
 Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s.
+PostgreSQL (issue #14) runs on a server this script starts from the [test] extras' wheel (tests/pg.py), over its Unix
+socket; its raw floor is one `INSERT … SELECT FROM unnest(uuids, bodies)` per batch and transaction into a bare table
+(bodies uncompressed, as the store keeps them),
+and one SELECT with orjson per row. Postgres is the shared store, not the fast one: it is reported, with no target.
 """
 
 from __future__ import annotations
@@ -30,11 +34,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import claude_agent_sdk
 import orjson
 from claude_agent_sdk import InMemorySessionStore
 
+from flower.stores.postgres import PostgresSessionStore
 from flower.stores.sqlite import BUSY_TIMEOUT_S, SqliteSessionStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from pg import PgServer  # noqa: E402 - tests/pg.py: a real PostgreSQL from the [test] extras' wheel
 
 SESSION = "90ab8268-68e8-48f0-b204-48bad2d7d557"
 CWD = "/home/dev/project"
@@ -212,7 +221,7 @@ def build(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return t.entries[:n]
 
 
-async def store_append(store: SqliteSessionStore, key: Any, entries: list[Any], batch: int) -> float:
+async def store_append(store: SqliteSessionStore | PostgresSessionStore, key: Any, entries: list[Any], batch: int) -> float:
     """Seconds to append ``entries`` in batches of ``batch``."""
     t0 = time.perf_counter()
     for j in range(0, len(entries), batch):
@@ -253,12 +262,66 @@ def floor_load(path: Path) -> float:
     return seconds
 
 
+async def pg_floor(url: str, entries: list[dict[str, Any]], batch: int, loads: int) -> tuple[float, float]:
+    """The raw Postgres floor: (append s, best load s) of bare rows over the same socket, no keys, no dedup."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("DROP TABLE IF EXISTS floor; CREATE TABLE floor (seq bigserial PRIMARY KEY, uuid text, body bytea NOT NULL);"
+                           " ALTER TABLE floor ALTER COLUMN body SET STORAGE EXTERNAL")  # as the store's entries
+        t0 = time.perf_counter()
+        for j in range(0, len(entries), batch):
+            part = entries[j : j + batch]
+            async with conn.transaction():
+                await conn.execute("INSERT INTO floor (uuid, body) SELECT u, b FROM unnest($1::text[], $2::bytea[]) AS x(u, b)",
+                                   [e.get("uuid") for e in part], [orjson.dumps(e) for e in part])
+        append = time.perf_counter() - t0
+        load = float("inf")
+        for _ in range(loads):
+            t0 = time.perf_counter()
+            rows = await conn.fetch("SELECT body FROM floor ORDER BY seq")
+            gc.disable()
+            loaded = [orjson.loads(r[0]) for r in rows]
+            gc.enable()
+            load = min(load, time.perf_counter() - t0)
+            del loaded, rows
+        return append, load
+    finally:
+        await conn.close()
+
+
+async def postgres_rounds(entries: list[dict[str, Any]], key: Any, batch: int, repeat: int,
+                          keep: Any) -> bool:
+    """Store and floor on a fresh schema / table each round, on a server started for this run; False if a load differs."""
+    server = PgServer()
+    try:
+        server.init().start()
+        url = server.url(server.new_database())
+        for i in range(repeat):
+            async with PostgresSessionStore(url, schema=f"bench{i}") as store:
+                keep("pg store append", await store_append(store, key, entries, batch))
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    loaded = await store.load(key)
+                    keep("pg store load", time.perf_counter() - t0)
+                    if loaded != entries:
+                        return False
+                    del loaded
+            append, load = await pg_floor(url, entries, batch, repeat)
+            keep("pg floor append", append)
+            keep("pg floor load", load)
+            server.sql(f"DROP SCHEMA bench{i} CASCADE", url.split("@/", 1)[1].split("?", 1)[0])
+        return True
+    finally:
+        server.remove()
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=20_000)
     ap.add_argument("--batch", type=int, default=100, help="entries per append() call")
     ap.add_argument("--repeat", type=int, default=5,
                     help="fresh databases filled, and loads per database (the best time is kept)")
+    ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip PostgresSessionStore")
     args = ap.parse_args()
 
     entries = build(args.entries)
@@ -304,6 +367,10 @@ async def main() -> int:
             for f in Path(tmp).rglob("*.db*"):
                 f.unlink()  # a tmpfs would otherwise fill with every run's copy
 
+    if args.postgres and not await postgres_rounds(entries, key, args.batch, args.repeat, keep):
+        print("ERROR: PostgresSessionStore.load() differs from what was appended")
+        return 1
+
     def row(name: str, seconds: float, floor: float) -> None:
         print(f"  {name:<7} store {n / seconds:>9,.0f} entries/s {mb / seconds:>7.1f} MB/s"
               f"   raw floor {n / floor:>9,.0f} entries/s {mb / floor:>7.1f} MB/s"
@@ -312,6 +379,13 @@ async def main() -> int:
     row("append", best["store append"], best["floor append"])
     row("load", best["store load"], best["floor load"])
     print(f"  (InMemorySessionStore append: {n / mem_append:,.0f} entries/s, for scale)")
+    if args.postgres:
+        print("PostgresSessionStore (Unix socket, fsync off as in the tests' server):")
+        row("append", best["pg store append"], best["pg floor append"])
+        row("load", best["pg store load"], best["pg floor load"])
+        print(f"  postgres/sqlite: append {best['store append'] / best['pg store append']:.2f}x,"
+              f" load {best['store load'] / best['pg store load']:.2f}x;"
+              f" postgres/in-memory append {mem_append / best['pg store append']:.2f}x")
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "NOT met"

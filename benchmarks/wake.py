@@ -1,6 +1,6 @@
-"""Wake latency: Runtime.run(resume=…) on sessions.db vs the SDK's InMemorySessionStore, same run (D7).
+"""Wake latency: Runtime.run(resume=…) on sessions.db, and on PostgreSQL, vs the SDK's InMemorySessionStore, same run (D7).
 
-Usage: python benchmarks/wake.py [--entries N] [--repeat R]
+Usage: python benchmarks/wake.py [--entries N] [--repeat R] [--no-postgres]
 
 Times a resume of a 20k-entry CLI-shaped session (benchmarks/store.py's transcript, whole
 turns, with larger tool results: ~60 MB) from the call until the first request reaches the
@@ -9,7 +9,8 @@ own store, PruningSessionStore(SqliteSessionStore) on runs/sessions.db, and once
 very same SDK options but `session_store=InMemorySessionStore()` holding the same entries
 (this Runtime takes no other store, so the baseline drives ClaudeSDKClient directly).
 Both include what the SDK and the CLI do with the transcript; only the store differs.
-Target: sqlite / in-memory <= 1.1.
+Target: sqlite / in-memory <= 1.1. The same resume through `--store postgresql://…` (PostgresSessionStore on a server
+started from the [test] extras' wheel, Unix socket, tests/pg.py) is reported beside it (issue #14), with no target.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from aiohttp import web
 from claude_agent_sdk import ClaudeSDKClient, InMemorySessionStore
 
 from flower import AgentSpec, Runtime
+from flower.runtime import Sessions
 from flower.testing import ScriptedModel, text
-from store import SESSION, Transcript, build  # benchmarks/store.py: the realistic transcript
+from store import SESSION, PgServer, Transcript, build  # benchmarks/store.py: the realistic transcript (and tests/pg.py)
 
 
 class TimedModel(ScriptedModel):
@@ -94,6 +96,7 @@ async def main() -> int:
     ap.add_argument("--entries", type=int, default=20_000)
     ap.add_argument("--grow", type=float, default=2.5, help="length factor of the larger tool results")
     ap.add_argument("--repeat", type=int, default=5, help="wakes of each kind, taking turns (the best is kept)")
+    ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip the resume through PostgreSQL")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,15 +114,29 @@ async def main() -> int:
             key = {"project_key": rt.project_key, "session_id": SID}
             await rt.raw_store.append(key, entries)  # type: ignore[arg-type]
             agent = AgentSpec("worker")
-            best = {"sqlite": float("inf"), "in-memory": float("inf")}
+            best = {"sqlite": float("inf"), "in-memory": float("inf"), "postgres": float("inf")}
+            pg = PgServer() if args.postgres else None
+            shared: Runtime | None = None
             try:
+                if pg is not None:
+                    pg.init().start()
+                    url = pg.url(pg.new_database())
+                    sessions = Sessions.open(Path(tmp) / "runs-pg", store=url, workspace=workspace)
+                    shared = Runtime(workspace, Path(tmp) / "runs-pg", sessions=sessions, env=env)
+                    await shared.raw_store.append(key, entries)  # type: ignore[arg-type]
                 # One wake first, unmeasured: the first CLI start of the run pays for cold caches.
                 await wake_in_memory(rt, model, agent, key, entries)
                 for _ in range(args.repeat):
                     best["sqlite"] = min(best["sqlite"], await wake_runtime(rt, model, agent))
                     best["in-memory"] = min(best["in-memory"], await wake_in_memory(rt, model, agent, key, entries))
+                    if shared is not None:
+                        best["postgres"] = min(best["postgres"], await wake_runtime(shared, model, agent))
             finally:
                 await rt.close()
+                if shared is not None:
+                    await shared.sessions.close()
+                if pg is not None:
+                    pg.remove()
             refused = [r.error for r in model.conversation if r.status != 200]
             if refused:
                 print(f"ERROR: the model refused a resumed transcript: {refused[0]}")
@@ -132,6 +149,9 @@ async def main() -> int:
     ratio = best["sqlite"] / best["in-memory"]
     print(f"  wake to first request: Runtime (PruningSessionStore(SqliteSessionStore)) {best['sqlite']:.2f} s"
           f"   InMemorySessionStore {best['in-memory']:.2f} s   sqlite/in-memory {ratio:.2f}x")
+    if args.postgres:
+        print(f"  through PostgreSQL (Unix socket): {best['postgres']:.2f} s   postgres/in-memory "
+              f"{best['postgres'] / best['in-memory']:.2f}x   postgres/sqlite {best['postgres'] / best['sqlite']:.2f}x")
     print(f"target: sqlite/in-memory <= 1.1 {'met' if ratio <= 1.1 else 'NOT met'}")
     return 0
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from flower.testing import ScriptedModel
+from pg import pg, pg_url  # noqa: F401 - fixtures: a real PostgreSQL (tests/pg.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository."""

@@ -30,11 +30,14 @@ from claude_agent_sdk import (
 
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
+from .core.identity import workspace_identity
 from .core.manifest import StepResult
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
+from .stores.postgres import PostgresSessionStore
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile
+from .stores.shared import open_shared
 from .stores.sqlite import SqliteSessionStore
 
 log = logging.getLogger("flower")
@@ -139,15 +142,36 @@ def project_key(workspace: str | os.PathLike[str]) -> str:
 class Sessions:
     """A run_dir's `sessions.db`: the raw store (every entry as written) and the pruned view the model resumes from (S23, D2)."""
 
-    raw: SqliteSessionStore
+    raw: SqliteSessionStore | PostgresSessionStore
     pruned: PruningSessionStore
 
     @classmethod
-    def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False) -> Sessions:
-        """The store of `run_dir` (opened on first use); `trim` switches large-result trimming only (S25)."""
+    def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False, store: str | None = None,
+             workspace: str | os.PathLike[str] | None = None, project: str | None = None) -> Sessions:
+        """The store of `run_dir` (opened on first use); `trim` switches large-result trimming only (S25).
+
+        `store` = None or `sqlite`: run_dir/sessions.db. A `postgresql://` URL: the shared store, where the
+        workspace's sessions, lineage, manifest and lock are keyed by its identity (`project` overrides it, D9).
+        """
         run_dir = Path(os.path.abspath(run_dir))
-        raw = SqliteSessionStore(run_dir / "sessions.db")
+        raw: SqliteSessionStore | PostgresSessionStore
+        if store is None or store.strip().lower() in ("", "sqlite"):
+            raw = SqliteSessionStore(run_dir / "sessions.db")
+        else:
+            where = workspace if workspace is not None else os.getcwd()
+            raw = open_shared(store, run_dir, project_key(where), workspace_identity(where, project))
         return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
+
+    async def __aenter__(self) -> Sessions:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def ready(self) -> None:
+        """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
+        if isinstance(self.raw, PostgresSessionStore):
+            await self.raw.open()
 
     def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
         """Whether sessions.db holds this workspace's session (S10)."""

@@ -33,7 +33,8 @@ class FlowerService:
                  locale: str = "en", trim: bool = True, rounds: int | None = None, env: dict[str, str] | None = None,
                  resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW,
                  model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
-                 max_cost: float | None = None, settings: Settings | None = None):
+                 max_cost: float | None = None, settings: Settings | None = None, store: str | None = None,
+                 project: str | None = None):
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
         self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
@@ -46,7 +47,7 @@ class FlowerService:
         """The current (or last) wake's spending: a new one per wake, since the cap is per wake (issue #15)."""
         self.ask: Ask | None = None
         """Set by a front-end to put clarify questions to the person; None means nobody is there."""
-        self.sessions = Sessions.open(self.run_dir, trim=trim)
+        self.sessions = Sessions.open(self.run_dir, trim=trim, store=store, workspace=self.workspace, project=project)
         """This workspace's sessions.db, shared by every wake's Runtime and by the readers below."""
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[WakeOutcome] | None = None
@@ -72,7 +73,8 @@ class FlowerService:
         """A service configured by `settings` (flower.settings: flags, environment, file, defaults)."""
         return cls(workspace, run_dir, locale=locale, trim=settings.trim, rounds=settings.rounds, env=env,
                    handoff_at=settings.handoff_at, model=settings.model, fallback_model=settings.fallback_model,
-                   isolated=settings.isolated, max_cost=settings.max_cost, settings=settings)
+                   isolated=settings.isolated, max_cost=settings.max_cost, settings=settings, store=settings.store,
+                   project=settings.project)
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import FlowerError
+from .core.shared import is_postgres_url, safe_url
 
 FILE = ".flower.toml"
 PYPROJECT = "pyproject.toml"
@@ -72,6 +73,7 @@ class Settings:
     def shown(self) -> dict[str, Any]:
         """The values and their sources, as `flower status --json` prints them."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "sources"}
+        values["store"] = safe_url(self.store)  # D6: a store URL's password is never shown
         return {"values": values, "sources": dict(self.sources)}
 
 
@@ -93,6 +95,12 @@ def _boolean(value: object) -> bool:
     return value
 
 
+def _store(value: object) -> str:
+    if not isinstance(value, str) or not (value.strip().lower() == "sqlite" or is_postgres_url(value.strip())):
+        raise ValueError
+    return value.strip()
+
+
 def _name(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError
@@ -108,7 +116,7 @@ KEYS: dict[str, tuple[Callable[[object], Any], str]] = {
     "max_cost": (_positive_number, "US dollars > 0, e.g. max_cost = 20"),
     "isolated": (_boolean, "true or false, e.g. isolated = false"),
     "run_dir": (_name, 'a directory, e.g. run_dir = "runs"'),
-    "store": (_name, 'a store, e.g. store = "sqlite"'),
+    "store": (_store, 'sqlite or a postgresql:// URL, e.g. store = "postgresql://me@db.example.org/flower"'),
     "project": (_name, 'a project name, e.g. project = "my-app"'),
 }
 """Each key: its check (raises ValueError) and what is expected, said in the error line."""
@@ -141,7 +149,7 @@ def _checked(key: str, value: object, where: str) -> Any:
     try:
         return check(value)
     except ValueError:
-        raise SettingsError(where, key, expected, value) from None
+        raise SettingsError(where, key, expected, safe_url(value) if isinstance(value, str) else value) from None
 
 
 def settings_file(workspace: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]] | None:
@@ -187,7 +195,7 @@ def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | No
     for key, name in ENV.items():
         raw = env.get(name)
         if raw is not None and raw.strip():
-            values[key] = _checked(key, raw.strip() if KEYS[key][0] is _name else _from_env(raw), f"${name}")
+            values[key] = _checked(key, raw.strip() if KEYS[key][0] in (_name, _store) else _from_env(raw), f"${name}")
             sources[key] = f"${name}"
     for key, value in (overrides or {}).items():
         if value is not None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.shared import is_postgres_url, safe_url
 from ..core.texts import text
 
 
@@ -72,13 +73,28 @@ def add_agent_settings(parser: argparse.ArgumentParser) -> None:
 
 
 FLAGS = {"rounds": "--rounds", "trim": "--no-trim", "model": "--model", "fallback_model": "--fallback-model",
-         "max_cost": "--max-cost", "isolated": "--isolated", "run_dir": "--run-dir"}
+         "max_cost": "--max-cost", "isolated": "--isolated", "run_dir": "--run-dir", "store": "--store", "project": "--project"}
 """Setting key → the flag that sets it, as `flower status --json` names a value's source."""
 
 
 def given(args: argparse.Namespace) -> dict[str, object]:
     """The settings given as flags (absent ones are None, so the environment or the file decides)."""
     return {key: getattr(args, key, None) for key in FLAGS}
+
+
+def store_type(value: str) -> str:
+    """`--store`: `sqlite` or a `postgresql://` URL (checked here; connecting is the store's, D9)."""
+    if value.strip().lower() == "sqlite" or is_postgres_url(value.strip()):
+        return value.strip()
+    raise argparse.ArgumentTypeError(f"{safe_url(value)} is neither sqlite nor a postgresql:// URL")
+
+
+def add_store(parser: argparse.ArgumentParser) -> None:
+    """`--store URL` and `--project NAME`: where a task's records live (D9); unset, the environment or the file decides."""
+    parser.add_argument("--store", metavar="URL", type=store_type,
+                        help="sqlite (default: run_dir/sessions.db) or postgresql://user@host/db, shared by a team; env FLOWER_STORE")
+    parser.add_argument("--project", metavar="NAME",
+                        help="the task's name in a shared store (default: git remote + path in the repo); env FLOWER_PROJECT")
 
 
 def main_parser(locale: str) -> Parser:
@@ -99,6 +115,7 @@ def main_parser(locale: str) -> Parser:
                       help="stop this wake cleanly once it has spent USD (every step, round and judge); the next wake continues")
     add_agent_settings(made)
     add_run_dir(made)
+    add_store(made)
     return made
 
 
@@ -112,6 +129,7 @@ def once_parser(locale: str) -> Parser:
                       help="comma-separated tools the agent may use (default: Read,Glob,Grep,Write,Edit)")
     add_agent_settings(made)
     add_run_dir(made)
+    add_store(made)
     return made
 
 
@@ -120,6 +138,7 @@ def status_parser(locale: str) -> Parser:
     made = Parser(locale=locale, prog="flower status", description="What the next run here would resume.")
     made.add_argument("--json", action="store_true", help="print the status as JSON")
     add_run_dir(made)
+    add_store(made)
     return made
 
 

@@ -8,13 +8,19 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..core.errors import FlowerError
+from ..core.identity import workspace_identity
+from ..core.shared import is_postgres_url
 from ..core.texts import Said
 from ..settings import Settings, load
 from .args import FLAGS, UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
 from .keyboard import Asker, Keyboard, listen, prompt
+
+if TYPE_CHECKING:
+    from ..runtime import Sessions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -37,6 +43,7 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     console.interactive = interactive
     setup_logging(console)
     svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale)
+    await store_ready(svc.sessions, locale)
     keyboard = Keyboard() if interactive else None
     try:
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
@@ -75,6 +82,7 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     finally:
         if keyboard is not None:
             keyboard.close()
+        await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
     if result.ok:
         verdict = result.verdict
         done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
@@ -87,6 +95,14 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     return EXIT_FAILED
 
 
+async def store_ready(sessions: Sessions, locale: str) -> None:
+    """Open the store before anything else: a bad `--store` is one line and exit 2, nothing touched (D9)."""
+    try:
+        await sessions.ready()
+    except FlowerError as exc:
+        raise UsageError(exc.text(locale)) from None
+
+
 def said_lines(said: Said, locale: str) -> str:
     """A failure in the terminal's language: its first line, and its last when that differs (a fatal error's advice, S21)."""
     lines = [ln for ln in said.text(locale).splitlines() if ln.strip()]
@@ -95,7 +111,7 @@ def said_lines(said: Said, locale: str) -> str:
 
 async def once_command(args: argparse.Namespace, locale: str) -> int:
     """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
-    from ..runtime import AgentSpec, Budget, Runtime
+    from ..runtime import AgentSpec, Budget, Runtime, Sessions
 
     settings = settings_of(args, Path.cwd())
     run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
@@ -103,8 +119,10 @@ async def once_command(args: argparse.Namespace, locale: str) -> int:
     setup_logging(console)
     tools = [name.strip() for name in args.tools.split(",") if name.strip()]
     agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
-    async with Runtime(Path.cwd(), run_dir, model=settings.model, fallback_model=settings.fallback_model,
-                       isolated=settings.isolated, budget=Budget(settings.max_cost)) as rt:
+    sessions = Sessions.open(run_dir, store=settings.store, workspace=Path.cwd(), project=settings.project)
+    async with sessions, Runtime(Path.cwd(), run_dir, sessions=sessions, model=settings.model, fallback_model=settings.fallback_model,
+                                 isolated=settings.isolated, budget=Budget(settings.max_cost)) as rt:
+        await store_ready(sessions, locale)
         if args.resume and not rt.has_session(args.resume):
             raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
         rt.listeners.append(console)
@@ -132,15 +150,19 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
     setup_logging(console)
     settings = settings_of(args, Path.cwd())
     svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale)
+    await store_ready(svc.sessions, locale)
     try:
         st: dict[str, Any] = to_json(svc.status())
     finally:
         await svc.close()
+    st["identity"] = workspace_identity(Path.cwd(), settings.project)
+    st["store"] = svc.sessions.raw.path if is_postgres_url(settings.store) else "sqlite"
     if args.json:
         console.line(json.dumps(st, ensure_ascii=False, indent=2))
         return EXIT_OK
     console.line(console.text("status_workspace", path=st["workspace"]))
     console.line(console.text("status_run_dir", path=st["run_dir"]))
+    console.line(console.text("status_identity", identity=st["identity"], store=st["store"]))
     console.line(console.text("status_model", model=st["model"]) if st["model"] else console.text("status_model_unknown"))
     cost = st["cost"]
     cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""

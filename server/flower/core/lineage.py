@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from flower.core import shared
 from flower.core.durable import move_aside, stamp, write_atomic
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ class Lineage:
         self._dirty = True  # nothing of this object is known to be on disk yet
         self.persist = persist
         """False keeps the lineage in memory only (`continuous=False` must not disturb the file, S29)."""
+        self.backend = shared.of(self.run_dir)
+        """The shared store holding this task's lineage instead of lineage.json (D9), or None."""
 
     @property
     def path(self) -> Path:
@@ -58,6 +61,8 @@ class Lineage:
         the steps whose session is still in sessions.db (S10). Never raises for file problems.
         """
         fresh = cls(run_dir, workspace)
+        if fresh.backend is not None:
+            return cls._load_shared(fresh, fresh.backend, has_session)
         path = fresh.path
         try:
             with open(path, "rb") as f:
@@ -81,6 +86,30 @@ class Lineage:
         if has_session is not None:
             steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
         lineage = cls(run_dir, workspace, woke=data["woke"], steps=steps)
+        lineage._dirty = steps != data["steps"]
+        return lineage
+
+    @classmethod
+    def _load_shared(cls, fresh: Lineage, backend: shared.Shared, has_session: Callable[[str], bool] | None) -> Lineage:
+        """The lineage the shared store holds for the workspace identity, whichever path wrote it (D9).
+
+        A database that does not answer raises: starting fresh would overwrite the team's lineage.
+        """
+        stored = backend.load_lineage()
+        data = _parse(json.dumps(stored).encode()) if stored is not None else None
+        if data is None:
+            return fresh
+        try:
+            local = _parse(fresh.path.read_bytes())
+        except OSError:
+            local = None
+        if local is not None and (local["woke"], local["steps"]) != (data["woke"], data["steps"]):
+            log.warning("following the lineage of %s in %s (wake %d), not the older %s here (wake %d)",
+                        backend.identity, backend.where, data["woke"], fresh.path, local["woke"])
+        steps = data["steps"]
+        if has_session is not None:
+            steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
+        lineage = cls(fresh.run_dir, fresh.workspace, woke=data["woke"], steps=steps)
         lineage._dirty = steps != data["steps"]
         return lineage
 
@@ -108,6 +137,14 @@ class Lineage:
 
     def _save_locked(self) -> bool:
         if not self.persist:
+            return True
+        if self.backend is not None:  # D9: one transaction in the shared store, still before returning (S11)
+            try:
+                self.backend.save_lineage(self._as_dict_locked())
+            except Exception as e:
+                log.warning("could not write the lineage to %s (%s); continuing without it", self.backend.where, e)
+                return False
+            self._dirty = False
             return True
         data = (json.dumps(self._as_dict_locked(), ensure_ascii=False, indent=2) + "\n").encode()
         try:
@@ -143,6 +180,8 @@ class Lineage:
                     except OSError as e:
                         log.warning("could not put %s back to %s: %s", target, src, e)
                 raise
+            if self.backend is not None:  # the shared lineage is archived beside the files (S28)
+                write_atomic(_free_name(dest, LINEAGE_FILE), (json.dumps(self._as_dict_locked(), ensure_ascii=False, indent=2) + "\n").encode())
             self.steps.clear()
             self.woke = 0
             self._dirty = True  # the fresh state is written by the next record()/wake()

@@ -21,8 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import shared
 from .durable import write_atomic
 from .errors import FlowerError
+from .shared import Shared
 from .texts import say
 
 LOCK_FILE = "flower.lock"
@@ -35,14 +37,18 @@ WAKE_FILE = "wake.json"
 class WorkspaceBusy(FlowerError):
     """Another live flower process drives this workspace; `.pid` and `.started_at` name it."""
 
-    def __init__(self, path: Path, pid: int | None, started_at: float | None) -> None:
+    def __init__(self, path: Path, pid: int | None, started_at: float | None, *, host: str | None = None) -> None:
         self.path = path
         self.pid = pid
         self.started_at = started_at
-        who = (say("busy_pid_since", pid=pid, since=_when(started_at)) if pid and started_at
+        self.host = host
+        """The holder's machine, when the lock is shared by several (D9)."""
+        who = (say("busy_pid_host", pid=pid, host=host, since=_when(started_at)) if pid and started_at and host
+               else say("busy_pid_since", pid=pid, since=_when(started_at)) if pid and started_at
                else say("busy_pid", pid=pid) if pid else say("busy_unknown"))
-        super().__init__("workspace_busy", who=who, stop=say("busy_stop_pid", pid=pid) if pid else say("busy_stop"),
-                         lock=path)
+        stop = (say("busy_stop_host", pid=pid, host=host) if pid and host
+                else say("busy_stop_pid", pid=pid) if pid else say("busy_stop"))
+        super().__init__("workspace_busy", who=who, stop=stop, lock=path)
 
 
 def try_flock(fd: int, timeout: float = 0.0) -> bool:
@@ -88,6 +94,7 @@ class WorkspaceLock:
         self.run_dir = Path(os.path.abspath(run_dir))
         self._fd: int | None = None
         self._mutex = threading.Lock()
+        self._shared: Shared | None = None
 
     @property
     def path(self) -> Path:
@@ -97,12 +104,17 @@ class WorkspaceLock:
     @property
     def held(self) -> bool:
         """True while this object holds the lock."""
-        return self._fd is not None
+        return self._fd is not None or self._shared is not None
 
     def acquire(self) -> WorkspaceLock:
         """Take the lock or raise WorkspaceBusy (within PROBE_GRACE); idempotent for the holder. OSError if run_dir is unusable."""
         with self._mutex:
-            if self._fd is not None:
+            if self.held:
+                return self
+            backend = shared.of(self.run_dir)
+            if backend is not None:  # D9: the lock of a shared task is the database's, across machines
+                backend.acquire()
+                self._shared = backend
                 return self
             os.makedirs(self.run_dir, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -127,6 +139,9 @@ class WorkspaceLock:
     def release(self) -> None:
         """Give the lock up; idempotent. The file stays (see the module docstring)."""
         with self._mutex:
+            backend, self._shared = self._shared, None
+            if backend is not None:
+                backend.release()
             fd, self._fd = self._fd, None
             if fd is None:
                 return

@@ -279,6 +279,41 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
 真用的时候: export ANTHROPIC_API_KEY=…; cd 你的项目; flower "要做的事"
 """,
     },
+    # -- the shared PostgreSQL store (--store postgresql://…, D9, issue #14) -------------------------
+    "store_bad_url": {
+        "en": "--store {url} is not a usable store ({reason}): give `sqlite` or postgresql://user@host/database",
+        "zh": "--store {url} 不是可用的存储({reason}): 请给 `sqlite` 或 postgresql://user@host/database",
+    },
+    "store_unreachable": {
+        "en": "cannot reach the database {url} ({reason}): is PostgreSQL running there? Nothing was written.",
+        "zh": "连不上数据库 {url}({reason}): 那里的 PostgreSQL 在运行吗?什么都没写。",
+    },
+    "store_auth": {
+        "en": "the database {url} refused the login ({reason}): check the user and password in the URL. Nothing was written.",
+        "zh": "数据库 {url} 拒绝登录({reason}): 请检查 URL 里的用户名和密码。什么都没写。",
+    },
+    "store_no_database": {
+        "en": "the database in {url} does not exist ({reason}): create it (createdb NAME) or fix the URL. Nothing was written.",
+        "zh": "{url} 里的数据库不存在({reason}): 请先创建它(createdb 名字)或改正 URL。什么都没写。",
+    },
+    "store_no_permission": {
+        "en": "the user of {url} may not create flower's tables ({reason}): GRANT CREATE ON DATABASE to it, "
+              "or let an owner run flower once. Nothing was written.",
+        "zh": "{url} 的用户无权创建 flower 的表({reason}): 请 GRANT CREATE ON DATABASE 给它,或让属主先运行一次 flower。什么都没写。",
+    },
+    "store_too_new": {
+        "en": "the database {url} was set up by a newer flower (schema version {version}; this flower knows up to {known}). "
+              "Upgrade flower (pip install -U flower) to use it; it was left as it is.",
+        "zh": "数据库 {url} 是更新版本的 flower 建的(结构版本 {version};这个 flower 只认到 {known})。"
+              "升级 flower(pip install -U flower)后再用;它保持原样未动。",
+    },
+    "store_offline": {
+        "en": "the database {url} did not answer for {seconds} s ({reason}); run again when it is back to continue",
+        "zh": "数据库 {url} {seconds} 秒没有响应({reason});它恢复后再运行即可接着做",
+    },
+    "status_identity": {"en": "identity  {identity}  · store {store}", "zh": "标识     {identity}  · 存储 {store}"},
+    "busy_pid_host": {"en": "pid {pid} on {host}, since {since}", "zh": "{host} 上的 pid {pid},自 {since} 起"},
+    "busy_stop_host": {"en": "stop it (kill {pid} on {host})", "zh": "停掉它(在 {host} 上 kill {pid})"},
 }
 """Message id → {locale: template}; every entry has every locale with the same {fields}."""
 

@@ -281,10 +281,14 @@ class Folder:
     # -- running in the background -----------------------------------------------------------
     async def _start(self, work: Awaitable[WakeOutcome | None], said: str | None = None) -> Run:
         """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
-        if self.settings_error is not None:  # one clear line naming the file, the key and what is expected
+        try:
+            if self.settings_error is not None:  # one clear line naming the file, the key and what is expected
+                raise self.settings_error
+            await self.svc.sessions.ready()  # a shared store that cannot be used is one line too (D9)
+        except FlowerError:
             if asyncio.iscoroutine(work):
                 work.close()
-            raise self.settings_error
+            raise
         self._ensure_pump()
         run = Run(next(self._numbers), said=said)
         self.run = run

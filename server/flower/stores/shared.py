@@ -1,0 +1,134 @@
+"""The PostgreSQL side of a shared task (D9): lineage, manifest rows and the one-writer lock, keyed by workspace identity."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core import shared
+from ..core.lock import WorkspaceBusy
+from .postgres import Conn, PostgresSessionStore, _Link
+
+log = logging.getLogger(__name__)
+
+_HOLDER = """
+SELECT h.host, h.pid, h.started_at FROM {s}.holders h
+JOIN pg_locks l ON l.pid = h.backend_pid AND l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+WHERE h.project = $1
+  AND l.classid::bigint = ((hashtextextended($2, 0) >> 32) & 4294967295)
+  AND l.objid::bigint = (hashtextextended($2, 0) & 4294967295)
+"""
+
+
+class PgShared:
+    """A task's lineage, manifest and lock in the store's database (implements core.shared.Shared).
+
+    The lock is a session advisory lock held on a connection of its own: PostgreSQL drops it the moment that
+    connection ends, so a killed holder (kill -9, a lost machine) never blocks the next one. `holders` says who
+    holds it; a row counts only while its connection still holds the lock (joined with pg_locks).
+    """
+
+    def __init__(self, store: PostgresSessionStore, identity: str) -> None:
+        self.store, self.identity, self.where = store, identity, store.path
+        self._lock_link: _Link | None = None
+        self._since = 0.0
+        self._key = f"flower-task:{store.schema}:{identity}"
+
+    def _call(self, sql: str, *args: Any, fetch: str = "execute") -> Any:
+        async def work(conn: Conn) -> Any:
+            return await getattr(conn, fetch)(self.store.sql(sql), *args)
+
+        return self.store.link().call(work)
+
+    def load_lineage(self) -> dict[str, Any] | None:
+        """The stored lineage, or None."""
+        raw = self._call("SELECT data FROM {s}.lineages WHERE project = $1", self.identity, fetch="fetchval")
+        data = json.loads(raw) if isinstance(raw, str) else raw
+        return data if isinstance(data, dict) else None
+
+    def save_lineage(self, data: dict[str, Any]) -> None:
+        """One statement, one transaction, committed before returning (S11)."""
+        self._relock()
+        self._call("INSERT INTO {s}.lineages (project, data, host) VALUES ($1, $2::jsonb, $3)"
+                   " ON CONFLICT (project) DO UPDATE SET data = excluded.data, host = excluded.host, updated_at = now()",
+                   self.identity, json.dumps(data, ensure_ascii=False), socket.gethostname())
+
+    def manifest_rows(self) -> list[dict[str, Any]]:
+        """Every writer's rows, in the order the writers first wrote."""
+        found = self._call("SELECT rows FROM {s}.manifest WHERE project = $1 ORDER BY id", self.identity, fetch="fetch")
+        rows: list[dict[str, Any]] = []
+        for (raw,) in found:
+            batch = json.loads(raw) if isinstance(raw, str) else raw
+            rows.extend(r for r in batch if isinstance(r, dict))
+        return rows
+
+    def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
+        """Replace writer `run`'s rows; other writers' rows are theirs (S8)."""
+        self._relock()
+        self._call("INSERT INTO {s}.manifest (project, run, rows) VALUES ($1, $2, $3::jsonb)"
+                   " ON CONFLICT (project, run) DO UPDATE SET rows = excluded.rows",
+                   self.identity, run, json.dumps(rows, ensure_ascii=False, default=str))
+
+    async def _take(self, conn: Conn) -> bool:
+        """Try the advisory lock on `conn` and, if taken, say who holds it (a holder re-taking it only stacks it)."""
+        if not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", self._key):
+            return False
+        await conn.execute(self.store.sql(
+            "INSERT INTO {s}.holders (project, backend_pid, host, pid, started_at)"
+            " VALUES ($1, pg_backend_pid(), $2, $3, $4) ON CONFLICT (project) DO UPDATE SET"
+            " backend_pid = excluded.backend_pid, host = excluded.host, pid = excluded.pid,"
+            " started_at = excluded.started_at"), self.identity, socket.gethostname(), os.getpid(), self._since)
+        return True
+
+    def _relock(self) -> None:
+        """After a database restart the lock went with its connection: take it again before writing (logged if another took it)."""
+        link = self._lock_link
+        if link is None:
+            return
+        try:
+            if not link.call(self._take):
+                log.warning("the lock of %s was lost in a database outage and another flower holds it now", self.identity)
+        except Exception as e:  # the write that follows fails alike and says so
+            log.warning("could not check the lock of %s (%s)", self.identity, e)
+
+    def acquire(self) -> None:
+        """Take the advisory lock on a connection of its own, or raise WorkspaceBusy with the holder's host and pid."""
+        if self._lock_link is not None:
+            return
+        self._since = time.time()
+        link = _Link(self.store.url, self.store.sql("{s}"))
+        try:
+            taken = link.call(self._take)
+        except BaseException:
+            link.close()
+            raise
+        if taken:
+            self._lock_link = link
+            return
+        link.close()
+        holder = None
+        deadline = time.monotonic() + 1.0  # the holder writes its row just after taking the lock
+        while holder is None and time.monotonic() < deadline:
+            holder = self._call(_HOLDER, self.identity, self._key, fetch="fetchrow")
+            if holder is None:
+                time.sleep(0.05)
+        host, pid, started = (holder["host"], holder["pid"], holder["started_at"]) if holder else (None, None, None)
+        raise WorkspaceBusy(Path(f"{self.where} {self.identity}"), pid, started, host=host)
+
+    def release(self) -> None:
+        """Close the lock's connection: the lock goes with it."""
+        link, self._lock_link = self._lock_link, None
+        if link is not None:
+            link.close()
+
+
+def open_shared(url: str, run_dir: str | os.PathLike[str], local_key: str, identity: str) -> PostgresSessionStore:
+    """The Postgres store keyed by `identity` (the CLI's `local_key` mapped to it), with run_dir's records bound to it."""
+    store = PostgresSessionStore(url, keys={local_key: identity})
+    shared.bind(run_dir, PgShared(store, identity))
+    return store
