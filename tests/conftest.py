@@ -51,7 +51,11 @@ def env(model: ScriptedModel, tmp_path: Path) -> dict[str, str]:
     """Env for the CLI: offline against the scripted model, no retries inside the CLI (D1)."""
     config = tmp_path / "claude-config"
     config.mkdir(exist_ok=True)
-    return {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0"}
+    # An empty HOME: the CLI's Bash tool then sources no ~/.bashrc. This machine's runs `pyenv rehash`, whose lock a
+    # kill mid-command leaves behind, and every later shell would print the lock's complaint into tool results.
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "HOME": str(home)}
 
 
 async def run_program(name: str, args: dict, env: dict[str, str], cwd: Path, timeout: float = 90.0) -> dict:
