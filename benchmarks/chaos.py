@@ -31,6 +31,7 @@ import asyncio
 import collections
 import fcntl
 import json
+import logging
 import os
 import random
 import re
@@ -41,6 +42,7 @@ import sys
 import tempfile
 import termios
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -315,11 +317,19 @@ def _local_entries(roots: list[Path]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _pruner_made(uid: str) -> bool:
+    """The pruner's own closing entries (uuid5, S23c) live only in the view it serves; the CLI's uuids are random (v4)."""
+    try:
+        return uuid.UUID(uid).version == 5
+    except ValueError:
+        return False
+
+
 def _missing(roots: list[Path], db: Path) -> set[tuple[str, str]]:
     """(session, uuid) of every CLI local transcript entry that sessions.db does not hold."""
     stored = _stored_uuids(db)
     return {(sid, e["uuid"]) for sid, entries in _local_entries(roots).items() for e in entries
-            if isinstance(e.get("uuid"), str) and e["uuid"] not in stored.get(sid, set())}
+            if isinstance(e.get("uuid"), str) and e["uuid"] not in stored.get(sid, set()) and not _pruner_made(e["uuid"])}
 
 
 def _has_output(sid: str, roots: list[Path], db: Path) -> bool:
@@ -451,7 +461,9 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             finally:
                 await asyncio.sleep(0.05)
                 term.close()
-            # Orphans would keep writing: the CLI must die with the group it belongs to.
+            with open(home / "runs.log", "a", encoding="utf-8") as log:
+                log.write(f"run {attempt} from request {starts[-1]}: {kill or 'no kill'} -> exit {code}\n"
+                          f"{term.screen[-2500:]}\n{'=' * 80}\n")
             if code == 0:
                 passed = True
                 break
@@ -483,6 +495,13 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
 
         # -- after the lap: what the model received, and what is on disk --------------------
         conversation = model.conversation
+        with open(home / "requests.jsonl", "w", encoding="utf-8") as log:  # for reading a failing seed afterwards
+            for r in model.requests:
+                log.write(json.dumps({"agent": _agent(r.system), "session": r.session_id, "status": r.status,
+                                      "error": r.error, "messages": len(r.messages), "last": r.last_user_text[-300:],
+                                      "debris": [d for d in DEBRIS if d in r.text],
+                                      "body": r.messages if any(d in r.text for d in DEBRIS) or r.error else None},
+                                     ensure_ascii=False) + "\n")
         invalid = [r for r in model.requests if r.status == 400 and r.error]
         figures.invalid_requests += len(invalid)
         for r in invalid[:3]:
@@ -542,6 +561,8 @@ async def chaos(kills: int, seed: int, root: Path | None = None, say_: Callable[
     """Run the scenario through `kills` seeded kills (as many laps as it takes) and return the figures."""
     rng = random.Random(seed)
     figures = Figures()
+    # A killed client leaves the scripted model writing to a closed socket; aiohttp logs each as an error.
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     started = time.monotonic()
     own = root is None
     base = Path(tempfile.mkdtemp(prefix="flower-chaos-")) if root is None else root
