@@ -33,6 +33,7 @@ from .core.manifest import StepResult
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import say
 from .stores.prune import PruningSessionStore
+from .stores.reconcile import reconcile
 from .stores.sqlite import SqliteSessionStore
 
 log = logging.getLogger("flower")
@@ -281,6 +282,8 @@ class Runtime:
         stderr: collections.deque[str] = collections.deque(maxlen=40)
         texts: list[str] = []
         seen_usage: set[str] = set()
+        if resume:
+            await self._reconcile(resume)
         try:
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append)) as client:
                 await client.query(prompt)
@@ -300,6 +303,13 @@ class Runtime:
         if not out.text:
             out.text = "\n".join(texts)
         return out
+
+    async def _reconcile(self, session_id: str) -> None:
+        """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""
+        try:
+            await reconcile(self.raw_store, self.project_key, session_id, self.env)
+        except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
+            log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
 
     def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str,
                  resume: str | None, on_session: Callable[[str], None] | None) -> None:

@@ -1,0 +1,182 @@
+"""Reconcile: entries the CLI wrote to its own transcript but the store mirror never got are imported before a resume (D2).
+
+The CLI writes every entry to its local JSONL first and only then hands it to the SDK, which mirrors it
+to sessions.db; a kill between the two leaves sessions.db trailing the file. Before a resume, the
+entries the file has and sessions.db lacks are appended to the raw store, in the file's order, so the
+transcript the SDK materialises for the resumed CLI (from the store, through the pruned view) carries
+them. The CLI's file is only ever read.
+
+Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins them):
+- a session started without `resume` writes `<config dir>/projects/<project key>/<session>.jsonl`, with
+  the config dir the CLI's `CLAUDE_CONFIG_DIR` (else ~/.claude) and the key the SDK's
+  `project_key_for_directory` of its cwd, even with a session store set;
+- a resumed session runs on a temporary config dir the SDK materialises from the store
+  (`<tmp>/claude-resume-*/projects/<project key>/<session>.jsonl`: the pruned view, then the CLI's new
+  entries); the SDK removes it when the CLI ends, but a kill leaves it behind, holding the newest
+  entries. Both files are read; in the temporary one, the results pruning added (uuid5, transcript.py)
+  are flower's view, not the CLI's, and are never imported;
+- the mirror carries every line of the file except the CLI's request replay records (`api-request*`)
+  and the `cost-state` line it writes at exit: those stay local and are never imported (restoring
+  `cost-state` would make the resumed CLI carry the earlier cost totals on).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import uuid as uuidlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+
+from ..core.redact import redact
+
+__all__ = [
+    "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile", "transcript_path",
+]
+
+log = logging.getLogger("flower")
+
+Entry = dict[str, Any]
+
+
+def config_dir(env: Mapping[str, str]) -> Path:
+    """The CLI's config dir for an env: `CLAUDE_CONFIG_DIR`, else ~/.claude (as the SDK resolves it)."""
+    return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+
+def transcript_path(config: Path, project_key: str, session_id: str) -> Path:
+    """Where the CLI keeps a session's own transcript under a config dir."""
+    return config / "projects" / project_key / f"{session_id}.jsonl"
+
+
+def leftover_paths(project_key: str, session_id: str, tmp: Path | None = None) -> list[Path]:
+    """The session's files in temporary config dirs a killed resume left behind (the SDK's `claude-resume-*`), oldest first."""
+    base = tmp if tmp is not None else Path(tempfile.gettempdir())
+    found = []
+    for path in base.glob(f"claude-resume-*/projects/{project_key}/{session_id}.jsonl"):
+        try:
+            found.append((path.stat().st_mtime_ns, path))
+        except OSError:  # removed meanwhile: its resume ended cleanly
+            continue
+    return [path for _, path in sorted(found)]
+
+
+def is_local_only(entry: Mapping[str, Any]) -> bool:
+    """Whether the CLI keeps this line in its own file only (never mirrored): request replay records, cost-state."""
+    kind = entry.get("type")
+    return isinstance(kind, str) and (kind.startswith("api-request") or kind == "cost-state")
+
+
+def _pruning_added(uid: str) -> bool:
+    """Whether a uuid is one pruning gave a result it added (uuid5); the CLI's own are random (uuid4)."""
+    try:
+        return uuidlib.UUID(uid).version == 5
+    except ValueError:
+        return False
+
+
+def parse_jsonl(data: bytes) -> list[Entry]:
+    """The JSON objects of a JSONL text in order; a line that does not parse (cut by a kill mid-write) is skipped."""
+    entries: list[Entry] = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:  # also UnicodeDecodeError: a line cut mid-character
+            continue
+        if isinstance(value, dict):
+            entries.append(value)
+    return entries
+
+
+def content_key(entry: Mapping[str, Any]) -> str:
+    """An entry's identity by content: its JSON with sorted keys, API keys redacted as the store wrote them (D6)."""
+    return json.dumps(redact(entry), sort_keys=True, separators=(",", ":"))
+
+
+def missing(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, Any]]) -> list[Entry]:
+    """The entries of `local` that `stored` lacks, in `local`'s order.
+
+    Matched by `uuid` where the entry has one, otherwise by content, each stored copy standing for one
+    local line (the CLI repeats identical metadata lines). Local-only lines and the results pruning added
+    to a materialised resume are never returned. Nothing is returned when `stored` has gone on without
+    them (`_went_on`): appending them now would graft a stale branch onto the session's end.
+    """
+    uuids = {u for e in stored if isinstance(u := e.get("uuid"), str)}
+    copies = Counter(content_key(e) for e in stored if not isinstance(e.get("uuid"), str))
+    todo: list[Entry] = []
+    for entry in local:
+        if is_local_only(entry):
+            continue
+        uid = entry.get("uuid")
+        if isinstance(uid, str):
+            if uid in uuids or _pruning_added(uid):
+                continue
+            uuids.add(uid)  # a uuid repeated in the file is imported once
+        else:
+            key = content_key(entry)
+            if copies[key] > 0:
+                copies[key] -= 1
+                continue
+        todo.append(dict(entry))
+    return [] if todo and _went_on(local, stored, todo) else todo
+
+
+def _went_on(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, Any]], todo: list[Entry]) -> bool:
+    """Whether `stored` holds entries `local` lacks that are newer than the missing ones (a later resume went on without them).
+
+    Stored entries older than the missing ones may be absent from `local` for good reasons: a materialised
+    resume starts from the pruned view, which hides some. Without a timestamp to compare, the newest stored
+    uuid must be in `local`.
+    """
+    mine = {u for e in local if isinstance(u := e.get("uuid"), str)}
+    since = min((t for e in todo if isinstance(e.get("uuid"), str) and isinstance(t := e.get("timestamp"), str)), default=None)
+    if since is not None:
+        return any(isinstance(u := e.get("uuid"), str) and u not in mine and isinstance(t := e.get("timestamp"), str)
+                   and t > since for e in stored)
+    newest = next((u for e in reversed(stored) if isinstance(u := e.get("uuid"), str)), None)
+    return newest is not None and newest not in mine
+
+
+def _read(path: Path) -> bytes | None:
+    """The file's bytes, or None when it is missing or cannot be read (the resume goes on from the store)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        log.warning("reconcile: cannot read %s (%s); resuming from sessions.db as it is", path, err.strerror or err)
+        return None
+
+
+async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[str, str] | None = None) -> int:
+    """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
+
+    `env` is the CLI's env over this process's (`CLAUDE_CONFIG_DIR` picks the config dir); the temporary
+    dirs are this process's (the SDK makes them here). The files are read oldest first, each against the
+    store as the previous left it. The import goes through the store's `append`, which skips uuids
+    already stored, so a rerun imports nothing.
+    """
+    paths = [transcript_path(config_dir({**os.environ, **(env or {})}), project_key, session_id),
+             *leftover_paths(project_key, session_id)]
+    key: SessionKey = {"project_key": project_key, "session_id": session_id}
+    imported = 0
+    for path in paths:
+        data = _read(path)
+        if not data:
+            continue
+        stored: list[SessionStoreEntry] = await store.load(key) or []
+        todo = missing(parse_jsonl(data), stored)
+        if todo:
+            await store.append(key, todo)
+            imported += len(todo)
+    if imported:
+        log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", imported, session_id)
+    return imported

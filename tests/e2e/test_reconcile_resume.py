@@ -1,0 +1,134 @@
+"""Reconcile before every resume, on the real CLI: what a lagging mirror left out of sessions.db comes back from the
+CLI's own transcript, and the resumed model receives it (issue 13; D2).
+
+The race is made deterministic: after a real step, the newest rows of its session are deleted from sessions.db,
+which is what a kill between the CLI's own write and the mirror's leaves behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from pathlib import Path
+
+from conftest import run_program
+from flower import AgentSpec, Runtime
+from flower.runtime import project_key
+from flower.stores.prune import INTERRUPTED_NOTE
+from flower.stores.reconcile import config_dir, is_local_only, parse_jsonl, transcript_path
+from flower.testing import text, tool
+
+BRIEF = "write the notes"
+DONE = "notes written, step finished"
+
+
+def args(workspace: Path, run_dir: Path) -> dict:
+    return {"workspace": str(workspace), "run_dir": str(run_dir),
+            "steps": [{"name": "work", "prompt": BRIEF, "tools": ["Write"], "resume_prompt": "carry on"}]}
+
+
+def stored_rows(run_dir: Path, workspace: Path, sid: str) -> list[tuple[int, dict]]:
+    """(seq, entry) of the session's main transcript in sessions.db, read with plain SQLite."""
+    with sqlite3.connect(run_dir / "sessions.db") as db:
+        rows = db.execute(
+            "SELECT e.seq, e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
+            " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' ORDER BY e.seq",
+            (project_key(workspace), sid)).fetchall()
+    return [(seq, json.loads(body)) for seq, body in rows]
+
+
+def drop_from(run_dir: Path, seq: int) -> None:
+    """Delete every row from `seq` on, as a mirror that lagged behind the CLI's own file would have left it."""
+    db = sqlite3.connect(run_dir / "sessions.db")
+    try:
+        with db:
+            db.execute("DELETE FROM entries WHERE seq >= ?", (seq,))
+    finally:
+        db.close()
+
+
+def mirrored(local: Path) -> list[dict]:
+    """The lines of the CLI's own transcript that the mirror carries."""
+    return [e for e in parse_jsonl(local.read_bytes()) if not is_local_only(e)]
+
+
+def tool_result_seq(rows: list[tuple[int, dict]]) -> int:
+    """The seq of the user row that carries the step's tool result: it and everything after it get dropped."""
+    return next(seq for seq, e in rows if e.get("type") == "user" and "toolUseResult" in e)
+
+
+async def first_step(model, env, workspace: Path, run_dir: Path) -> tuple[str, Path, list[tuple[int, dict]]]:
+    """One real work step with a tool call; its session, the CLI's own transcript and its sessions.db rows."""
+    model.push(tool("Write", {"file_path": str(workspace / "notes.txt"), "content": "n\n"}), text(DONE))
+    ctx = await run_program("workflow", args(workspace, run_dir), env, workspace)
+    sid = ctx["_sessions"]["work"]
+    local = transcript_path(config_dir(env), project_key(workspace), sid)
+    rows = stored_rows(run_dir, workspace, sid)
+    # What the real CLI does (the facts reconcile.py is built on): its own file is where the SDK's project key
+    # and CLAUDE_CONFIG_DIR put it, and the mirror holds its lines but the local-only ones, in order, up to
+    # where it stopped (even a clean exit can leave the CLI's last metadata line unmirrored).
+    assert [e for _, e in rows] == mirrored(local)[: len(rows)]
+    assert any(is_local_only(e) for e in parse_jsonl(local.read_bytes()))
+    return sid, local, rows
+
+
+async def test_rows_a_lagging_mirror_lost_are_restored_and_the_resumed_model_receives_them(model, env, workspace, run_dir):
+    sid, local, rows = await first_step(model, env, workspace, run_dir)
+    before = local.read_bytes()
+    drop_from(run_dir, tool_result_seq(rows))
+    lost = [e for seq, e in rows if seq >= tool_result_seq(rows)]
+    assert any(e.get("type") == "assistant" for e in lost) and any(e.get("uuid") is None for e in lost)
+
+    model.push(text("carried on"))
+    ctx = await run_program("workflow", args(workspace, run_dir), env, workspace)
+    assert ctx["_ok"] and ctx["_sessions"]["work"] == sid
+
+    seen = model.last  # the resumed turn's request
+    assert seen.session_id == sid and seen.last_user_text.endswith("carry on")
+    assert DONE in seen.texts("assistant")
+    assert [r["tool_use_id"] for r in seen.tool_results()] == [u["id"] for u in seen.tool_uses()] != []
+    # sessions.db holds the first step again, whole, in the file's order, once: then the resumed turn.
+    after = [e for _, e in stored_rows(run_dir, workspace, sid)]
+    assert after[: len(mirrored(local))] == mirrored(local)
+    uuids = [e["uuid"] for e in after if "uuid" in e]
+    assert len(uuids) == len(set(uuids))
+    assert local.read_bytes() == before  # the CLI's own file is only read
+
+
+async def test_a_file_cut_mid_line_gives_what_parses(model, env, workspace, run_dir, caplog):
+    sid, local, rows = await first_step(model, env, workspace, run_dir)
+    drop_from(run_dir, tool_result_seq(rows))
+    # A kill during the CLI's write of the final answer: the file ends inside that line.
+    data = local.read_bytes()
+    start = data.index(DONE.encode())
+    local.write_bytes(data[:start])
+    before = local.read_bytes()
+
+    model.push(text("carried on"))
+    async with Runtime(workspace, run_dir, env=env) as rt:
+        with caplog.at_level(logging.INFO, logger="flower"):
+            result = await rt.run(AgentSpec("work", allowed_tools=["Write"]), "carry on", resume=sid)
+    assert result.ok and result.session_id == sid
+    seen = model.last
+    # The real tool result came back (not the note pruning puts where a result is missing); the cut answer did not.
+    assert "notes.txt" in json.dumps(seen.tool_results()) and INTERRUPTED_NOTE not in seen.text
+    assert DONE not in seen.text
+    imported = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reconcile:")]
+    assert len(imported) == 1 and f"of session {sid}" in imported[0]
+    assert local.read_bytes() == before
+
+
+async def test_without_the_file_the_resume_goes_on_from_the_store(model, env, workspace, run_dir):
+    sid, local, rows = await first_step(model, env, workspace, run_dir)
+    drop_from(run_dir, tool_result_seq(rows))
+    local.unlink()  # e.g. the CLI's config dir was cleaned
+
+    model.push(text("carried on"))
+    async with Runtime(workspace, run_dir, env=env) as rt:
+        result = await rt.run(AgentSpec("work", allowed_tools=["Write"]), "carry on", resume=sid)
+    assert result.ok and result.session_id == sid
+    seen = model.last
+    assert BRIEF in seen.text and seen.tool_uses() and DONE not in seen.text and INTERRUPTED_NOTE in seen.text
+    kept = [e for seq, e in rows if seq < tool_result_seq(rows)]
+    assert [e for _, e in stored_rows(run_dir, workspace, sid)][: len(kept)] == kept

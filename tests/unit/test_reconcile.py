@@ -1,0 +1,182 @@
+"""Reconcile's pure parts: parsing the CLI's own transcript and diffing it against sessions.db (issue 13)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import uuid
+from pathlib import Path
+
+from flower.stores.prune import PruningSessionStore
+from flower.stores.reconcile import (
+    config_dir,
+    content_key,
+    is_local_only,
+    leftover_paths,
+    missing,
+    parse_jsonl,
+    reconcile,
+    transcript_path,
+)
+from flower.stores.sqlite import SqliteSessionStore
+
+SID = "0b1c2d3e-0000-4000-8000-000000000001"
+KEY = {"project_key": "-ws", "session_id": SID}
+
+
+def chat(n: int) -> list[dict]:
+    """A CLI-like transcript of `n` user/assistant rows on one parentUuid chain, with the CLI's uuid-less metadata lines."""
+    rows: list[dict] = [{"type": "queue-operation", "operation": "enqueue", "sessionId": SID}]
+    parent = None
+    for i in range(n):
+        uid = f"00000000-0000-4000-8000-{i:012d}"
+        role = "user" if i % 2 == 0 else "assistant"
+        rows.append({"type": role, "uuid": uid, "parentUuid": parent, "sessionId": SID, "timestamp": f"2026-01-01T00:00:{i:02d}.000Z",
+                     "message": {"role": role, "content": [{"type": "text", "text": f"row {i}"}]}})
+        rows.append({"type": "atis-latch", "atis": True, "sessionId": SID})  # identical lines, repeated
+        parent = uid
+    return rows
+
+
+def jsonl(entries: list[dict]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in entries)
+
+
+def test_parse_skips_a_line_cut_mid_write_and_junk():
+    rows = chat(3)
+    data = jsonl(rows) + b'{"type":"assistant","uuid":"cut-he'
+    assert parse_jsonl(data) == rows
+    assert parse_jsonl(b'\n[1]\n"x"\n\xff\xfe{\n' + jsonl(rows[:1]) + b"\n\n") == rows[:1]
+    assert parse_jsonl(b"") == []
+
+
+def test_nothing_missing_when_the_store_mirrors_the_file():
+    rows = chat(4)
+    assert missing(rows, rows) == []
+
+
+def test_the_trailing_rows_are_missing_in_order_uuid_less_by_content():
+    rows = chat(4)
+    todo = missing(rows, rows[:4])
+    assert todo == rows[4:]
+    # the stored atis-latch copy stands for one local line only: the other three are imported
+    assert sum(1 for e in todo if e["type"] == "atis-latch") == 3
+
+
+def test_import_is_idempotent():
+    rows = chat(5)
+    stored = rows[:3]
+    stored = stored + missing(rows, stored)
+    assert sorted(map(content_key, stored)) == sorted(map(content_key, rows))
+    assert missing(rows, stored) == []
+
+
+def test_local_only_lines_are_never_imported():
+    rows = chat(2)
+    local = [*rows, {"type": "api-request-shape", "shapeHash": "h"}, {"type": "api-request", "id": 1},
+             {"type": "api-request-blob", "hash": "h"}, {"type": "cost-state", "totalCostUSD": 0.1}]
+    assert [is_local_only(e) for e in local[-4:]] == [True] * 4 and not any(map(is_local_only, rows))
+    assert missing(local, rows) == []
+
+
+def test_a_uuid_repeated_in_the_file_is_imported_once():
+    rows = chat(2)
+    assert missing([*rows, rows[-2]], rows[:1]) == rows[1:]
+
+
+def test_a_store_that_went_on_without_the_file_gets_no_stale_branch():
+    rows = chat(4)
+    later = {"type": "user", "uuid": "99999999-0000-4000-8000-000000000000", "parentUuid": rows[3]["uuid"],
+             "sessionId": SID, "timestamp": "2026-01-01T00:01:00.000Z"}
+    # The file's last rows never reached the store, and a later resume appended past them.
+    assert missing(rows, [*rows[:4], later]) == []
+    # Without timestamps: the store's newest uuid must be in the file.
+    bare = [{k: v for k, v in e.items() if k != "timestamp"} for e in rows]
+    assert missing(bare, [*bare[:4], later]) == [] and missing(bare, bare[:4]) == bare[4:]
+    # A store holding only uuid-less lines cannot tell: the file wins.
+    assert missing(rows, rows[:1]) == rows[1:]
+
+
+def test_older_stored_rows_the_file_lacks_do_not_block_the_import():
+    # A materialised resume starts from the pruned view: rows it hid are stored but not in its file.
+    rows = chat(6)
+    hidden = rows[3]
+    local = [e for e in rows if e is not hidden]
+    assert missing(local, rows[:5]) == rows[5:]
+
+
+def test_results_pruning_added_are_never_imported():
+    rows = chat(2)
+    added = {"type": "user", "uuid": str(uuid.uuid5(uuid.NAMESPACE_OID, "x")), "parentUuid": rows[1]["uuid"], "sessionId": SID}
+    assert missing([*rows, added], rows) == []
+
+
+def test_leftover_resume_dirs_are_found_oldest_first(tmp_path: Path):
+    paths = []
+    for i, name in enumerate(["claude-resume-b", "claude-resume-a", "other-c"]):
+        path = transcript_path(tmp_path / name, "-ws", SID)
+        path.parent.mkdir(parents=True)
+        path.write_text("{}\n")
+        os.utime(path, ns=(i * 10**9, i * 10**9))
+        paths.append(path)
+    transcript_path(tmp_path / "claude-resume-d", "-other", SID).parent.mkdir(parents=True)
+    assert leftover_paths("-ws", SID, tmp_path) == paths[:2]
+
+
+def test_content_match_sees_the_store_redaction(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-abcdefghijklmnop")
+    line = {"type": "summary", "summary": "the key was sk-ant-api03-abcdefghijklmnop"}
+    stored = {"type": "summary", "summary": "the key was [redacted]"}
+    assert missing([line], [stored]) == []
+
+
+def test_paths_follow_the_cli(tmp_path: Path):
+    assert config_dir({"CLAUDE_CONFIG_DIR": str(tmp_path)}) == tmp_path
+    assert config_dir({}) == Path.home() / ".claude"
+    assert transcript_path(tmp_path, "-a-b", SID) == tmp_path / "projects" / "-a-b" / f"{SID}.jsonl"
+
+
+async def test_reconcile_imports_through_the_raw_store_and_the_pruned_view_reads_it(tmp_path: Path, caplog):
+    rows = chat(6)
+    path = transcript_path(tmp_path / "cfg", KEY["project_key"], SID)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(jsonl(rows) + b'{"type":"user","uuid":"half')
+    before = path.read_bytes()
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        await raw.append(KEY, rows[:5])
+        with caplog.at_level(logging.INFO, logger="flower"):
+            n = await asyncio.wait_for(reconcile(raw, KEY["project_key"], SID, {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}), 10)
+        assert n == len(rows) - 5
+        assert await raw.load(KEY) == rows
+        assert [r.getMessage() for r in caplog.records] == [f"reconcile: imported {n} entries of session {SID} from the CLI's own transcript"]
+        assert await reconcile(raw, KEY["project_key"], SID, {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}) == 0
+        pruned = await PruningSessionStore(raw).load(KEY)
+        assert pruned is not None and [e.get("uuid") for e in pruned if "uuid" in e] == [e["uuid"] for e in rows if "uuid" in e]
+    finally:
+        await raw.close()
+    assert path.read_bytes() == before
+
+
+async def test_reconcile_without_the_file_changes_nothing(tmp_path: Path):
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        await raw.append(KEY, chat(2))
+        assert await reconcile(raw, KEY["project_key"], SID, {"CLAUDE_CONFIG_DIR": str(tmp_path / "none")}) == 0
+        assert await raw.load(KEY) == chat(2)
+    finally:
+        await raw.close()
+
+
+async def test_an_unreadable_file_is_logged_and_left_alone(tmp_path: Path, caplog):
+    path = transcript_path(tmp_path, KEY["project_key"], SID)
+    path.mkdir(parents=True)  # a directory where the file should be: reading fails with an OSError
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        with caplog.at_level(logging.WARNING, logger="flower"):
+            assert await reconcile(raw, KEY["project_key"], SID, {"CLAUDE_CONFIG_DIR": str(tmp_path)}) == 0
+        assert "cannot read" in caplog.text and path.is_dir()
+    finally:
+        await raw.close()
