@@ -210,8 +210,10 @@ class FlowerPath:
             session = lineage.steps.get(WORK)
             if session and (await self.rt.context_size(session) or 0) > self.handoff_at:
                 handoff, document = self.write_handoff(ctx, session)
-                lineage.steps.pop(WORK)  # S26: the next run of the step starts a new session
-                lineage.save()
+                # S26: the next run of the step starts a new session. In memory only: the file keeps naming the
+                # old session until the new one's id replaces it (S11), so a kill in between hands off again
+                # instead of starting a session that never saw the handoff document (chaos --seed 2).
+                lineage.steps.pop(WORK)
                 message = HANDOFF_PROMPT.format(path=handoff, document=document) + "\n\n" + message
             result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n))
             self.last_words = result.text or self.last_words
