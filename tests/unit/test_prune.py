@@ -250,11 +250,24 @@ def test_an_interruption_result_keeps_its_entry_with_the_neutral_body():
     t.reply(call)
     at = t.interrupted(call["id"])
     out = prune(t.entries)
-    assert out.verdicts == {at: "rewritten"}
+    assert out.verdicts[at] == "rewritten" and out.entries[-1]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_REPLY}]
     entry = by_uuid(out.entries)[at]
     assert entry["message"]["content"][0]["content"] == INTERRUPTED_NOTE
     assert entry["toolUseResult"] == INTERRUPTED_NOTE and entry["message"]["content"][0]["is_error"] is True
     assert t.entries[-1]["message"]["content"][0]["content"] == INTERRUPTED_BY_CLI  # the input is untouched
+
+
+def test_a_kill_after_a_tool_ran_ends_the_transcript_on_the_neutral_reply():
+    # chaos --seed 2: killed after the Bash result was written, before the model answered it. The CLI
+    # would send its own "No response requested." for the rest of the resumed round (issue 13).
+    t = Transcript()
+    t.prompt("go")
+    call = use(command="echo 1")
+    t.reply(call)
+    at = t.result(call["id"], "1")
+    out = prune(t.entries)
+    assert out.entries[-1]["parentUuid"] == at and out.entries[-1]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_REPLY}]
+    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
 
 
 def test_a_call_left_open_by_a_kill_is_closed_after_its_response():
@@ -330,7 +343,7 @@ def test_trim_spills_large_old_results_and_points_at_them(tmp_path):
     pointer = body_of(out.entries, read["id"])
     path = tmp_path / f"{read['id']}.txt"
     assert pointer == f"[trimmed: {len(original) // 1024} KB result of Read(/w/big.txt) saved to {path}; Read that file if you need it]"
-    assert out.spills == {path: original} and out.verdicts == {at: "rewritten"}
+    assert out.spills == {path: original} and {u: v for u, v in out.verdicts.items() if v != "added"} == {at: "rewritten"}
     assert by_uuid(out.entries)[at]["toolUseResult"] == pointer  # the CLI's copy is not left resident either
     assert body_of(prune(t.entries).entries, read["id"]) == original  # trim off: intact
     assert prune(t.entries, trim=True, spill_dir=tmp_path, trim_keep_rounds=4).spills == {}  # not old enough

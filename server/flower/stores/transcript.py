@@ -463,15 +463,15 @@ def rebuild(entries: list[Entry], found: Index, todo: Plan) -> PruneResult:
                 verdicts[made] = "added"
                 parent = made
     out.extend(entries[done:])
-    if "added" in verdicts.values():
-        _end_on_a_reply(out, verdicts)
+    _end_on_a_reply(out, verdicts)
     return PruneResult(out, verdicts, relinked, todo.spills)
 
 
 def _end_on_a_reply(out: list[Entry], verdicts: dict[str, Verdict]) -> None:
-    """After closing notes were added, end a transcript that ends on a tool result with the neutral reply (S23c).
+    """End a transcript that ends on a tool result with the neutral reply (S23c).
 
-    A kill left calls open and the model never answered the last tool result. The CLI answers a
+    A kill left calls open, or came after a tool ran and before the model answered its result
+    (chaos --seed 2: the CLI then sent "No response requested." for the rest of the round). The CLI answers a
     resumed transcript ending on a tool result with its own "No response requested."; end it on
     the neutral reply instead.
     """
