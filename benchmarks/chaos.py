@@ -221,6 +221,9 @@ class Terminal:
         return ANSI.sub(b"", self.raw).decode("utf-8", "replace").replace("\r", "")
 
     def close(self) -> None:
+        """Kill what is left of the group and close the terminal (twice is harmless)."""
+        if self.master < 0:
+            return
         if self.proc.returncode is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -231,6 +234,7 @@ class Terminal:
         except Exception:
             pass
         os.close(self.master)
+        self.master = -1
 
 
 # ------------------------------------------------------------------------------ what is checked
@@ -453,10 +457,12 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
                 try:
                     code = await asyncio.wait_for(term.proc.wait(), run_timeout)
                 except TimeoutError:
+                    code = None
                     figures.defects.append(f"lap {n} run {attempt}: flower did not end within {run_timeout:.0f} s "
                                            f"({'after ' + kill.sig.name if kill else 'no kill'}); screen tail:\n"
                                            f"{term.screen[-1500:]}")
-                    term.close()
+                    with open(home / "runs.log", "a", encoding="utf-8") as log:
+                        log.write(f"run {attempt}: {kill or 'no kill'} -> did not end\n{term.screen[-2500:]}\n{'=' * 80}\n")
                     break
             finally:
                 await asyncio.sleep(0.05)
