@@ -389,7 +389,7 @@ class Kill:
     def draw(cls, rng: random.Random) -> Kill:
         kind = rng.choice(("request", "request", "line", "time"))
         count = {"request": rng.randint(1, 4), "line": rng.randint(1, 12), "time": 0}[kind]
-        delay = rng.uniform(0.3, 8.0) if kind == "time" else rng.choice((0.0, rng.uniform(0.0, 0.5), rng.uniform(0.0, 1.5)))
+        delay = rng.uniform(0.3, 5.0) if kind == "time" else rng.choice((0.0, rng.uniform(0.0, 0.5), rng.uniform(0.0, 1.5)))
         return cls(kind, count, delay, rng.choice(SIGNALS))
 
 
@@ -422,7 +422,7 @@ def cli_env(model: ScriptedModel, config: Path, tmp: Path) -> dict[str, str]:
 
 
 async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figures, say_: Callable[[str], None],
-              run_timeout: float) -> int:
+              run_timeout: float, stop_at: float = float("inf")) -> int:
     """One workspace run to the end through up to `kills` kills; returns the kills used."""
     home = root / f"lap{n}"
     ws, config, tmp = home / "ws", home / "claude-config", home / "tmp"
@@ -448,7 +448,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             killed_before.append(previous)
             figures.runs += 1
             term = await Terminal.open(args, env, ws)
-            kill = Kill.draw(rng) if used < kills else None
+            kill = Kill.draw(rng) if used < kills and time.monotonic() < stop_at else None
             try:
                 if kill is not None and await _moment(kill, term, model):
                     os.killpg(term.proc.pid, kill.sig)
@@ -563,20 +563,24 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
 
 
 async def chaos(kills: int, seed: int, root: Path | None = None, say_: Callable[[str], None] = print,
-                run_timeout: float = 120.0) -> Figures:
-    """Run the scenario through `kills` seeded kills (as many laps as it takes) and return the figures."""
+                run_timeout: float = 120.0, minutes: float | None = None) -> Figures:
+    """Run the scenario through `kills` seeded kills (as many laps as it takes) and return the figures.
+
+    With `minutes`, no kill is drawn after that time: the lap under way finishes unkilled and the run ends.
+    """
     rng = random.Random(seed)
     figures = Figures()
     # A killed client leaves the scripted model writing to a closed socket; aiohttp logs each as an error.
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     started = time.monotonic()
+    stop_at = started + minutes * 60 if minutes else float("inf")
     own = root is None
     base = Path(tempfile.mkdtemp(prefix="flower-chaos-")) if root is None else root
     try:
         n = 0
-        while figures.kills < kills or n == 0:
+        while (figures.kills < kills and time.monotonic() < stop_at) or n == 0:
             n += 1
-            used = await lap(n, base, rng, kills - figures.kills, figures, say_, run_timeout)
+            used = await lap(n, base, rng, kills - figures.kills, figures, say_, run_timeout, stop_at)
             if used == 0 and figures.kills < kills:
                 break  # a lap that took no kill would loop forever
     finally:
@@ -592,11 +596,12 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=100, help="how many kills (default 100)")
     parser.add_argument("--seed", type=int, default=1, help="the RNG seed: the same seed plans the same kills")
     parser.add_argument("--keep", metavar="DIR", help="run in DIR and keep the workspaces there")
+    parser.add_argument("--minutes", type=float, help="draw no kill after this many minutes (a bound on a loaded machine)")
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else None
     if root is not None:
         root.mkdir(parents=True, exist_ok=True)
-    figures = asyncio.run(chaos(args.kills, args.seed, root))
+    figures = asyncio.run(chaos(args.kills, args.seed, root, minutes=args.minutes))
     print(f"chaos --kills {args.kills} --seed {args.seed}")
     print(figures.report())
     sys.exit(0 if figures.ok else 1)
