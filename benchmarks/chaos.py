@@ -508,16 +508,25 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
                                       "debris": [d for d in DEBRIS if d in r.text],
                                       "body": r.messages if any(d in r.text for d in DEBRIS) or r.error else None},
                                      ensure_ascii=False) + "\n")
-        invalid = [r for r in model.requests if r.status == 400 and r.error]
-        figures.invalid_requests += len(invalid)
-        for r in invalid[:3]:
-            figures.defects.append(f"lap {n}: invalid transcript sent to the model: {r.error}")
-        for r in conversation:
+        def blame(index: int) -> Kill | None:
+            """The kill before the flower run that sent request `index`."""
+            culprit = killed_before[max(i for i, s in enumerate(starts) if s <= index)]
+            if culprit is not None:
+                lost_by_kill.add(id(culprit))
+            return culprit
+
+        for index, r in enumerate(conversation):
+            if r.status == 400 and r.error:
+                figures.invalid_requests += 1
+                culprit = blame(index)
+                figures.defects.append(f"lap {n}: invalid transcript sent to the model after "
+                                       f"{culprit.sig.name if culprit else 'no kill'}: {r.error}")
             found = [d for d in DEBRIS if d in r.text]
             if found:
                 figures.debris += 1
-                if figures.debris <= 3:
-                    figures.defects.append(f"lap {n}: the model received {found} ({_agent(r.system)} step)")
+                culprit = blame(index)
+                figures.defects.append(f"lap {n}: the model received {found} ({_agent(r.system)} step, request {index}, "
+                                       f"after {culprit.sig.name if culprit else 'no kill'})")
         missing = _missing(roots, db)
         figures.turns_lost += len(missing)
         for kill, risk in at_risk:
@@ -530,10 +539,6 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
         verdicts: list[bool] = []
         for index, r in enumerate(conversation):
             agent = _agent(r.system)
-            if agent == "judge":
-                if "VERDICT" in r.text:
-                    continue
-                continue
             sid = r.session_id
             if agent not in ("clarify", "goals", "work") or sid is None:
                 continue
@@ -543,12 +548,9 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
                 figures.handoffs += handoff
                 if not handoff and _has_output(before, roots, db):
                     figures.sessions_lost += 1
-                    run = max(i for i, s in enumerate(starts) if s <= index)
-                    culprit = killed_before[run]
-                    if culprit is not None:
-                        lost_by_kill.add(id(culprit))
+                    culprit = blame(index)
                     figures.defects.append(f"lap {n}: the {agent} step left session {before} (it had model output) "
-                                           f"for a fresh {sid} in run {run} (after {culprit.sig.name if culprit else 'no kill'})")
+                                           f"for a fresh {sid} at request {index} (after {culprit.sig.name if culprit else 'no kill'})")
             current[agent] = sid
         manifest = json.loads((runs / "manifest.json").read_bytes()) if (runs / "manifest.json").exists() else []
         for row in manifest:
@@ -598,6 +600,10 @@ def main() -> None:
     parser.add_argument("--keep", metavar="DIR", help="run in DIR and keep the workspaces there")
     parser.add_argument("--minutes", type=float, help="draw no kill after this many minutes (a bound on a loaded machine)")
     args = parser.parse_args()
+    # The kills include Ctrl-C and hangups: a shell that started this in the background (SIGINT
+    # ignored) or under nohup (SIGHUP ignored) would pass "ignore" on to flower; give it the defaults.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     root = Path(args.keep) if args.keep else None
     if root is not None:
         root.mkdir(parents=True, exist_ok=True)
