@@ -270,6 +270,35 @@ def test_a_kill_after_a_tool_ran_ends_the_transcript_on_the_neutral_reply():
     validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
 
 
+CTRL_C = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+          "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.")
+
+
+def test_ctrl_c_during_a_tool_is_an_interruption_not_a_denial():
+    # chaos --seed 7, as CLI 2.1.332 writes it: the result as a rejection, then "[Request interrupted by user for tool use]".
+    t = Transcript()
+    t.prompt("go")
+    call = use(command="sleep 1")
+    t.reply(call)
+    at = t.result(call["id"], CTRL_C, is_error=True, toolDenialKind="user-rejected")
+    line = t._add({"type": "user", "message": {"role": "user", "content": [say("[Request interrupted by user for tool use]")]}})["uuid"]
+    out = prune(t.entries)
+    assert out.verdicts[at] == "rewritten" and out.verdicts[line] == "hidden"
+    assert body_of(out.entries, call["id"]) == INTERRUPTED_NOTE
+    assert out.entries[-1]["parentUuid"] == at and out.entries[-1]["message"]["content"] == [say(INTERRUPTED_REPLY)]
+    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+
+
+def test_a_prompt_the_model_never_answered_ends_on_the_neutral_reply():
+    # chaos --seed 7: killed after the prompt was written; the CLI would answer it with "No response requested.".
+    t = Transcript()
+    t.prompt("go")
+    t.reply(say("done"))
+    asked = t.prompt("continue")
+    out = prune(t.entries)
+    assert out.entries[-1]["parentUuid"] == asked and out.entries[-1]["message"]["content"] == [say(INTERRUPTED_REPLY)]
+
+
 def test_a_call_left_open_by_a_kill_is_closed_after_its_response():
     t = Transcript(tree=True)
     t.prompt("go")
