@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, until
+from flower.runtime import Sessions, project_key
 from flower.testing import text
 from flowerscript import GOALS, REQUIREMENTS
 
@@ -69,3 +70,29 @@ async def test_a_kill_right_after_the_handoff_document_hands_off_again(model, en
     first = next(r for r in model.conversation[before:] if "careful coding agent" in r.system)
     assert first.session_id != old and "You take over this work from an earlier session" in first.text
     assert _lineage(run_dir)["steps"]["干活"] == first.session_id
+
+
+async def test_a_session_only_the_clis_own_file_holds_is_resumed_not_started_over(model, env, workspace, run_dir):
+    # chaos --seed 7: SIGHUP before the store mirror's first write left the goals session only in the CLI's
+    # own transcript; S10 found it missing from sessions.db and the step started over in a fresh session.
+    (workspace / "需求.md").write_text(REQUIREMENTS, encoding="utf-8")
+    (workspace / "目标.md").write_text(GOALS, encoding="utf-8")
+    model.push(text("half way"), text("VERDICT: FAIL not yet"))
+    first = await asyncio.create_subprocess_exec(
+        str(FLOWER), "--rounds", "1", "-r", str(run_dir), cwd=workspace, env=_env(env),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    assert await asyncio.wait_for(first.wait(), 90) == 1
+    sid = _lineage(run_dir)["steps"]["干活"]
+    sessions = Sessions.open(run_dir)
+    await sessions.raw.delete({"project_key": project_key(workspace), "session_id": sid})  # as if never mirrored
+    await sessions.close()
+
+    model.push(text("done"), text("VERDICT: PASS"))
+    before = len(model.conversation)
+    again = await asyncio.create_subprocess_exec(
+        str(FLOWER), "-r", str(run_dir), cwd=workspace, env=_env(env), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(again.communicate(), 90)
+    assert again.returncode == 0, err.decode()
+    resumed = next(r for r in model.conversation[before:] if "careful coding agent" in r.system)
+    assert resumed.session_id == sid and "half way" in resumed.text
