@@ -294,9 +294,12 @@ def test_a_prompt_the_model_never_answered_ends_on_the_neutral_reply():
     t = Transcript()
     t.prompt("go")
     t.reply(say("done"))
-    asked = t.prompt("continue")
+    t.prompt("continue")
+    # The CLI hangs the prompt's attachments off it and reads its chain from the newest entry: the reply
+    # goes after them, or the request carries an empty system message (a 400; chaos --seed 1).
+    attached = t._add({"type": "attachment", "attachment": {"type": "date", "date": "2026-12-01"}})["uuid"]
     out = prune(t.entries)
-    assert out.entries[-1]["parentUuid"] == asked and out.entries[-1]["message"]["content"] == [say(INTERRUPTED_REPLY)]
+    assert out.entries[-1]["parentUuid"] == attached and out.entries[-1]["message"]["content"] == [say(INTERRUPTED_REPLY)]
 
 
 def test_a_call_left_open_by_a_kill_is_closed_after_its_response():

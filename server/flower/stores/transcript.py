@@ -495,7 +495,10 @@ def _end_on_a_reply(out: list[Entry], verdicts: dict[str, Verdict]) -> None:
     """
     tail = next((e for e in reversed(out) if e.get("type") in ("user", "assistant")), None)
     if tail is not None and tail.get("uuid") and tail.get("type") == "user":
-        reply = _closing_reply(tail)
+        # After the prompt's attachments, which hang off it: the CLI reads its chain from the newest entry, and a
+        # reply beside them gave it an empty system message, a 400 (chaos --seed 1).
+        leaf = next(e["uuid"] for e in reversed(out) if isinstance(e.get("uuid"), str))
+        reply = _closing_reply(tail, leaf)
         out.append(reply)
         verdicts[reply["uuid"]] = "added"
 
@@ -537,13 +540,13 @@ def _is_tool_result(entry: Entry) -> bool:
     return type(content) is list and any(type(b) is dict and b.get("type") == "tool_result" for b in content)
 
 
-def _closing_reply(note: Entry) -> Entry:
-    """The neutral reply after a closing note, in the place where the CLI would put its own filler."""
+def _closing_reply(note: Entry, parent: str) -> Entry:
+    """The neutral reply after a closing note (under `parent`, the newest entry), where the CLI would put its own filler."""
     entry = {k: note[k] for k in _CONTEXT_KEYS if k in note}
     uid = str(uuidlib.uuid5(_SYNTH_NS, f"reply:{note['uuid']}"))
     entry.update({
         "type": "assistant",
-        "parentUuid": note["uuid"],
+        "parentUuid": parent,
         "uuid": uid,
         "isApiErrorMessage": False,
         "message": {
