@@ -419,8 +419,10 @@ def cli_env(model: ScriptedModel, config: Path, tmp: Path) -> dict[str, str]:
     """This process's env without credentials, pointed at the scripted model; TMPDIR keeps the SDK's resume copies here."""
     base = {k: v for k, v in os.environ.items()
             if k not in ("LC_ALL", "LC_MESSAGES") and not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    # HOME here too: the Bash tool runs a login shell, and a kill during a profile's `pyenv rehash` leaves its
+    # lock behind, so every later login shell of the machine's own profile waits on it (seen: a run stuck on it).
     return {**base, **model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "LANG": "C.UTF-8", "TERM": "xterm",
-            "TMPDIR": str(tmp)}
+            "TMPDIR": str(tmp), "HOME": str(tmp)}
 
 
 async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figures, say_: Callable[[str], None],
