@@ -396,6 +396,10 @@ class Runtime:
             out.text = "\n".join(texts)
         return out
 
+    async def reconcile(self, session_id: str) -> None:
+        """`_reconcile` for a caller about to check a session (S10): one only the CLI's own file holds comes back."""
+        await self._reconcile(session_id)
+
     async def _reconcile(self, session_id: str) -> None:
         """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""
         try:

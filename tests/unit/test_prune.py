@@ -250,11 +250,56 @@ def test_an_interruption_result_keeps_its_entry_with_the_neutral_body():
     t.reply(call)
     at = t.interrupted(call["id"])
     out = prune(t.entries)
-    assert out.verdicts == {at: "rewritten"}
+    assert out.verdicts[at] == "rewritten" and out.entries[-1]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_REPLY}]
     entry = by_uuid(out.entries)[at]
     assert entry["message"]["content"][0]["content"] == INTERRUPTED_NOTE
     assert entry["toolUseResult"] == INTERRUPTED_NOTE and entry["message"]["content"][0]["is_error"] is True
     assert t.entries[-1]["message"]["content"][0]["content"] == INTERRUPTED_BY_CLI  # the input is untouched
+
+
+def test_a_kill_after_a_tool_ran_ends_the_transcript_on_the_neutral_reply():
+    # chaos --seed 2: killed after the Bash result was written, before the model answered it. The CLI
+    # would send its own "No response requested." for the rest of the resumed round (issue 13).
+    t = Transcript()
+    t.prompt("go")
+    call = use(command="echo 1")
+    t.reply(call)
+    at = t.result(call["id"], "1")
+    out = prune(t.entries)
+    assert out.entries[-1]["parentUuid"] == at and out.entries[-1]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_REPLY}]
+    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+
+
+CTRL_C = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+          "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.")
+
+
+def test_ctrl_c_during_a_tool_is_an_interruption_not_a_denial():
+    # chaos --seed 7, as CLI 2.1.332 writes it: the result as a rejection, then "[Request interrupted by user for tool use]".
+    t = Transcript()
+    t.prompt("go")
+    call = use(command="sleep 1")
+    t.reply(call)
+    at = t.result(call["id"], CTRL_C, is_error=True, toolDenialKind="user-rejected")
+    line = t._add({"type": "user", "message": {"role": "user", "content": [say("[Request interrupted by user for tool use]")]}})["uuid"]
+    out = prune(t.entries)
+    assert out.verdicts[at] == "rewritten" and out.verdicts[line] == "hidden"
+    assert body_of(out.entries, call["id"]) == INTERRUPTED_NOTE
+    assert out.entries[-1]["parentUuid"] == at and out.entries[-1]["message"]["content"] == [say(INTERRUPTED_REPLY)]
+    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+
+
+def test_a_prompt_the_model_never_answered_ends_on_the_neutral_reply():
+    # chaos --seed 7: killed after the prompt was written; the CLI would answer it with "No response requested.".
+    t = Transcript()
+    t.prompt("go")
+    t.reply(say("done"))
+    t.prompt("continue")
+    # The CLI hangs the prompt's attachments off it and reads its chain from the newest entry: the reply
+    # goes after them, or the request carries an empty system message (a 400; chaos --seed 1).
+    attached = t._add({"type": "attachment", "attachment": {"type": "date", "date": "2026-12-01"}})["uuid"]
+    out = prune(t.entries)
+    assert out.entries[-1]["parentUuid"] == attached and out.entries[-1]["message"]["content"] == [say(INTERRUPTED_REPLY)]
 
 
 def test_a_call_left_open_by_a_kill_is_closed_after_its_response():
@@ -330,7 +375,7 @@ def test_trim_spills_large_old_results_and_points_at_them(tmp_path):
     pointer = body_of(out.entries, read["id"])
     path = tmp_path / f"{read['id']}.txt"
     assert pointer == f"[trimmed: {len(original) // 1024} KB result of Read(/w/big.txt) saved to {path}; Read that file if you need it]"
-    assert out.spills == {path: original} and out.verdicts == {at: "rewritten"}
+    assert out.spills == {path: original} and {u: v for u, v in out.verdicts.items() if v != "added"} == {at: "rewritten"}
     assert by_uuid(out.entries)[at]["toolUseResult"] == pointer  # the CLI's copy is not left resident either
     assert body_of(prune(t.entries).entries, read["id"]) == original  # trim off: intact
     assert prune(t.entries, trim=True, spill_dir=tmp_path, trim_keep_rounds=4).spills == {}  # not old enough

@@ -52,6 +52,7 @@ T = {"type": "text", "text": "hi"}
     (body({"role": "robot", "content": "x"}), "role"),
     (body(user({"type": "text", "text": "  "})), "non-whitespace"),
     (body(user(T), assistant(TR)), "not allowed"),
+    (body(user(T), assistant(TU), user(T, TR)), "must come first"),
     ({"model": "m", "messages": [user(T)]}, "max_tokens"),
     ({**body(user(T), assistant(TU), user(TR)), "tools": []}, "must define tools"),
 ])

@@ -206,6 +206,15 @@ def index(entries: list[Entry], *, commands: frozenset[str] = EPHEMERAL_COMMANDS
             previous = "user"
             message = entry.get("message")
             content = message.get("content") if isinstance(message, dict) else None
+            if _is_interruption_marker(content):
+                # S23c: Ctrl-C during a tool makes the CLI write the call's result as a person's rejection,
+                # then this "[Request interrupted by user for tool use]" line: an interruption, not a denial.
+                # The line is residue; the results it follows are interruption results (chaos --seed 7).
+                residue.append(i)
+                for tid, (at, j, b, found_kind, size) in list(results.items()):
+                    if found_kind == "denied" and entries[at].get("uuid") == parent:
+                        results[tid] = (at, j, b, "interrupted", size)
+                continue
             if type(content) is list:
                 for j, b in enumerate(content):
                     if type(b) is dict and b.get("type") == "tool_result":
@@ -239,6 +248,15 @@ def _ephemeral(command: str, commands: frozenset[str]) -> bool:
         if words and words[0] != "cd":
             heads.append(words)
     return bool(heads) and all(any(w[:len(k)] == k for k in known) for w in heads)
+
+
+def _is_interruption_marker(content: Any) -> bool:
+    """A user message that is only the CLI's "[Request interrupted by user…]" line(s)."""
+    if isinstance(content, str):
+        return content.startswith("[Request interrupted")
+    return (type(content) is list and bool(content)
+            and all(type(b) is dict and b.get("type") == "text" and str(b.get("text", "")).startswith("[Request interrupted")
+                    for b in content))
 
 
 def _kind(entry: Entry, block: Block) -> Kind:
@@ -463,21 +481,24 @@ def rebuild(entries: list[Entry], found: Index, todo: Plan) -> PruneResult:
                 verdicts[made] = "added"
                 parent = made
     out.extend(entries[done:])
-    if "added" in verdicts.values():
-        _end_on_a_reply(out, verdicts)
+    _end_on_a_reply(out, verdicts)
     return PruneResult(out, verdicts, relinked, todo.spills)
 
 
 def _end_on_a_reply(out: list[Entry], verdicts: dict[str, Verdict]) -> None:
-    """After closing notes were added, end a transcript that ends on a tool result with the neutral reply (S23c).
+    """End a transcript that ends on a user message (a tool result or a prompt) with the neutral reply (S23c).
 
-    A kill left calls open and the model never answered the last tool result. The CLI answers a
+    A kill left calls open, or came after a tool ran or a prompt was sent and before the model answered
+    (chaos --seeds 2 and 7: the CLI then sent "No response requested." for the rest of the round). The CLI answers a
     resumed transcript ending on a tool result with its own "No response requested."; end it on
     the neutral reply instead.
     """
     tail = next((e for e in reversed(out) if e.get("type") in ("user", "assistant")), None)
-    if tail is not None and tail.get("uuid") and _is_tool_result(tail):
-        reply = _closing_reply(tail)
+    if tail is not None and tail.get("uuid") and tail.get("type") == "user":
+        # After the prompt's attachments, which hang off it: the CLI reads its chain from the newest entry, and a
+        # reply beside them gave it an empty system message, a 400 (chaos --seed 1).
+        leaf = next(e["uuid"] for e in reversed(out) if isinstance(e.get("uuid"), str))
+        reply = _closing_reply(tail, leaf)
         out.append(reply)
         verdicts[reply["uuid"]] = "added"
 
@@ -519,13 +540,13 @@ def _is_tool_result(entry: Entry) -> bool:
     return type(content) is list and any(type(b) is dict and b.get("type") == "tool_result" for b in content)
 
 
-def _closing_reply(note: Entry) -> Entry:
-    """The neutral reply after a closing note, in the place where the CLI would put its own filler."""
+def _closing_reply(note: Entry, parent: str) -> Entry:
+    """The neutral reply after a closing note (under `parent`, the newest entry), where the CLI would put its own filler."""
     entry = {k: note[k] for k in _CONTEXT_KEYS if k in note}
     uid = str(uuidlib.uuid5(_SYNTH_NS, f"reply:{note['uuid']}"))
     entry.update({
         "type": "assistant",
-        "parentUuid": note["uuid"],
+        "parentUuid": parent,
         "uuid": uid,
         "isApiErrorMessage": False,
         "message": {

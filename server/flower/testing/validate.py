@@ -88,9 +88,15 @@ def validate(body: Any) -> None:
             previous = turns[n - 1] if n > 0 else None
             offered = [b.get("id") for b in previous[2] if b["type"] == "tool_use"] if previous and previous[1] == "assistant" else []
             answered: list[str] = []
+            seen_other = False
             for j, block in enumerate(blocks):
                 if block["type"] != "tool_result":
+                    seen_other = True
                     continue
+                if seen_other:
+                    # The API wants a user turn's tool results before anything else in it.
+                    raise InvalidRequest(f"messages.{i}.content.{j}: `tool_result` blocks must come first in the user message, "
+                                         "before any other content")
                 tid = block.get("tool_use_id")
                 if tid not in offered:
                     raise InvalidRequest(

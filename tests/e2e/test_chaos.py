@@ -1,0 +1,98 @@
+"""Chaos: the real `flower` command killed at seeded random moments loses nothing (issue 13; S1, S11, S23, S26).
+
+The short run calls `benchmarks/chaos.py`'s own `chaos()`: one implementation, run long there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, until
+from flower.runtime import Sessions, project_key
+from flower.testing import text
+from flowerscript import GOALS, REQUIREMENTS
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from chaos import BIG, FLOWER, chaos  # noqa: E402  (benchmarks/ is not a package)
+
+
+@pytest.mark.timeout(300)
+async def test_ten_seeded_kills_lose_no_session_no_turn_no_row(tmp_path: Path):
+    figures = await chaos(10, seed=7, root=tmp_path, say_=print)
+    print(figures.report())
+    assert figures.kills == 10 and figures.survived == 10, figures.report()
+    assert figures.laps_passed == figures.laps, figures.report()
+    assert (figures.sessions_lost, figures.turns_lost, figures.rows_lost, figures.unreadable) == (0, 0, 0, 0), figures.report()
+    assert (figures.invalid_requests, figures.debris) == (0, 0), figures.report()
+    assert not figures.defects, figures.report()
+
+
+def _env(env: dict[str, str]) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    return {**base, **env, "LANG": "C.UTF-8"}
+
+
+def _lineage(run_dir: Path) -> dict:
+    return json.loads((run_dir / "lineage.json").read_text())
+
+
+async def test_a_kill_right_after_the_handoff_document_hands_off_again(model, env, workspace, run_dir):
+    # The first round's reply crosses the handoff threshold; the judge fails it; round 2 hands off (S26).
+    (workspace / "需求.md").write_text(REQUIREMENTS, encoding="utf-8")  # frozen: straight to work (S17)
+    (workspace / "目标.md").write_text(GOALS, encoding="utf-8")
+    model.push(text("phase 1 done", input_tokens=BIG), text("VERDICT: FAIL not yet"))
+    proc = await asyncio.create_subprocess_exec(
+        str(FLOWER), "-r", str(run_dir), cwd=workspace, env=_env(env), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+    try:
+        await until(lambda: any((workspace / "notes").glob("handoff-*.md")), timeout=90, what="the handoff document")
+        old = model.conversation[0].session_id
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # before the new session's id arrives: the CLI is still starting
+        await asyncio.wait_for(proc.wait(), 30)
+    # S11: the file names the old session until the new one replaces it, so nothing starts without the document.
+    assert _lineage(run_dir)["steps"].get("干活") == old
+
+    model.push(text("phase 2 done"), text("VERDICT: PASS"))
+    before = len(model.conversation)
+    again = await asyncio.create_subprocess_exec(
+        str(FLOWER), "-r", str(run_dir), cwd=workspace, env=_env(env), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    out, err = await asyncio.wait_for(again.communicate(), 90)
+    assert again.returncode == 0, err.decode()
+    first = next(r for r in model.conversation[before:] if "careful coding agent" in r.system)
+    assert first.session_id != old and "You take over this work from an earlier session" in first.text
+    assert _lineage(run_dir)["steps"]["干活"] == first.session_id
+
+
+async def test_a_session_only_the_clis_own_file_holds_is_resumed_not_started_over(model, env, workspace, run_dir):
+    # chaos --seed 7: SIGHUP before the store mirror's first write left the goals session only in the CLI's
+    # own transcript; S10 found it missing from sessions.db and the step started over in a fresh session.
+    (workspace / "需求.md").write_text(REQUIREMENTS, encoding="utf-8")
+    (workspace / "目标.md").write_text(GOALS, encoding="utf-8")
+    model.push(text("half way"), text("VERDICT: FAIL not yet"))
+    first = await asyncio.create_subprocess_exec(
+        str(FLOWER), "--rounds", "1", "-r", str(run_dir), cwd=workspace, env=_env(env),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    assert await asyncio.wait_for(first.wait(), 90) == 1
+    sid = _lineage(run_dir)["steps"]["干活"]
+    sessions = Sessions.open(run_dir)
+    await sessions.raw.delete({"project_key": project_key(workspace), "session_id": sid})  # as if never mirrored
+    await sessions.close()
+
+    model.push(text("done"), text("VERDICT: PASS"))
+    before = len(model.conversation)
+    again = await asyncio.create_subprocess_exec(
+        str(FLOWER), "-r", str(run_dir), cwd=workspace, env=_env(env), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(again.communicate(), 90)
+    assert again.returncode == 0, err.decode()
+    resumed = next(r for r in model.conversation[before:] if "careful coding agent" in r.system)
+    assert resumed.session_id == sid and "half way" in resumed.text
