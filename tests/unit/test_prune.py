@@ -267,7 +267,7 @@ def test_a_kill_after_a_tool_ran_ends_the_transcript_on_the_neutral_reply():
     at = t.result(call["id"], "1")
     out = prune(t.entries)
     assert out.entries[-1]["parentUuid"] == at and out.entries[-1]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_REPLY}]
-    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+    validate({"model": "m", "max_tokens": 1, "tools": [{"name": "Bash"}], "messages": api_messages(out.entries)})
 
 
 CTRL_C = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
@@ -286,7 +286,7 @@ def test_ctrl_c_during_a_tool_is_an_interruption_not_a_denial():
     assert out.verdicts[at] == "rewritten" and out.verdicts[line] == "hidden"
     assert body_of(out.entries, call["id"]) == INTERRUPTED_NOTE
     assert out.entries[-1]["parentUuid"] == at and out.entries[-1]["message"]["content"] == [say(INTERRUPTED_REPLY)]
-    validate({"model": "m", "max_tokens": 1, "messages": api_messages(out.entries)})
+    validate({"model": "m", "max_tokens": 1, "tools": [{"name": "Bash"}], "messages": api_messages(out.entries)})
 
 
 def test_a_prompt_the_model_never_answered_ends_on_the_neutral_reply():
