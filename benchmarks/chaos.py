@@ -259,7 +259,7 @@ class Figures:
     moments: collections.Counter[str] = field(default_factory=collections.Counter)
     judge_failed_then_passed: int = 0
     judge_unmirrored: int = 0
-    """Entries of killed judge rounds only the CLI's own file holds (never resumed, so never imported)."""
+    """Of the turns lost, entries of judge rounds (never resumed, S14)."""
     handoffs: int = 0
     wall_s: float = 0.0
     defects: list[str] = field(default_factory=list)
@@ -281,7 +281,7 @@ class Figures:
             f"laps passed      {self.laps_passed}/{self.laps}   (flower runs {self.runs}, judge failed then passed in "
             f"{self.judge_failed_then_passed}, handoffs {self.handoffs})",
             f"sessions lost    {self.sessions_lost}",
-            f"turns lost       {self.turns_lost}   (killed judge rounds' entries not in sessions.db: {self.judge_unmirrored})",
+            f"turns lost       {self.turns_lost}   (of which judge rounds' entries: {self.judge_unmirrored})",
             f"manifest rows lost {self.rows_lost}; unreadable lineage/manifest after a kill {self.unreadable}",
             f"model received   {self.invalid_requests} invalid transcripts, {self.debris} with error debris",
             f"wall time        {self.wall_s:.0f} s",
@@ -531,12 +531,12 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
                 culprit = blame(index)
                 figures.defects.append(f"lap {n}: the model received {found} ({_agent(r.system)} step, request {index}, "
                                        f"after {culprit.sig.name if culprit else 'no kill'})")
-        # A judge round is never resumed (S14): its CLI-only entries after a kill are counted apart, not as turns lost.
+        # Every entry of every CLI local transcript counts, judge rounds' too (never resumed, S14: the wake's sweep
+        # brings them in); the judges' share is shown apart.
         judges = {r.session_id for r in conversation if _agent(r.system) == "judge"}
-        unmirrored = _missing(roots, db)
-        missing = {(sid, uid) for sid, uid in unmirrored if sid not in judges}
+        missing = _missing(roots, db)
         figures.turns_lost += len(missing)
-        figures.judge_unmirrored += len(unmirrored) - len(missing)
+        figures.judge_unmirrored += sum(1 for sid, _ in missing if sid in judges)
         for kill, risk in at_risk:
             if risk & missing:
                 lost_by_kill.add(id(kill))

@@ -36,7 +36,7 @@ from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endp
 from .core.texts import Said, say
 from .stores.postgres import PostgresSessionStore
 from .stores.prune import PruningSessionStore
-from .stores.reconcile import reconcile
+from .stores.reconcile import reconcile, sweep
 from .stores.shared import open_shared
 from .stores.sqlite import SqliteSessionStore
 
@@ -399,6 +399,13 @@ class Runtime:
     async def reconcile(self, session_id: str) -> None:
         """`_reconcile` for a caller about to check a session (S10): one only the CLI's own file holds comes back."""
         await self._reconcile(session_id)
+
+    async def sweep(self) -> None:
+        """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""
+        try:
+            await sweep(self.raw_store, self.project_key, self.run_dir, self.env)
+        except Exception:  # the wake goes on from sessions.db as it is: a failed import loses nothing stored
+            log.exception("reconcile: the sweep of this workspace's CLI transcripts failed")
 
     async def _reconcile(self, session_id: str) -> None:
         """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""

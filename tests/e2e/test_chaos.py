@@ -29,6 +29,7 @@ async def test_ten_seeded_kills_lose_no_session_no_turn_no_row(tmp_path: Path):
     print(figures.report())
     assert figures.kills == 10 and figures.survived == 10, figures.report()
     assert figures.laps_passed == figures.laps, figures.report()
+    # turns_lost counts every entry of every CLI local transcript, killed judge rounds' included (the wake's sweep).
     assert (figures.sessions_lost, figures.turns_lost, figures.rows_lost, figures.unreadable) == (0, 0, 0, 0), figures.report()
     assert (figures.invalid_requests, figures.debris) == (0, 0), figures.report()
     assert not figures.defects, figures.report()

@@ -7,9 +7,13 @@ which is what a kill between the CLI's own write and the mirror's leaves behind.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
+import signal
 import sqlite3
+import sys
 from pathlib import Path
 
 from conftest import kill_group, run_program, start_program, until
@@ -18,6 +22,9 @@ from flower.runtime import project_key
 from flower.stores.prune import INTERRUPTED_NOTE
 from flower.stores.reconcile import config_dir, is_local_only, leftover_paths, parse_jsonl, transcript_path
 from flower.testing import Reply, say, text, tool
+from flowerscript import GOALS, REQUIREMENTS
+
+FLOWER = Path(sys.executable).parent / "flower"
 
 BRIEF = "write the notes"
 DONE = "notes written, step finished"
@@ -161,3 +168,69 @@ async def test_a_killed_resume_is_restored_from_the_dir_the_sdk_left_behind(mode
     assert "second.txt" in json.dumps(seen.tool_uses()) and "second.txt" in json.dumps(seen.tool_results())
     assert INTERRUPTED_NOTE not in seen.text
     assert left.read_bytes() == before and local.read_bytes() == config_before
+
+
+async def test_a_judge_round_the_mirror_never_got_lands_in_sessions_db_at_the_next_wake(model, env, workspace, run_dir):
+    # chaos --seed 1: a killed judge round is never resumed (S14), so no resume reconciles it; nor a session killed
+    # before flower learned its id, nor one never resumed after an interruption. The wake's sweep brings them in.
+    (workspace / "需求.md").write_text(REQUIREMENTS, encoding="utf-8")  # frozen: straight to work (S17)
+    (workspace / "目标.md").write_text(GOALS, encoding="utf-8")
+    cli_env = {**{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}, **env, "LANG": "C.UTF-8"}
+
+    async def wake() -> int:
+        proc = await asyncio.create_subprocess_exec(
+            str(FLOWER), "--rounds", "1", "-r", str(run_dir), cwd=workspace, env=cli_env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        return await asyncio.wait_for(proc.wait(), 90)
+
+    model.push(text("half way"), text("VERDICT: FAIL not yet"))
+    assert await wake() == 1
+    judge = next(r.session_id for r in model.conversation if "You are the judge" in r.system)
+    local = transcript_path(config_dir(env), project_key(workspace), judge)
+    before = local.read_bytes()
+    db = sqlite3.connect(run_dir / "sessions.db")  # as a kill before the mirror's first write leaves it
+    try:
+        with db:
+            db.execute("DELETE FROM entries WHERE transcript IN (SELECT id FROM transcripts WHERE session_id = ?)", (judge,))
+    finally:
+        db.close()
+    assert stored_rows(run_dir, workspace, judge) == []
+
+    model.push(text("done"), text("VERDICT: PASS"))
+    assert await wake() == 0
+    assert [e for _, e in stored_rows(run_dir, workspace, judge)] == mirrored(local)  # every entry, in the file's order
+    assert judge not in {r.session_id for r in model.conversation[2:]}  # still never resumed (S14)
+    assert local.read_bytes() == before
+
+
+async def test_a_session_interrupted_and_never_resumed_lands_in_sessions_db_at_the_next_wake(model, env, workspace, run_dir):
+    # chaos --seed 1 lap 1: SIGINT while the goals step's last request was in flight, after its Write. The CLI writes
+    # its `[Request interrupted by user]` entry as it exits, after the mirror's last flush; 目标.md exists, so the
+    # goals session is never resumed and no resume reconciles it. The next wake's sweep brings the entry in.
+    (workspace / "需求.md").write_text(REQUIREMENTS, encoding="utf-8")  # frozen: clarify is skipped (S17)
+    cli_env = {**{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}, **env, "LANG": "C.UTF-8"}
+    slow = text("goals written")
+    slow.delay = 3.0  # the kill comes while this request is in flight
+    model.push(tool("Write", {"file_path": str(workspace / "目标.md"), "content": GOALS}), slow)
+    proc = await asyncio.create_subprocess_exec(
+        str(FLOWER), "--rounds", "1", "-r", str(run_dir), cwd=workspace, env=cli_env, start_new_session=True,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await until(lambda: len(model.conversation) >= 2, timeout=60, what="the goals step's second request")
+    finally:
+        await kill_group(proc, signal.SIGINT)
+    goals = model.conversation[0].session_id
+    local = transcript_path(config_dir(env), project_key(workspace), goals)
+    before = local.read_bytes()
+    interrupted = [e for e in parse_jsonl(before) if "[Request interrupted by user]" in json.dumps(e.get("message"))]
+    assert interrupted  # what the CLI does on SIGINT mid-request
+
+    model.push(text("done"), text("VERDICT: PASS"))
+    again = await asyncio.create_subprocess_exec(
+        str(FLOWER), "--rounds", "1", "-r", str(run_dir), cwd=workspace, env=cli_env,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    assert await asyncio.wait_for(again.wait(), 90) == 0
+    assert goals not in {r.session_id for r in model.conversation[2:]}  # 目标.md exists: the goals step is not resumed
+    assert [e for _, e in stored_rows(run_dir, workspace, goals)] == mirrored(local)  # every entry, in the file's order
+    assert all("[Request interrupted" not in r.text for r in model.conversation)  # the filler never reached the model
+    assert local.read_bytes() == before

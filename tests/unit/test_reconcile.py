@@ -6,11 +6,13 @@ import asyncio
 import json
 import logging
 import os
+import tempfile
 import uuid
 from pathlib import Path
 
 from flower.stores.prune import PruningSessionStore
 from flower.stores.reconcile import (
+    SWEPT_FILE,
     config_dir,
     content_key,
     is_local_only,
@@ -18,6 +20,7 @@ from flower.stores.reconcile import (
     missing,
     parse_jsonl,
     reconcile,
+    sweep,
     transcript_path,
 )
 from flower.stores.sqlite import SqliteSessionStore
@@ -188,3 +191,49 @@ def test_a_line_with_a_lone_surrogate_parses_and_keys():
     [entry] = parse_jsonl(line)
     assert entry["summary"] == "cut \ud83d"
     assert missing([entry], [dict(entry)]) == [] and missing([entry], []) == [entry]
+
+
+SID2 = "0b1c2d3e-0000-4000-8000-000000000002"
+
+
+async def test_sweep_imports_every_session_of_the_key_and_rereads_only_changed_files(tmp_path: Path, monkeypatch, caplog):
+    # Sessions no resume reconciles (a killed judge round, one never named in the lineage) come in at the sweep;
+    # a file whose size and mtime are unchanged is not read again, one that changed is.
+    cfg, tmp, run_dir = tmp_path / "cfg", tmp_path / "tmp", tmp_path / "runs"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    env = {"CLAUDE_CONFIG_DIR": str(cfg)}
+    own = transcript_path(cfg, KEY["project_key"], SID)
+    left = tmp / "claude-resume-x" / "projects" / KEY["project_key"] / f"{SID2}.jsonl"
+    other = transcript_path(cfg, "-other", SID2)  # another workspace's: not swept
+    stray = transcript_path(cfg, KEY["project_key"], "agent-1")  # not a session id: not a session of its own
+    for path, rows in ((own, chat(4)), (left, chat(2)), (other, chat(2)), (stray, chat(2))):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(jsonl(rows))
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    key2 = {**KEY, "session_id": SID2}
+    try:
+        with caplog.at_level(logging.INFO, logger="flower"):
+            assert await sweep(raw, KEY["project_key"], run_dir, env) == len(chat(4)) + len(chat(2))
+        assert await raw.load(KEY) == chat(4) and await raw.load(key2) == chat(2)
+        assert await raw.load({"project_key": "-other", "session_id": SID2}) is None
+        assert await raw.load({**KEY, "session_id": "agent-1"}) is None
+        remembered = json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]]
+        assert sorted(remembered) == sorted([str(own), str(left)])
+
+        await raw.delete(KEY)  # unchanged files are not read again (the store is trusted to keep what it got)
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == 0
+        assert await raw.load(KEY) is None
+
+        more = chat(6)
+        own.write_bytes(jsonl(more))  # the file grew: read again, against the store as it is
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(more)
+        assert await raw.load(KEY) == more
+
+        (run_dir / SWEPT_FILE).write_bytes(b"{cut")  # an unreadable memory: every file is read again, nothing lost
+        await raw.delete(key2)
+        with caplog.at_level(logging.WARNING, logger="flower"):
+            assert await sweep(raw, KEY["project_key"], run_dir, env) == len(chat(2))
+        assert "every CLI transcript is read again" in caplog.text
+        assert await raw.load(key2) == chat(2) and await raw.load(KEY) == more
+    finally:
+        await raw.close()

@@ -20,6 +20,12 @@ Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins t
   exit: those stay local and are never imported, since a resumed CLI has never been given them;
 - the mirror trails the file even without a kill: a clean exit sometimes leaves the last `last-prompt`
   line out of sessions.db (seen 1 run in 4).
+
+A resume reconciles its own session only. Sessions that are never resumed would keep what only their
+file holds: a judge round (never resumed, S14) or a session killed before flower learned its id (never
+in the lineage). `sweep` reconciles every transcript of the project key at the start of a wake; it
+remembers each file's size and mtime in `run_dir/reconciled.json` and rereads only the files that
+changed since, so a wake costs a `stat` per file, not a load per session.
 """
 
 from __future__ import annotations
@@ -38,11 +44,16 @@ from typing import Any
 import orjson
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
+from ..core.durable import write_atomic
 from ..core.redact import redact
 
 __all__ = [
-    "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile", "transcript_path",
+    "SWEPT_FILE", "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile",
+    "session_files", "sweep", "transcript_path",
 ]
+
+SWEPT_FILE = "reconciled.json"
+"""Under run_dir: project key → {transcript path: [size, mtime_ns]} as the last sweep read it."""
 
 log = logging.getLogger("flower")
 
@@ -203,4 +214,69 @@ async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[
             imported += len(todo)
     if imported:
         log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", imported, session_id)
+    return imported
+
+
+def session_files(config: Path, project_key: str, tmp: Path | None = None) -> list[Path]:
+    """Every CLI transcript of the project key: the config dir's and those of leftover `claude-resume-*` dirs."""
+    base = tmp if tmp is not None else Path(tempfile.gettempdir())
+    found = [*(config / "projects" / project_key).glob("*.jsonl"), *base.glob(f"claude-resume-*/projects/{project_key}/*.jsonl")]
+    return [path for path in found if _is_session_id(path.stem)]
+
+
+def _is_session_id(name: str) -> bool:
+    """Whether a file stem is a session id (a uuid); other files there are not sessions of their own."""
+    try:
+        uuidlib.UUID(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _load_swept(path: Path) -> dict[str, Any]:
+    """The sweep's memory; empty when absent or unreadable (the next sweep then rereads every file, which is only slower)."""
+    try:
+        value = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        log.warning("reconcile: cannot read %s (%s); every CLI transcript is read again", path, err)
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+async def sweep(store: Any, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
+    """`reconcile` every session whose CLI transcript changed since the last sweep of this run_dir; return how many entries came in.
+
+    A file counts as unchanged while its size and mtime are those remembered; it is stat'ed before it is
+    read, so a file that grows meanwhile is read again next time. A session whose reconcile fails is not
+    remembered (it is tried again at the next sweep).
+    """
+    config = config_dir({**os.environ, **(env or {})})
+    state_path = run_dir / SWEPT_FILE
+    state = _load_swept(state_path)
+    remembered = state.get(project_key)
+    old: dict[str, Any] = remembered if isinstance(remembered, dict) else {}
+    now: dict[str, list[int]] = {}
+    for path in session_files(config, project_key):
+        try:
+            st = path.stat()
+        except OSError:  # removed meanwhile: its resume ended cleanly, the store has it
+            continue
+        now[str(path)] = [st.st_size, st.st_mtime_ns]
+    changed = sorted({Path(p).stem for p, seen in now.items() if old.get(p) != seen})
+    imported = 0
+    for sid in changed:
+        try:
+            imported += await reconcile(store, project_key, sid, env)
+        except Exception:
+            log.exception("reconcile: importing the CLI's own transcript of session %s failed", sid)
+            for p in [p for p in now if Path(p).stem == sid]:
+                now.pop(p)
+    if now != old:
+        state[project_key] = now
+        try:
+            write_atomic(state_path, json.dumps(state, sort_keys=True).encode())
+        except OSError as err:  # only the next sweep is slower
+            log.warning("reconcile: cannot write %s (%s)", state_path, err.strerror or err)
     return imported

@@ -153,7 +153,9 @@ class FlowerPath:
         self.rt.check_credentials()  # before anything is counted or written
         with WorkspaceLock(self.rt.run_dir):
             # A kill before the store mirror's first write leaves a session only in the CLI's own file; bring
-            # it into sessions.db before S10 checks, or the step starts over (chaos --seed 7, issue 13).
+            # it into sessions.db before S10 checks, or the step starts over (chaos --seed 7, issue 13). The sweep
+            # also brings in sessions no resume reconciles: killed judge rounds (S14), sessions never named.
+            await self.rt.sweep()
             for sid in set(Lineage.load(self.rt.run_dir, self.rt.workspace).steps.values()):
                 if not self.rt.has_session(sid):
                     await self.rt.reconcile(sid)
