@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import test_lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from test_lsp import uri
 from test_lsp_history import all_pages, history
 
@@ -64,6 +66,13 @@ async def test_history_pages_the_shared_store_with_steps_and_verdicts(servers, m
     # Paging back with `before`: every entry exactly once, in the same order.
     paged = await all_pages(client, folder, limit=2)
     assert [e["uuid"] for e in paged] == [e["uuid"] for e in entries]
+
+    # One session only; a session the store does not hold is a clear error naming the ones it does.
+    judge = by_steps[("干活·判定#1",)]["sessionId"]
+    only = await history(client, folder, sessionId=judge)
+    assert [e["uuid"] for e in only["entries"]] == [e["uuid"] for e in entries if e["sessionId"] == judge]
+    with pytest.raises(JsonRpcInvalidParams, match=judge):
+        await client.request(p.HISTORY, {"folder": folder, "sessionId": "no-such-session"})
 
     # D6: the URL's password is in nothing the server said (notifications, log and shown messages) or wrote.
     said_all = json.dumps([client.log, [m.message for m in client.log_messages], [m.message for m in client.messages]],
