@@ -35,7 +35,7 @@ from .core.manifest import Manifest, parse_name
 from .core.redact import cut
 from .core.text import clip, tool_label
 from .runtime import context_of
-from .stores.postgres import PostgresSessionStore
+from .stores.postgres import CONNECT_TIMEOUT_S, PostgresSessionStore
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore, decode_bodies
 from .workflow.flower import WORK
@@ -49,6 +49,8 @@ LARGE = 2000
 """Sessions with more entries are pruned in a worker process, and pages do not wait for their verdicts."""
 LAST = 1 << 62
 """A `before` above every seq."""
+PG_WAIT = 10.0
+"""How long a page waits out a shared store's outage before answering with the error (seconds)."""
 
 _PAGE = """
 SELECT e.seq, e.transcript, e.body FROM entries e
@@ -231,14 +233,30 @@ class SqliteReader:
 
 
 class PgReader:
-    """The shared store's tables (D9), on its synchronous link; project keys mapped to the identity as the store maps them."""
+    """The shared store's tables (D9); project keys mapped to the identity as the store maps them.
 
-    def __init__(self, store: PostgresSessionStore) -> None:
-        self.store = store
+    From a worker thread the queries run on the store's pool, on the event loop that owns it: one connection each,
+    so a page, a pruner's load and a wake's appends never share one (asyncpg runs one query at a time on a
+    connection). Without that loop (or on it) they use the store's synchronous link, as a status does.
+    """
+
+    def __init__(self, store: PostgresSessionStore, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.store, self.loop = store, loop
 
     def _fetch(self, sql: str, *args: Any) -> list[Any]:
-        found: list[Any] = self.store.link().call(lambda conn: conn.fetch(self.store.sql(sql), *args))
-        return found
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if self.loop is None or self.loop is here or self.loop.is_closed():
+            found: list[Any] = self.store.link().call(lambda conn: conn.fetch(self.store.sql(sql), *args))
+            return found
+        future = asyncio.run_coroutine_threadsafe(self.store.fetch(sql, *args, wait=PG_WAIT), self.loop)
+        try:
+            return future.result(PG_WAIT + CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     def _key(self, project_key: str) -> str:
         return self.store.keys.get(project_key, project_key)
@@ -348,11 +366,13 @@ class History:
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
         self._context: dict[str, tuple[tuple[int, ...], int | None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The event loop of the async calls, whose pool a shared store's reads in worker threads use."""
 
     # -- reading (sync: call from a worker thread unless noted) ----------------------------------
     def _connect(self) -> Reader | None:
         if self.pg is not None:
-            return PgReader(self.pg)
+            return PgReader(self.pg, self._loop)
         return SqliteReader(self.db_path) if self.db_path.exists() else None
 
     def latest_seq(self) -> int:
@@ -551,7 +571,7 @@ class History:
     # -- async (on the event loop) ---------------------------------------------------------------
     def verdicts(self, session_id: str, count: int | None = None) -> asyncio.Future[Verdicts]:
         """The pruner's verdicts for a session: cached when its entry count is unchanged, else computed in a thread."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         ready = self._verdicts.get(session_id)
         if ready is not None and count is not None and ready.count >= count:
             done: asyncio.Future[Verdicts] = loop.create_future()
@@ -584,7 +604,7 @@ class History:
 
     def _prune_pg(self, session_id: str) -> Verdicts:
         """A shared store's session pruned here (sync, in a thread): its rows come over the store's link."""
-        reader = PgReader(self.pg) if self.pg is not None else None
+        reader = PgReader(self.pg, self._loop) if self.pg is not None else None
         entries = _decode([b for _, b in reader.session(self.project_key, session_id)]) if reader is not None else []
         return prune_entries(entries, self.pg, self.trim, str(self.run_dir / "spill"))
 
@@ -603,6 +623,7 @@ class History:
     async def page(self, session_id: str | None = None, before: int | None = None, limit: int = 200,
                    wait: float = VERDICT_WAIT) -> Page:
         """A page of history with the pruner's verdicts of the sessions it shows (those not ready in `wait` are pending)."""
+        self._loop = asyncio.get_running_loop()
         items, next_before, sessions = await asyncio.to_thread(self.read, session_id, before, limit)
         counts = {s.session_id: s.entries for s in sessions}
         futures = {sid: self.verdicts(sid, counts.get(sid)) for sid in dict.fromkeys(i.session_id for i in items)}

@@ -3,17 +3,22 @@ store holds, paged by its `entries.seq`, with steps, judges and the pruner's ver
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 import test_lsp
+from claude_agent_sdk import project_key_for_directory
 from pygls.exceptions import JsonRpcInvalidParams
 from test_lsp import uri
 from test_lsp_history import all_pages, history
 
 import flowerscript as fs
+from flower.core import shared
+from flower.history import History, Page
 from flower.lsp import protocol as p
+from flower.runtime import Sessions
 from flower.testing import overloaded
 from pg import PASSWORD, PASSWORD_USER, PgServer
 
@@ -79,3 +84,36 @@ async def test_history_pages_the_shared_store_with_steps_and_verdicts(servers, m
                           default=str, ensure_ascii=False)
     assert PASSWORD not in said_all and client.log
     assert not [f for f in (workspace / "runs").rglob("*") if f.is_file() and PASSWORD.encode() in f.read_bytes()]
+
+
+async def test_pages_read_at_once_from_threads_share_the_store_without_clashing(pg: PgServer, pg_url: str, tmp_path: Path,
+                                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Pages, counts and pruner loads in worker threads at the same time: each gets its answer, no connection is
+    reset under another (asyncpg runs one operation at a time on a connection)."""
+    ws, runs = tmp_path / "ws", tmp_path / "ws" / "runs"
+    ws.mkdir()
+    sessions = Sessions.open(runs, store=pg_url, workspace=ws)
+    try:
+        key = project_key_for_directory(ws)
+        for sid in ("s1", "s2"):
+            await sessions.raw.append({"project_key": key, "session_id": sid}, [
+                {"type": "user", "uuid": f"{sid}-{i}", "message": {"role": "user", "content": f"{sid} line {i}"}}
+                for i in range(20)])
+        shared.of(runs).save_lineage({"workspace": str(ws), "woke": 1, "steps": {"澄清": "s1", "目标": "s2"}})
+        history = History(ws, runs, store=sessions.raw)
+        pages = await asyncio.wait_for(asyncio.gather(
+            *(history.page(limit=7, before=before) for before in (None, 30, 20, 10) * 3),
+            *(asyncio.to_thread(history.count, sid) for sid in ("s1", "s2") * 3)), 30)
+        serial = [await history.page(limit=7, before=before) for before in (None, 30, 20, 10)]
+        assert [_shown(x) for x in pages[:12]] == [_shown(x) for x in serial] * 3 and all(len(_shown(x)) == 7 for x in serial)
+        assert pages[12:] == [20, 20] * 3
+        whole = _shown(await history.page(limit=100))
+        assert [text for _, text in whole] == [f"{sid} line {i}" for sid in ("s1", "s2") for i in range(20)]
+        assert not [r for r in caplog.records if "not answering" in r.getMessage()], caplog.text
+    finally:
+        await sessions.close()
+
+
+def _shown(page: Page) -> list[tuple[int, str]]:
+    """(seq, text) of a page's stored entries (the pruner's added ones left out: they come once verdicts are in)."""
+    return [(i.seq, i.text) for i in page.items if i.pruned != "added"]
