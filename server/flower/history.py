@@ -1,12 +1,14 @@
 """The stored transcript of a workspace's sessions, a page at a time, with what the pruner makes of it (S23).
 
-Read straight from `runs/sessions.db` (read-only SQLite, in worker threads), so any front-end can
-show the whole conversation after a restart without a wake. Which session belongs to which step
+Read straight from the folder's store in worker threads — `runs/sessions.db` (read-only SQLite) or the shared
+PostgreSQL store's tables (D9, its `entries.seq` is the order) — so any front-end can show the whole conversation
+after a restart without a wake. Which session belongs to which step
 comes from the lineage (S5) and the manifest rows (S6–S7, the judge's `<step>·判定#N` included).
 The pruner needs a whole session, so its verdicts are computed once per (session, entry count)
 and cached — in a thread for small sessions, in a worker process for large ones (the pruner is
 Python and would hold the GIL the event loop needs) — and a page never waits for them longer
-than a short budget: the caller is told which sessions are still pending.
+than a short budget: the caller is told which sessions are still pending. A PostgreSQL session is pruned in a
+thread whatever its size (its rows come over the network; a worker process would need a connection of its own).
 """
 
 from __future__ import annotations
@@ -22,16 +24,18 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from claude_agent_sdk import project_key_for_directory
 
+from .core import shared
 from .core.errors import FlowerError
 from .core.lineage import Lineage
 from .core.manifest import Manifest, parse_name
 from .core.redact import cut
 from .core.text import clip, tool_label
 from .runtime import context_of
+from .stores.postgres import CONNECT_TIMEOUT_S, PostgresSessionStore
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore, decode_bodies
 from .workflow.flower import WORK
@@ -45,6 +49,8 @@ LARGE = 2000
 """Sessions with more entries are pruned in a worker process, and pages do not wait for their verdicts."""
 LAST = 1 << 62
 """A `before` above every seq."""
+PG_WAIT = 10.0
+"""How long a page waits out a shared store's outage before answering with the error (seconds)."""
 
 _PAGE = """
 SELECT e.seq, e.transcript, e.body FROM entries e
@@ -159,31 +165,173 @@ def _epoch(stamp: Any) -> float | None:
         return None
 
 
+Body = bytes | str
+"""A stored entry's JSON as `decode_bodies` takes it."""
+
+
+class Reader(Protocol):
+    """One read of a store's entries (sync, in a worker thread): the little SQL History needs, per store."""
+
+    def latest_seq(self) -> int:
+        """The highest entry position, 0 when there is none."""
+
+    def transcripts(self, project_key: str, session_ids: list[str]) -> list[tuple[int, str, int]]:
+        """(row id, session id, entry count) of the main transcripts of these sessions."""
+
+    def rows(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Body]]:
+        """(seq, transcript row id, body) of these transcripts' entries below `before`, newest first."""
+
+    def session(self, project_key: str, session_id: str, before: int = LAST, limit: int | None = None) -> list[tuple[int, Body]]:
+        """(seq, body) of a session's entries below `before`: all oldest first, or the last `limit` newest first."""
+
+    def count(self, project_key: str, session_id: str) -> int:
+        """How many entries a session stores."""
+
+    def close(self) -> None:
+        """Done reading."""
+
+
+class SqliteReader:
+    """A read-only connection to sessions.db (`mode=ro`: never creates or writes it, a view must not disturb a wake)."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.con = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
+
+    def latest_seq(self) -> int:
+        """The rowid's maximum (fast)."""
+        return int(self.con.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()[0])
+
+    def transcripts(self, project_key: str, session_ids: list[str]) -> list[tuple[int, str, int]]:
+        """See Reader."""
+        return self.con.execute(
+            "SELECT t.id, t.session_id, (SELECT count(*) FROM entries e WHERE e.transcript = t.id)"
+            " FROM transcripts t WHERE t.project_key = ? AND t.subpath = ''"
+            " AND t.session_id IN (SELECT value FROM json_each(?)) ORDER BY t.id",
+            (project_key, json.dumps(session_ids))).fetchall()
+
+    def rows(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Body]]:
+        """See Reader."""
+        return self.con.execute(_PAGE.format(ids=",".join("?" * len(transcripts))), (*transcripts, before, limit)).fetchall()
+
+    def session(self, project_key: str, session_id: str, before: int = LAST, limit: int | None = None) -> list[tuple[int, Body]]:
+        """See Reader."""
+        order = "DESC LIMIT ?" if limit is not None else "LIMIT -1"
+        return self.con.execute(
+            "SELECT e.seq, e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
+            " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' AND e.seq < ? ORDER BY e.seq " + order,
+            (project_key, session_id, before, *(() if limit is None else (limit,)))).fetchall()
+
+    def count(self, project_key: str, session_id: str) -> int:
+        """See Reader."""
+        return int(self.con.execute(
+            "SELECT count(*) FROM transcripts t JOIN entries e ON e.transcript = t.id"
+            " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ''", (project_key, session_id)).fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.con.close()
+
+
+class PgReader:
+    """The shared store's tables (D9); project keys mapped to the identity as the store maps them.
+
+    From a worker thread the queries run on the store's pool, on the event loop that owns it: one connection each,
+    so a page, a pruner's load and a wake's appends never share one (asyncpg runs one query at a time on a
+    connection). Without that loop (or on it) they use the store's synchronous link, as a status does.
+    """
+
+    def __init__(self, store: PostgresSessionStore, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.store, self.loop = store, loop
+
+    def _fetch(self, sql: str, *args: Any) -> list[Any]:
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if self.loop is None or self.loop is here or self.loop.is_closed():
+            found: list[Any] = self.store.link().call(lambda conn: conn.fetch(self.store.sql(sql), *args))
+            return found
+        future = asyncio.run_coroutine_threadsafe(self.store.fetch(sql, *args, wait=PG_WAIT), self.loop)
+        try:
+            return future.result(PG_WAIT + CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def _key(self, project_key: str) -> str:
+        return self.store.keys.get(project_key, project_key)
+
+    def latest_seq(self) -> int:
+        """The ordering column's maximum."""
+        return int(self._fetch("SELECT coalesce(max(seq), 0) FROM {s}.entries")[0][0])
+
+    def transcripts(self, project_key: str, session_ids: list[str]) -> list[tuple[int, str, int]]:
+        """See Reader."""
+        return [(r[0], r[1], r[2]) for r in self._fetch(
+            "SELECT t.id, t.session_id, (SELECT count(*) FROM {s}.entries e WHERE e.transcript = t.id)"
+            " FROM {s}.transcripts t WHERE t.project_key = $1 AND t.subpath = '' AND t.session_id = any($2::text[])"
+            " ORDER BY t.id", self._key(project_key), session_ids)]
+
+    def rows(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Body]]:
+        """See Reader."""
+        return [(r[0], r[1], _body(r[2], r[3])) for r in self._fetch(
+            "SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = any($1::bigint[]) AND seq < $2"
+            " ORDER BY seq DESC LIMIT $3", list(transcripts), before, limit)]
+
+    def session(self, project_key: str, session_id: str, before: int = LAST, limit: int | None = None) -> list[tuple[int, Body]]:
+        """See Reader."""
+        return [(r[0], _body(r[1], r[2])) for r in self._fetch(
+            "SELECT e.seq, e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id"
+            " WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = '' AND e.seq < $3"
+            + (" ORDER BY e.seq DESC LIMIT $4" if limit is not None else " ORDER BY e.seq"),
+            self._key(project_key), session_id, before, *(() if limit is None else (limit,)))]
+
+    def count(self, project_key: str, session_id: str) -> int:
+        """See Reader."""
+        return int(self._fetch(
+            "SELECT count(*) FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id"
+            " WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = ''", self._key(project_key), session_id)[0][0])
+
+    def close(self) -> None:
+        """Nothing: the link stays open for the next read (the store closes it)."""
+
+
+def _body(plain: bool, body: bytes) -> Body:
+    return body.decode() if plain else body
+
+
+def _decode(bodies: list[Body]) -> list[Any]:
+    """A whole session decoded with the GC paused."""
+    # No cycles are built here: a GC pass over a whole session just decoded would cost more than the
+    # decoding, and in a thread would hold the GIL the event loop needs (as PruningSessionStore.load does).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return decode_bodies(bodies)
+    finally:
+        if paused:
+            gc.enable()
+
+
 def prune_session(db_path: str, project_key: str, session_id: str, trim: bool, spill_dir: str) -> Verdicts:
     """Load a whole session from sessions.db and prune it: CPU-bound, run in a worker (a process for large ones)."""
     entries: list[Any] = []
     if Path(db_path).exists():
-        con = sqlite3.connect(Path(db_path).resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
+        reader = SqliteReader(Path(db_path))
         try:
-            rows = con.execute(
-                "SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
-                " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' ORDER BY e.seq",
-                (project_key, session_id)).fetchall()
+            rows = reader.session(project_key, session_id)
         finally:
-            con.close()
-        # No cycles are built here: a GC pass over a whole session just decoded would cost more than the
-        # decoding, and in a thread would hold the GIL the event loop needs (as PruningSessionStore.load does).
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            entries = decode_bodies([r[0] for r in rows])
-        finally:
-            if paused:
-                gc.enable()
+            reader.close()
+        entries = _decode([r[1] for r in rows])
+    return prune_entries(entries, SqliteSessionStore(db_path), trim, spill_dir)
+
+
+def prune_entries(entries: list[Any], store: Any, trim: bool, spill_dir: str) -> Verdicts:
+    """The pruner's verdicts on a whole session's entries (CPU-bound)."""
     out = Verdicts(len(entries))
     if not entries:
         return out
-    pruner = PruningSessionStore(SqliteSessionStore(db_path), trim=trim, spill_dir=spill_dir)
+    pruner = PruningSessionStore(store, trim=trim, spill_dir=spill_dir)
     result = pruner.prune(entries)
     out.verdicts = dict(result.verdicts)
     anchor: str | None = None
@@ -203,59 +351,70 @@ def prune_session(db_path: str, project_key: str, session_id: str, trim: bool, s
 
 
 class History:
-    """A workspace's stored transcript, read from sessions.db page by page (no model, no lock, no writes)."""
+    """A workspace's stored transcript, read from its store page by page (no model, no lock, no writes)."""
 
-    def __init__(self, workspace: str | Path, run_dir: str | Path, *, trim: bool = True) -> None:
+    def __init__(self, workspace: str | Path, run_dir: str | Path, *, trim: bool = True, store: Any = None) -> None:
+        """`store` is the folder's raw store: a PostgresSessionStore is read over its link, anything else is run_dir/sessions.db."""
         self.workspace, self.run_dir = Path(workspace), Path(run_dir)
         self.db_path = self.run_dir / "sessions.db"
+        self.pg = store if isinstance(store, PostgresSessionStore) else None
         self.project_key = project_key_for_directory(self.workspace)
         self.trim = trim
         self._pool: ProcessPoolExecutor | None = None
         self._steps: tuple[tuple[int, ...], tuple[Runs, dict[str, str]]] | None = None
-        self._verdict: tuple[tuple[int, int], tuple[int, bool, str] | None] | None = None
+        self._verdict: tuple[tuple[int, ...], tuple[int, bool, str] | None] | None = None
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
         self._context: dict[str, tuple[tuple[int, ...], int | None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The event loop of the async calls, whose pool a shared store's reads in worker threads use."""
 
     # -- reading (sync: call from a worker thread unless noted) ----------------------------------
-    def _connect(self) -> sqlite3.Connection | None:
-        if not self.db_path.exists():
-            return None
-        # mode=ro: never creates or writes the file (a view must not disturb a running wake).
-        con = sqlite3.connect(self.db_path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
-        return con
+    def _connect(self) -> Reader | None:
+        if self.pg is not None:
+            return PgReader(self.pg, self._loop)
+        return SqliteReader(self.db_path) if self.db_path.exists() else None
 
     def latest_seq(self) -> int:
-        """The highest entry position in sessions.db, 0 when there is none (fast: the rowid's maximum)."""
-        con = self._connect()
-        if con is None:
+        """The highest entry position in the store, 0 when there is none or it cannot be read now (fast)."""
+        try:
+            reader = self._connect()
+        except Exception:  # a shared store not answering: its one line comes from the wake (D9)
+            return 0
+        if reader is None:
             return 0
         try:
-            return int(con.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()[0])
-        except sqlite3.Error:
+            return reader.latest_seq()
+        except Exception:  # sqlite3 or PostgreSQL: no entries known yet, the next page says more
             return 0
         finally:
-            con.close()
+            reader.close()
 
     def count(self, session_id: str) -> int:
-        """How many entries sessions.db stores for a session (0 when none)."""
-        con = self._connect()
-        if con is None:
+        """How many entries the store holds for a session (0 when none)."""
+        try:
+            reader = self._connect()
+        except Exception:
+            return 0
+        if reader is None:
             return 0
         try:
-            return int(con.execute(
-                "SELECT count(*) FROM transcripts t JOIN entries e ON e.transcript = t.id"
-                " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ''",
-                (self.project_key, session_id)).fetchone()[0])
-        except sqlite3.Error:
+            return reader.count(self.project_key, session_id)
+        except Exception:
             return 0
         finally:
-            con.close()
+            reader.close()
+
+    def _stamps(self, *names: str) -> tuple[int, ...] | None:
+        """The state of run_dir's record files, or None when a shared store holds them (read afresh each time)."""
+        if shared.of(self.run_dir) is not None:
+            return None
+        return tuple(_stamp(self.run_dir / name) for name in names)
 
     def steps(self) -> tuple[Runs, dict[str, str]]:
         """Session → its runs from the manifest (oldest first), and the lineage's step → session (cached per file state)."""
-        stamp = tuple(_stamp(self.run_dir / name) for name in ("lineage.json", "manifest.json"))
-        if self._steps is not None and self._steps[0] == stamp:
+        stamp = self._stamps("lineage.json", "manifest.json")
+        if self._steps is not None and stamp is not None and self._steps[0] == stamp:
             return self._steps[1]
         lineage = Lineage.load(self.run_dir, self.workspace)
         runs: Runs = {}
@@ -265,13 +424,14 @@ class History:
                 start = row.get("started_at")
                 runs.setdefault(sid, []).append((float(start) if isinstance(start, (int, float)) else 0.0, step))
         found = {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
-        self._steps = (stamp, found)
+        if stamp is not None:
+            self._steps = (stamp, found)
         return found
 
     def last_verdict(self) -> tuple[int, bool, str] | None:
         """The judge's last verdict on the current work session as the manifest recorded it: (round, passed, reasons)."""
-        stamp = _stamp(self.run_dir / "manifest.json"), _stamp(self.run_dir / "lineage.json")
-        if self._verdict is not None and self._verdict[0] == stamp:
+        stamp = self._stamps("manifest.json", "lineage.json")
+        if self._verdict is not None and stamp is not None and self._verdict[0] == stamp:
             return self._verdict[1]
         runs, lineage = self.steps()
         work = lineage.get(WORK)
@@ -289,11 +449,12 @@ class History:
                     False, f"the judge could not run: {error}")
                 found = (float(start), n, passed, reasons)
         value = found[1:] if found is not None else None
-        self._verdict = (stamp, value)
+        if stamp is not None:
+            self._verdict = (stamp, value)
         return value
 
-    def sessions(self, con: sqlite3.Connection | None = None, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:
-        """Every session of the workspace that sessions.db holds, oldest first, with its steps."""
+    def sessions(self, con: Reader | None = None, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:
+        """Every session of the workspace that the store holds, oldest first, with its steps."""
         runs, lineage = steps or self.steps()
         current = set(lineage.values())
         names: dict[str, list[str]] = {}
@@ -307,13 +468,7 @@ class History:
         if con is None:
             return []
         try:
-            wanted = list(names)
-            rows = con.execute(
-                "SELECT t.id, t.session_id, (SELECT count(*) FROM entries e WHERE e.transcript = t.id)"
-                " FROM transcripts t WHERE t.project_key = ? AND t.subpath = ''"
-                " AND t.session_id IN (SELECT value FROM json_each(?)) ORDER BY t.id",
-                (self.project_key, json.dumps(wanted)),
-            ).fetchall()
+            rows = con.transcripts(self.project_key, list(names))
         except sqlite3.OperationalError as err:
             if "no such table" in str(err):
                 return []
@@ -347,17 +502,16 @@ class History:
             con.close()
         return items, next_before, sessions
 
-    def _page(self, con: sqlite3.Connection, chosen: Sequence[Session], runs: Runs, before: int,
+    def _page(self, con: Reader, chosen: Sequence[Session], runs: Runs, before: int,
               limit: int) -> tuple[list[Item], int | None]:
         if not chosen:
             return [], None
         by_id = {s.transcript: s for s in chosen}
         starts = {sid: ([t for t, _ in r], [n for _, n in r]) for sid, r in runs.items()}
-        sql = _PAGE.format(ids=",".join("?" * len(by_id)))
         out: list[list[Item]] = []  # per producing row, newest first
         cursor, batch, read = before, limit + 1, 0
         while True:
-            rows = con.execute(sql, (*by_id, cursor, batch)).fetchall()
+            rows = con.rows(list(by_id), cursor, batch)
             if not rows:
                 return _flatten(out), None
             for (seq, tid, _), entry in zip(rows, decode_bodies([r[2] for r in rows]), strict=True):
@@ -378,34 +532,35 @@ class History:
 
     def context(self, session_id: str) -> int | None:
         """A session's last context size in tokens (its last model round), read from sessions.db; cached per db state."""
-        try:
-            stamp = tuple(int(p.stat().st_mtime_ns) for p in (self.db_path, Path(f"{self.db_path}-wal")) if p.exists())
-        except OSError:
-            stamp = ()
+        stamp: tuple[int, ...] | None = None
+        if self.pg is None:
+            try:
+                stamp = tuple(int(p.stat().st_mtime_ns) for p in (self.db_path, Path(f"{self.db_path}-wal")) if p.exists())
+            except OSError:
+                stamp = ()
         cached = self._context.get(session_id)
-        if cached is not None and cached[0] == stamp:
+        if cached is not None and stamp is not None and cached[0] == stamp:
             return cached[1]
-        con = self._connect()
         value: int | None = None
+        try:
+            con = self._connect()
+        except Exception:
+            return None
         if con is not None:
             try:
                 value = self._read_context(con, session_id)
-            except sqlite3.Error:
+            except Exception:  # sqlite3 or PostgreSQL: unknown for now
                 value = None
             finally:
                 con.close()
-        self._context[session_id] = (stamp, value)
+        if stamp is not None:
+            self._context[session_id] = (stamp, value)
         return value
 
-    def _read_context(self, con: sqlite3.Connection, session_id: str) -> int | None:
-        row = con.execute("SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ''",
-                          (self.project_key, session_id)).fetchone()
-        if row is None:
-            return None
+    def _read_context(self, con: Reader, session_id: str) -> int | None:
         cursor, batch = LAST, 32
         while True:  # the last model round is near the end: read backwards a few rows at a time
-            rows = con.execute("SELECT seq, body FROM entries WHERE transcript = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-                               (row[0], cursor, batch)).fetchall()
+            rows = con.session(self.project_key, session_id, cursor, batch)
             if not rows:
                 return None
             found = context_of(decode_bodies([b for _, b in reversed(rows)]))
@@ -416,7 +571,7 @@ class History:
     # -- async (on the event loop) ---------------------------------------------------------------
     def verdicts(self, session_id: str, count: int | None = None) -> asyncio.Future[Verdicts]:
         """The pruner's verdicts for a session: cached when its entry count is unchanged, else computed in a thread."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         ready = self._verdicts.get(session_id)
         if ready is not None and count is not None and ready.count >= count:
             done: asyncio.Future[Verdicts] = loop.create_future()
@@ -427,7 +582,9 @@ class History:
         if running is not None:
             return running
         args = (str(self.db_path), self.project_key, session_id, self.trim, str(self.run_dir / "spill"))
-        if count is not None and count > LARGE:
+        if self.pg is not None:
+            future = asyncio.ensure_future(asyncio.to_thread(self._prune_pg, session_id))
+        elif count is not None and count > LARGE:
             # The pruner is Python: in a thread it would hold the GIL for seconds of a large session,
             # and every request would wait behind it (benchmarks/editor.py). A process has its own.
             future = asyncio.ensure_future(self._in_process(args))
@@ -445,6 +602,12 @@ class History:
         self._computing[key] = future
         return future
 
+    def _prune_pg(self, session_id: str) -> Verdicts:
+        """A shared store's session pruned here (sync, in a thread): its rows come over the store's link."""
+        reader = PgReader(self.pg, self._loop) if self.pg is not None else None
+        entries = _decode([b for _, b in reader.session(self.project_key, session_id)]) if reader is not None else []
+        return prune_entries(entries, self.pg, self.trim, str(self.run_dir / "spill"))
+
     async def _in_process(self, args: tuple[str, str, str, bool, str]) -> Verdicts:
         await asyncio.sleep(0.02)  # let the page that asked go out first: starting a worker costs a process spawn
         if self._pool is None:
@@ -460,6 +623,7 @@ class History:
     async def page(self, session_id: str | None = None, before: int | None = None, limit: int = 200,
                    wait: float = VERDICT_WAIT) -> Page:
         """A page of history with the pruner's verdicts of the sessions it shows (those not ready in `wait` are pending)."""
+        self._loop = asyncio.get_running_loop()
         items, next_before, sessions = await asyncio.to_thread(self.read, session_id, before, limit)
         counts = {s.session_id: s.entries for s in sessions}
         futures = {sid: self.verdicts(sid, counts.get(sid)) for sid in dict.fromkeys(i.session_id for i in items)}

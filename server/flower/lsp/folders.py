@@ -124,7 +124,7 @@ class Folder:
         self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale)
         self.svc.ask = self._ask
         self._unsubscribe = self.svc.subscribe(self._on_event)
-        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim)
+        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw)
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)

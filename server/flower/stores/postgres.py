@@ -414,6 +414,10 @@ class PostgresSessionStore(SessionStore):
             pk, sid))
         return [r[0] for r in rows]
 
+    async def fetch(self, template: str, *args: Any, wait: float | None = None) -> list[Any]:
+        """The rows of a read-only query (`{s}` = this store's schema) on a pooled connection, an outage waited out up to `wait` s."""
+        return list(await self._with(lambda conn: conn.fetch(self.sql(template), *args), wait))
+
     # -- synchronous reads (a status answered at once) ---------------------------------------
     def link(self) -> _Link:
         """A connection of its own on a background thread, for synchronous callers (status, lineage, lock)."""
@@ -473,6 +477,8 @@ class _Link:
         self.loop = asyncio.new_event_loop()
         self.conn: asyncpg.Connection[Any] | None = None
         self.prepared = False
+        self._one = asyncio.Lock()
+        """One call at a time: asyncpg runs one operation at a time on a connection, and threads share the link."""
         self._thread = threading.Thread(target=self.loop.run_forever, name="flower-pg-link", daemon=True)
         self._thread.start()
         atexit.register(self.close)  # closed before the interpreter tears down what asyncpg needs to close it
@@ -480,6 +486,10 @@ class _Link:
     def call(self, work: Callable[[Conn], Awaitable[T]], timeout: float | None = None) -> T:
         """`work(conn)` on the link's connection, waited for up to `timeout` s; StoreError/transient errors raised."""
         async def run() -> T:
+            async with self._one:
+                return await attempt()
+
+        async def attempt() -> T:
             pause = 0.05
             while True:  # an outage: reconnect and retry until the caller's timeout (the database restarting)
                 try:
