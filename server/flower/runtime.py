@@ -31,6 +31,7 @@ from claude_agent_sdk import (
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.identity import workspace_identity
+from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
@@ -379,6 +380,8 @@ class Runtime:
                 await client.query(prompt)
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
+        except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
+            raise
         except Exception as exc:  # the CLI died or could not start: keep what arrived, report why
             tail = "\n".join(stderr).strip()
             out.ok = False

@@ -250,3 +250,26 @@ def test_the_lock_is_taken_again_after_a_database_restart(tmp_path) -> None:
                 store._sync.close()
     finally:
         server.remove()
+
+
+def test_a_lock_lost_in_an_outage_to_another_flower_stops_this_one_before_it_writes(pg_url: str, two_machines, tmp_path) -> None:
+    (run_a, store), (run_b, _) = two_machines
+    with WorkspaceLock(run_a):
+        Lineage.load(run_a, tmp_path / "a").record("干活", "sid-a")
+        # A's lock connection ends as in a database restart (the server ends it); B starts meanwhile and drives.
+        assert asyncio.run(_end_lock_connection(pg_url, store.sql("{s}"), "example.org/team/calc"))
+        with WorkspaceLock(run_b):
+            Lineage.load(run_b, tmp_path / "b").record("干活", "sid-b")
+            with pytest.raises(WorkspaceBusy) as busy:  # A's next write finds B holding the lock, and stops
+                Lineage.load(run_a, tmp_path / "a").record("干活", "sid-a2")
+            assert busy.value.pid == os.getpid() and busy.value.host == socket.gethostname()
+            assert Lineage.load(run_b, tmp_path / "b").steps == {"干活": "sid-b"}  # A wrote nothing more
+
+
+async def _end_lock_connection(url: str, schema: str, identity: str) -> bool:
+    conn = await asyncpg.connect(url)
+    try:
+        ended = await conn.fetchval(f"SELECT pg_terminate_backend(backend_pid) FROM {schema}.holders WHERE project = $1", identity)
+        return bool(ended)
+    finally:
+        await conn.close()

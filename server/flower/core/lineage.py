@@ -24,6 +24,7 @@ from typing import Any
 
 from flower.core import shared
 from flower.core.durable import move_aside, stamp, write_atomic
+from flower.core.lock import WorkspaceBusy
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,8 @@ class Lineage:
         if self.backend is not None:  # D9: one transaction in the shared store, still before returning (S11)
             try:
                 self.backend.save_lineage(self._as_dict_locked())
+            except WorkspaceBusy:  # the lock went to another flower in a database outage: that one drives now (D5)
+                raise
             except Exception as e:
                 log.warning("could not write the lineage to %s (%s); continuing without it", self.backend.where, e)
                 return False

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import shared
 from .durable import move_aside, stamp, write_atomic
-from .lock import exclusive
+from .lock import WorkspaceBusy, exclusive
 from .redact import redact
 from .texts import Said
 
@@ -183,6 +183,8 @@ class Manifest:
         if backend is not None:  # D9: one upsert of this writer's rows, others' kept (S8)
             try:
                 backend.save_manifest(self.run, mine)
+            except WorkspaceBusy:  # the lock went to another flower in a database outage: that one drives now (D5)
+                raise
             except Exception as e:
                 log.warning("could not write the manifest to %s (%s); the run goes on", backend.where, e)
                 return False

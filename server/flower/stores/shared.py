@@ -86,15 +86,23 @@ class PgShared:
         return True
 
     def _relock(self) -> None:
-        """After a database restart the lock went with its connection: take it again before writing (logged if another took it)."""
+        """After a database restart the lock went with its connection: take it again before writing.
+
+        If another flower took it meanwhile, that one drives now: this one writes nothing more and stops with
+        WorkspaceBusy naming it (D5: one writer, even across an outage).
+        """
         link = self._lock_link
         if link is None:
             return
         try:
-            if not link.call(self._take):
-                log.warning("the lock of %s was lost in a database outage and another flower holds it now", self.identity)
+            taken = link.call(self._take)
         except Exception as e:  # the write that follows fails alike and says so
             log.warning("could not check the lock of %s (%s)", self.identity, e)
+            return
+        if not taken:
+            log.warning("the lock of %s was lost in a database outage and another flower holds it now", self.identity)
+            self.release()
+            self._busy()
 
     def acquire(self) -> None:
         """Take the advisory lock on a connection of its own, or raise WorkspaceBusy with the holder's host and pid."""
@@ -111,6 +119,10 @@ class PgShared:
             self._lock_link = link
             return
         link.close()
+        self._busy()
+
+    def _busy(self) -> None:
+        """Raise WorkspaceBusy naming the lock's holder (host and pid)."""
         holder = None
         deadline = time.monotonic() + 1.0  # the holder writes its row just after taking the lock
         while holder is None and time.monotonic() < deadline:
