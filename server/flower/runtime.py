@@ -407,6 +407,8 @@ class Runtime:
         """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""
         try:
             await sweep(self.raw_store, self.project_key, self.run_dir, self.env)
+        except FlowerError as exc:  # the store refuses writes (full, read-only): the wake's first write says so, once
+            log.info("reconcile: the sweep stopped: %s", exc)
         except Exception:  # the wake goes on from sessions.db as it is: a failed import loses nothing stored
             log.exception("reconcile: the sweep of this workspace's CLI transcripts failed")
 
@@ -414,6 +416,8 @@ class Runtime:
         """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""
         try:
             await reconcile(self.raw_store, self.project_key, session_id, self.env)
+        except FlowerError as exc:  # the store refuses writes (full, read-only): the attempt that follows says so, once
+            log.info("reconcile: session %s not imported: %s", session_id, exc)
         except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
 

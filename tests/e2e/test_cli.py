@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import termios
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,11 +49,12 @@ class Done:
     err: str
 
 
-async def flower(*args: str, env: dict[str, str], cwd: Path, lang: str = "en", timeout: float = 120.0) -> Done:
-    """Run `flower *args` piped (not a terminal) and wait for it, bounded."""
+async def flower(*args: str, env: dict[str, str], cwd: Path, lang: str = "en", timeout: float = 120.0,
+                 child: Callable[[], None] | None = None) -> Done:
+    """Run `flower *args` piped (not a terminal) and wait for it, bounded; `child` runs in the child before exec."""
     proc = await asyncio.create_subprocess_exec(
         str(FLOWER), *args, cwd=cwd, env=cli_env(env, lang), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=child,
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)

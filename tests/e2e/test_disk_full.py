@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from test_cli import FLOWER, Done, cli_env, lineage, seed_frozen
+from test_cli import flower, lineage, seed_frozen
 
 from flower.workflow.flower import WORK_PROMPT
 from flowerscript import judge, work
@@ -43,22 +43,6 @@ def permissions_bind() -> None:
     """In the child: file permission bits apply to it even as root (CAP_DAC_OVERRIDE is gone after exec)."""
     if os.geteuid() == 0 and ctypes.CDLL(None, use_errno=True).prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE)")
-
-
-async def flower(*args: str, env: dict[str, str], cwd: Path, child: Callable[[], None] | None = None,
-                 timeout: float = 120.0) -> Done:
-    """Run the `flower` console script piped, `child` run in the child before exec; bounded."""
-    proc = await asyncio.create_subprocess_exec(
-        str(FLOWER), *args, cwd=cwd, env=cli_env(env), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=child,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-        raise
-    return Done(proc.returncode, out.decode(), err.decode())
 
 
 async def first_wake(model, env, workspace: Path, run_dir: Path) -> str:

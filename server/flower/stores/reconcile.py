@@ -45,6 +45,7 @@ import orjson
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from ..core.durable import write_atomic
+from ..core.errors import FlowerError
 from ..core.redact import redact
 
 __all__ = [
@@ -269,6 +270,8 @@ async def sweep(store: Any, project_key: str, run_dir: Path, env: Mapping[str, s
     for sid in changed:
         try:
             imported += await reconcile(store, project_key, sid, env)
+        except FlowerError:  # the store refuses writes (full, read-only): every other import would fail alike
+            raise
         except Exception:
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", sid)
             for p in [p for p in now if Path(p).stem == sid]:
