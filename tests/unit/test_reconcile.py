@@ -206,7 +206,8 @@ async def test_sweep_imports_every_session_of_the_key_and_rereads_only_changed_f
     left = tmp / "claude-resume-x" / "projects" / KEY["project_key"] / f"{SID2}.jsonl"
     other = transcript_path(cfg, "-other", SID2)  # another workspace's: not swept
     stray = transcript_path(cfg, KEY["project_key"], "agent-1")  # not a session id: not a session of its own
-    for path, rows in ((own, chat(4)), (left, chat(2)), (other, chat(2)), (stray, chat(2))):
+    helper = left.parent / SID2 / "subagents" / "agent-a1.jsonl"  # a subagent's transcript: keeps the leftover dir
+    for path, rows in ((own, chat(4)), (left, chat(2)), (other, chat(2)), (stray, chat(2)), (helper, chat(1))):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(jsonl(rows))
     raw = SqliteSessionStore(tmp_path / "sessions.db")
@@ -236,4 +237,36 @@ async def test_sweep_imports_every_session_of_the_key_and_rereads_only_changed_f
         assert "every CLI transcript is read again" in caplog.text
         assert await raw.load(key2) == chat(2) and await raw.load(KEY) == more
     finally:
+        await raw.close()
+
+
+async def test_sweep_removes_a_killed_resumes_dir_once_imported_unless_in_use(tmp_path: Path, monkeypatch):
+    # The SDK copies credentials into each claude-resume-* dir and removes it when the CLI ends; after a kill the
+    # sweep removes it, but only once its transcript is in the store and no process runs with it as config dir.
+    tmp, run_dir = tmp_path / "tmp", tmp_path / "runs"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+    dirs = {name: tmp / f"claude-resume-{name}" for name in ("spent", "busy")}
+    for name, top in dirs.items():
+        sid = SID if name == "spent" else SID2
+        (top / "projects" / KEY["project_key"]).mkdir(parents=True)
+        (top / "projects" / KEY["project_key"] / f"{sid}.jsonl").write_bytes(jsonl(chat(3)))
+        (top / ".credentials.json").write_text("{}")
+    user = await asyncio.create_subprocess_exec("sleep", "60", env={**os.environ, "CLAUDE_CONFIG_DIR": str(dirs["busy"])})
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == 2 * len(chat(3))
+        assert await raw.load(KEY) == chat(3) and await raw.load({**KEY, "session_id": SID2}) == chat(3)
+        assert not dirs["spent"].exists()  # imported, nobody's: gone with its credentials copy
+        assert (dirs["busy"] / ".credentials.json").exists()  # a live CLI runs on it
+        remembered = json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]]
+        assert list(remembered) == [str(dirs["busy"] / "projects" / KEY["project_key"] / f"{SID2}.jsonl")]
+        user.kill()
+        await asyncio.wait_for(user.wait(), 10)
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == 0  # unchanged: not read, but now removable
+        assert not dirs["busy"].exists()
+    finally:
+        if user.returncode is None:
+            user.kill()
+            await user.wait()
         await raw.close()

@@ -25,7 +25,9 @@ A resume reconciles its own session only. Sessions that are never resumed would 
 file holds: a judge round (never resumed, S14) or a session killed before flower learned its id (never
 in the lineage). `sweep` reconciles every transcript of the project key at the start of a wake; it
 remembers each file's size and mtime in `run_dir/reconciled.json` and rereads only the files that
-changed since, so a wake costs a `stat` per file, not a load per session.
+changed since, so a wake costs a `stat` per file, not a load per session. Once a killed resume's temporary
+dir is imported in full and no process uses it, the sweep removes it: the SDK copied the caller's credentials
+into it, and only its own cleanup (which the kill skipped) would have removed them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import gc
 import json
 import logging
 import os
+import shutil
 import tempfile
 import uuid as uuidlib
 from collections import Counter
@@ -234,6 +237,43 @@ def _is_session_id(name: str) -> bool:
     return True
 
 
+def _spent_leftovers(project_key: str, imported: Mapping[str, Any], tmp: Path | None = None) -> list[Path]:
+    """The `claude-resume-*` dirs of this project key that a killed resume left and the store now holds in full.
+
+    The SDK copies the caller's credentials into each (`.credentials.json`) and removes it when the CLI ends;
+    a kill leaves it behind. One is removed only when every file under its `projects/` is a main transcript
+    just imported (`imported`: path → stat) — a subagent's transcript, which reconcile does not read, keeps it
+    — and no live process runs with it as its config dir (read from /proc; without /proc none is removed).
+    """
+    base = tmp if tmp is not None else Path(tempfile.gettempdir())
+    spent = []
+    for root in base.glob(f"claude-resume-*/projects/{project_key}"):
+        top = root.parent.parent
+        try:
+            files = [p for p in (top / "projects").rglob("*") if not p.is_dir()]
+            others = [p for p in (top / "projects").iterdir() if p != root]
+        except OSError:
+            continue
+        if not others and files and all(str(p) in imported for p in files) and not _in_use(top):
+            spent.append(top)
+    return spent
+
+
+def _in_use(config: Path) -> bool:
+    """Whether a live process has `config` as its CLI config dir (`CLAUDE_CONFIG_DIR` in /proc/<pid>/environ)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "environ").exists():
+        return True  # cannot tell: keep it
+    needle = b"\0CLAUDE_CONFIG_DIR=" + os.fsencode(config) + b"\0"
+    for environ in proc.glob("[0-9]*/environ"):
+        try:
+            if needle in b"\0" + environ.read_bytes():
+                return True
+        except OSError:  # gone meanwhile, or another user's (whose config dir this is not)
+            continue
+    return False
+
+
 def _load_swept(path: Path) -> dict[str, Any]:
     """The sweep's memory; empty when absent or unreadable (the next sweep then rereads every file, which is only slower)."""
     try:
@@ -276,6 +316,9 @@ async def sweep(store: Any, project_key: str, run_dir: Path, env: Mapping[str, s
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", sid)
             for p in [p for p in now if Path(p).stem == sid]:
                 now.pop(p)
+    for root in _spent_leftovers(project_key, now):
+        shutil.rmtree(root, ignore_errors=True)
+        now = {p: seen for p, seen in now.items() if not Path(p).is_relative_to(root)}
     if now != old:
         state[project_key] = now
         try:
