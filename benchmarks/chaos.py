@@ -331,11 +331,16 @@ def _pruner_made(uid: str) -> bool:
         return False
 
 
-def _missing(roots: list[Path], db: Path) -> set[tuple[str, str]]:
-    """(session, uuid) of every CLI local transcript entry that sessions.db does not hold."""
-    stored = _stored_uuids(db)
+def _local_uuids(roots: list[Path]) -> set[tuple[str, str]]:
+    """(session, uuid) of every CLI local transcript entry under the roots (the pruner's own left out)."""
     return {(sid, e["uuid"]) for sid, entries in _local_entries(roots).items() for e in entries
-            if isinstance(e.get("uuid"), str) and e["uuid"] not in stored.get(sid, set()) and not _pruner_made(e["uuid"])}
+            if isinstance(e.get("uuid"), str) and not _pruner_made(e["uuid"])}
+
+
+def _missing(seen: set[tuple[str, str]], db: Path) -> set[tuple[str, str]]:
+    """Of the entries `seen` in CLI local transcripts, those sessions.db does not hold."""
+    stored = _stored_uuids(db)
+    return {(sid, uid) for sid, uid in seen if uid not in stored.get(sid, set())}
 
 
 def _has_output(sid: str, roots: list[Path], db: Path) -> bool:
@@ -435,6 +440,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
     runs = ws / "runs"
     db = runs / "sessions.db"
     roots = [config, tmp]
+    seen: set[tuple[str, str]] = set()  # every CLI local transcript entry seen after a kill or at the end
     used = 0
     starts: list[int] = []  # model request count when each flower run started
     killed_before: list[Kill | None] = []  # the kill that preceded each run
@@ -498,7 +504,9 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
                 figures.rows_lost += len(rows_seen - rows)
                 lost_by_kill.add(id(kill))
             rows_seen |= rows
-            at_risk.append((kill, _missing(roots, db)))
+            # Seen now, before the next run: its sweep removes a killed resume's temp dir once imported.
+            seen |= _local_uuids(roots)
+            at_risk.append((kill, _missing(seen, db)))
         figures.laps_passed += passed
         if not passed:
             figures.defects.append(f"lap {n}: the work did not finish")
@@ -534,7 +542,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
         # Every entry of every CLI local transcript counts, judge rounds' too (never resumed, S14: the wake's sweep
         # brings them in); the judges' share is shown apart.
         judges = {r.session_id for r in conversation if _agent(r.system) == "judge"}
-        missing = _missing(roots, db)
+        missing = _missing(seen | _local_uuids(roots), db)
         figures.turns_lost += len(missing)
         figures.judge_unmirrored += sum(1 for sid, _ in missing if sid in judges)
         for kill, risk in at_risk:
