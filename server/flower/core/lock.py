@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import threading
 import time
@@ -26,6 +27,8 @@ from .durable import write_atomic
 from .errors import FlowerError
 from .shared import Shared
 from .texts import say
+
+log = logging.getLogger(__name__)
 
 LOCK_FILE = "flower.lock"
 PROBE_GRACE = 0.1
@@ -189,11 +192,22 @@ def held(run_dir: str | os.PathLike[str]) -> bool:
 
 def mark_wake(run_dir: str | os.PathLike[str]) -> None:
     """Record, under the workspace lock, that a wake is under way here (atomically: a crash leaves it whole or absent)."""
+    backend = shared.of(run_dir)
+    if backend is not None:  # D9: in the shared store, so another machine sees a wake cut off here
+        backend.mark_wake(True)
+        return
     write_atomic(Path(run_dir) / WAKE_FILE, json.dumps({"pid": os.getpid(), "started_at": time.time()}).encode())
 
 
 def clear_wake(run_dir: str | os.PathLike[str]) -> None:
     """The wake ended (finished, failed, or stopped by the person): nothing was cut off."""
+    backend = shared.of(run_dir)
+    if backend is not None:
+        try:
+            backend.mark_wake(False)
+        except Exception as e:  # the mark stays: the next status calls the wake cut off, which loses nothing
+            log.warning("could not clear the wake mark in %s (%s)", backend.where, e)
+        return
     Path(run_dir, WAKE_FILE).unlink(missing_ok=True)
 
 
@@ -201,7 +215,14 @@ def interrupted(run_dir: str | os.PathLike[str]) -> bool:
     """A wake here was cut off and nothing has continued or finished it: its marker is left and no live process holds the lock.
 
     Read from files only, so it survives any crash: the flock dies with its holder (kill -9, a crashed server, a reload).
+    With a shared store, from its database (the advisory lock dies with its holder alike); False while it cannot be read.
     """
+    backend = shared.of(run_dir)
+    if backend is not None:
+        try:
+            return backend.interrupted()
+        except Exception:  # the database not answering: the wake's own message says so, a status shows none
+            return False
     return Path(run_dir, WAKE_FILE).exists() and not held(run_dir)
 
 

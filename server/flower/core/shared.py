@@ -51,6 +51,12 @@ class Shared(Protocol):
     def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
         """Replace the rows of writer `run` (S8); raises on failure."""
 
+    def mark_wake(self, on: bool) -> None:
+        """Record that a wake is under way (on) or ended (off); raises on failure."""
+
+    def interrupted(self) -> bool:
+        """Whether a wake was cut off: its mark is left and nobody holds the lock; raises on failure."""
+
     def acquire(self) -> None:
         """Take the task's one-writer lock or raise WorkspaceBusy naming host and pid (D5)."""
 

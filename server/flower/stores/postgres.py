@@ -105,6 +105,12 @@ CREATE TABLE IF NOT EXISTS {s}.holders (
     pid        integer NOT NULL,
     started_at double precision NOT NULL
 );
+CREATE TABLE IF NOT EXISTS {s}.wakes (
+    project    text PRIMARY KEY,        -- a wake of the identity is under way, or was cut off (the shared wake.json)
+    host       text NOT NULL,
+    pid        integer NOT NULL,
+    started_at double precision NOT NULL
+);
 """
 
 _LOAD = """

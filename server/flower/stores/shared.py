@@ -104,6 +104,21 @@ class PgShared:
             self.release()
             self._busy()
 
+    def mark_wake(self, on: bool) -> None:
+        """Record that a wake of the task is under way (on) or ended (off), for every machine to see."""
+        if on:
+            self._call("INSERT INTO {s}.wakes (project, host, pid, started_at) VALUES ($1, $2, $3, $4)"
+                       " ON CONFLICT (project) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
+                       " started_at = excluded.started_at", self.identity, socket.gethostname(), os.getpid(), time.time())
+        else:
+            self._call("DELETE FROM {s}.wakes WHERE project = $1", self.identity)
+
+    def interrupted(self) -> bool:
+        """A wake's mark is left and no live flower holds the lock: it was cut off, on whichever machine."""
+        found = self._call("SELECT EXISTS (SELECT 1 FROM {s}.wakes WHERE project = $1)"
+                           f" AND NOT EXISTS ({_HOLDER})", self.identity, self._key, fetch="fetchval")
+        return bool(found)
+
     def acquire(self) -> None:
         """Take the advisory lock on a connection of its own, or raise WorkspaceBusy with the holder's host and pid."""
         if self._lock_link is not None:
