@@ -31,6 +31,7 @@ test-python: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
 test-editor: $(STAMP) $(CLIENT)/node_modules/.package-lock.json
+	bash $(CLIENT)/e2e/setup.sh >/dev/null  # chromium first: the webview page's unit tests run in it too
 	cd $(CLIENT) && npm run --silent typecheck && npm test
 	bash $(CLIENT)/e2e/run.sh
 
