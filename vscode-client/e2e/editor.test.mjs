@@ -109,6 +109,13 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     const text = await gauge.textContent();
     assert.match(text ?? '', /42\.3K/);
     await ed.shot('1-start-done');
+    // The folder's .flower.toml is read when its server starts: written now, the idle server restarts
+    // with it, and the gauge names the model it sets (the settings outrank the model the CLI reported).
+    assert.doesNotMatch(text ?? '', /haiku/);
+    fs.writeFileSync(path.join(ws, '.flower.toml'), 'model = "claude-haiku-4-5"\n');
+    await until(async () => (await gauge.textContent())?.includes('haiku-4-5'), 'the gauge to name the model of .flower.toml', secs(30));
+    assert.match((await gauge.textContent()) ?? '', /42\.3K/, 'the context is read again from sessions.db');
+    await ed.shot('1-start-flower-toml');
   });
 });
 

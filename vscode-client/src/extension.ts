@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { Commands } from './commands';
 import { Focus } from './folders';
 import { cutOff } from './model/resume';
-import { resumeOnStartup, SERVER_SETTINGS } from './model/settings';
+import { flowerPart, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from './model/settings';
 import { type FolderServer, hasLineage, Servers } from './server';
 import { GaugeView } from './views/gauge';
 import { GoalsView } from './views/goals';
@@ -32,7 +32,20 @@ export function activate(ctx: vscode.ExtensionContext): void {
     const transcript = new TranscriptView(ctx.extensionUri, all, focus, (folder, text) => commands?.sayText(folder, text) ?? Promise.resolve());
     commands = new Commands(ctx, all, focus, log, () => transcript);
     const c = commands;
+    // A folder's `.flower.toml` / `[tool.flower]` is read when its server starts, like the options:
+    // an edit that changes what the server reads restarts it when idle, else when its wake ends.
+    const files = new SettingsFiles();
+    for (const folder of vscode.workspace.workspaceFolders ?? []) files.prime(folder);
+    const watcher = vscode.workspace.createFileSystemWatcher(`**/{${SETTINGS_FILES.join(',')}}`);
+    const fileChanged = (uri: vscode.Uri): void => {
+        if (!files.changed(uri.fsPath)) return;
+        for (const server of all.all()) if (path.dirname(uri.fsPath) === server.folder.uri.fsPath) reconfigure(server, false);
+    };
     ctx.subscriptions.push(
+        watcher,
+        watcher.onDidChange(fileChanged),
+        watcher.onDidCreate(fileChanged),
+        watcher.onDidDelete(fileChanged),
         log,
         focus,
         progress,
@@ -51,24 +64,55 @@ export function activate(ctx: vscode.ExtensionContext): void {
         }),
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);
+            for (const folder of e.added) files.prime(folder);
             for (const folder of e.added) if (hasLineage(folder)) void startFolder(all, c, folder);
         }),
         vscode.workspace.onDidGrantWorkspaceTrust(() => startUsedFolders(all, c)),
         vscode.workspace.onDidChangeConfiguration((e) => {
             // Server options and the interpreter are read at start: restart idle servers that use them.
             for (const server of all.all()) {
-                const affected = SERVER_SETTINGS.some((k) => e.affectsConfiguration(k, server.folder.uri));
-                const idle = server.client !== undefined && !(server.status?.running ?? false);
-                // A start that found no flower may have read the settings before they were loaded (seen after
-                // Reload Window in a remote window, where user settings arrive after activation): try again.
-                const refused = server.client === undefined && server.startFailure === 'missing';
-                if (affected && (idle || refused)) void server.restart();
-                // A running wake keeps the settings it started with; the server restarts with the new ones when it ends.
-                else if (affected && server.client !== undefined) server.settingsChanged = true;
+                if (SERVER_SETTINGS.some((k) => e.affectsConfiguration(k, server.folder.uri))) reconfigure(server, true);
             }
         }),
     );
     startUsedFolders(all, c);
+}
+
+/**
+ * Settings a server read at its start changed: restart it when idle; a running wake keeps the
+ * settings it started with, and the server restarts with the new ones when it ends. With
+ * `retryRefused`, a start that found no flower is tried again: it may have read the settings
+ * before they were loaded (seen after Reload Window in a remote window, where user settings
+ * arrive after activation).
+ */
+function reconfigure(server: FolderServer, retryRefused: boolean): void {
+    const idle = server.client !== undefined && !(server.status?.running ?? false);
+    const refused = retryRefused && server.client === undefined && server.startFailure === 'missing';
+    if (idle || refused) void server.restart();
+    else if (server.client !== undefined) server.settingsChanged = true;
+}
+
+/** The flower part of each folder's settings files as last read, to tell a change the server would see. */
+class SettingsFiles {
+    private readonly parts = new Map<string, string>();
+
+    prime(folder: vscode.WorkspaceFolder): void {
+        for (const name of SETTINGS_FILES) this.changed(path.join(folder.uri.fsPath, name));
+    }
+
+    /** Read `file` again; whether its flower part differs from the last reading (a file never read counts as changed). */
+    changed(file: string): boolean {
+        let text: string | undefined;
+        try {
+            text = fs.readFileSync(file, 'utf8');
+        } catch {
+            text = undefined; // gone, or not readable: the server reads it as absent too
+        }
+        const part = flowerPart(path.basename(file), text);
+        const before = this.parts.get(file);
+        this.parts.set(file, part);
+        return before !== part;
+    }
 }
 
 /** Folders that already have a task get their server, gauge and transcript at once. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { explicit, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS } from '../src/model/settings';
+import { explicit, flowerPart, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from '../src/model/settings';
 
 test('settings become the server options protocol.md lists', () => {
     assert.deepEqual(initializationOptions({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
@@ -76,4 +76,18 @@ test('only what the person set is sent: a default would outrank .flower.toml and
     // Nothing set anywhere: no option at all, so the server's settings file decides.
     const none = { rounds: explicit({}), trim: explicit({}), handoffAt: explicit({}), isolated: explicit({}), store: explicit({}) };
     assert.deepEqual(initializationOptions(none), {});
+});
+
+test('the settings files: all of .flower.toml, only the [tool.flower] tables of pyproject.toml', () => {
+    assert.deepEqual([...SETTINGS_FILES], ['.flower.toml', 'pyproject.toml']);
+    assert.equal(flowerPart('.flower.toml', 'model = "m"\n'), 'model = "m"\n');
+    assert.equal(flowerPart('.flower.toml', undefined), '');
+    const pyproject = (deps: string, model: string) =>
+        `[project]\nname = "app"\ndependencies = [${deps}]\n\n[tool.flower]\nmodel = "${model}"\n[tool.flower.extra]\nx = 1\n[tool.ruff]\nline-length = 120\n`;
+    const part = flowerPart('pyproject.toml', pyproject('"a"', 'm'));
+    assert.equal(part, '[tool.flower]\nmodel = "m"\n[tool.flower.extra]\nx = 1');
+    assert.equal(flowerPart('pyproject.toml', pyproject('"a", "b"', 'm')), part, 'a dependency edit changes nothing');
+    assert.notEqual(flowerPart('pyproject.toml', pyproject('"a"', 'n')), part, 'a model edit does');
+    assert.equal(flowerPart('pyproject.toml', '[ tool."flower" ]\nrounds = 2'), '[ tool."flower" ]\nrounds = 2');
+    assert.equal(flowerPart('pyproject.toml', '[tool.flowerpot]\nx = 1\n[project]\n'), '');
 });

@@ -28,6 +28,27 @@ export const SERVER_SETTINGS = [
     'flower.project',
 ] as const;
 
+/** The files at a folder's root whose flower settings the server reads when it starts (issue 15). */
+export const SETTINGS_FILES = ['.flower.toml', 'pyproject.toml'] as const;
+
+/**
+ * The part of a settings file the server reads: all of `.flower.toml`; of `pyproject.toml`, the
+ * `[tool.flower]` table and its sub-tables ('' without them), so that editing its dependencies
+ * restarts nothing. `undefined` (no file) reads as ''.
+ */
+export function flowerPart(name: string, text: string | undefined): string {
+    if (text === undefined) return '';
+    if (name !== 'pyproject.toml') return text;
+    const kept: string[] = [];
+    let inside = false;
+    for (const line of text.split(/\r?\n/)) {
+        const header = /^\s*\[\[?([^\]]+)\]/.exec(line);
+        if (header) inside = /^tool\.flower(\.|$)/.test((header[1] ?? '').replace(/["'\s]/g, ''));
+        if (inside) kept.push(line);
+    }
+    return kept.join('\n');
+}
+
 /** What `WorkspaceConfiguration.inspect` reports of one setting (the parts read here). */
 export interface Inspected {
     globalValue?: unknown;
