@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { explicit, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS } from '../src/model/settings';
+import { explicit, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS, sharedStore } from '../src/model/settings';
 
 test('settings become the server options protocol.md lists', () => {
     assert.deepEqual(initializationOptions({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
@@ -76,4 +76,18 @@ test('only what the person set is sent: a default would outrank .flower.toml and
     // Nothing set anywhere: no option at all, so the server's settings file decides.
     const none = { rounds: explicit({}), trim: explicit({}), handoffAt: explicit({}), isolated: explicit({}), store: explicit({}) };
     assert.deepEqual(initializationOptions(none), {});
+});
+
+test('a postgresql:// store, in the setting or else in FLOWER_STORE, is shared: the folder may have a task without runs/lineage.json (issue 14)', () => {
+    const url = 'postgresql://flower:s3cret@db.example:5432/flower';
+    assert.equal(sharedStore(url, undefined), true);
+    assert.equal(sharedStore(` ${url} `, undefined), true);
+    assert.equal(sharedStore(undefined, url), true);
+    assert.equal(sharedStore('', url), true);
+    // The setting wins over the environment, as option > environment on the server.
+    assert.equal(sharedStore('sqlite', url), false);
+    assert.equal(sharedStore(undefined, undefined), false);
+    assert.equal(sharedStore('sqlite', undefined), false);
+    assert.equal(sharedStore(undefined, 'sqlite'), false);
+    assert.equal(sharedStore(42, undefined), false);
 });
