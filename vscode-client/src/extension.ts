@@ -86,9 +86,13 @@ export function activate(ctx: vscode.ExtensionContext): void {
 
 /** Folders that already have a task get their server, gauge and transcript at once. */
 function startUsedFolders(all: Servers, commands: Commands): void {
-    if (!vscode.workspace.isTrusted) return;
+    if (!vscode.workspace.isTrusted) {
+        logger?.info('the workspace is not trusted: no server starts until it is');
+        return;
+    }
     for (const folder of vscode.workspace.workspaceFolders ?? []) {
         if (hasTask(folder)) void startFolder(all, commands, folder);
+        else logger?.info(`${folder.name}: no task yet (no runs/lineage.json, no postgresql:// store in the settings)`);
     }
 }
 
