@@ -1,6 +1,6 @@
 // The extension in a real VS Code (code-server 4.100.3 + headless Chromium), installed from the
 // built .vsix, with the real `python -m flower.lsp` and Claude Code CLI against the scripted model
-// of e2e/model.py. Each test is one scenario of issue 11 (8: issue 15); each saves screenshots to
+// of e2e/model.py. Each test is one scenario of issue 11 (8: issue 15, 9: issue 14); each saves screenshots to
 // vscode-client/test-results/<n>-<name>.png. Run by e2e/run.sh (`node --test`).
 // @ts-check
 
@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
 import {
-  API_KEY, CLIENT, Editor, Model, closeBrowser, removeDirs, secs, sha256, tempDir, until,
+  API_KEY, CLIENT, Editor, Model, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
 } from './harness.mjs';
 
 after(closeBrowser);
@@ -349,4 +349,64 @@ test('8 flower.model and flower.maxCost: the model asked for, the gauge names it
     await ed.page.locator('.settings-editor .setting-item-contents', { hasText: 'Max Cost' }).first().waitFor({ timeout: secs(15) });
     await ed.shot('8-cost-setting');
   }, { settings: { 'flower.model': MODEL, 'flower.maxCost': 0.25, 'flower.rounds': 1 } });
+});
+
+/** Every file under `dir` (recursively). */
+function files(/** @type {string} */ dir) {
+  return fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((f) => f.isFile()).map((f) => path.join(f.parentPath ?? f.path, f.name));
+}
+
+test('9 flower.store: a postgresql:// URL holds the task; after Reload Window the transcript and gauge come back from it; no sessions.db, no password shown', TIME, async () => {
+  const ws = tempDir('ws-store');
+  const PROJECT = 'team-calc';
+  const pg = await Postgres.start();
+  try {
+    assert.ok(pg.url.startsWith('postgresql://') && pg.url.includes(`:${pg.password}@`), 'the URL carries a password');
+    await scenario('9-store', 'store', [ws], async (ed, model) => {
+      await showTranscript(ed);
+      await start(ed);
+      await row(ed, '[data-kind="verdict"]', undefined, secs(120));
+      await row(ed, '[data-kind="tool"]', 'calc.py');
+      await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K', secs(20));
+      await idle(ed);
+      await ed.page.keyboard.press('Escape');
+      await ed.shot('9-store-done');
+      const sessionsDb = path.join(ws, 'runs', 'sessions.db');
+      assert.ok(!fs.existsSync(sessionsDb), 'no runs/sessions.db: the store is the database');
+      const held = await pg.count();
+      assert.ok(held.entries > 0, `the database holds the entries (${held.entries})`);
+      assert.deepEqual(held.projects, [PROJECT], 'the task is named by flower.project in the store');
+      const asked = model.requests.length;
+
+      // A new window: the extension host and the server start again and read the task back from PostgreSQL.
+      await ed.reload();
+      await showTranscript(ed);
+      await row(ed, '[data-kind="user"]', TASK, secs(30));
+      await row(ed, '[data-kind="tool"]', 'calc.py', secs(30));
+      // The judge's reply as stored (a verdict row is a live notification's, not history's).
+      await row(ed, '[data-kind="assistant"]', 'VERDICT: PASS', secs(30));
+      await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K after reload', secs(20));
+      assert.equal(model.requests.length, asked, 'restored without any model request');
+      assert.equal(await ed.toast(/Continue where it stopped/).count(), 0, 'a finished wake is not offered again');
+      await ed.shot('9-store-reloaded');
+      assert.ok(!fs.existsSync(sessionsDb), 'still no runs/sessions.db after the reload');
+      assert.ok((await pg.count()).entries >= held.entries);
+
+      // The URL's password: in no frame's DOM, not in the extension's log (which names the URL masked),
+      // no log file, no file of the workspace, not in code-server's output.
+      for (const frame of ed.page.frames()) {
+        assert.ok(!(await frame.content()).includes(pg.password), `DOM of ${frame.url()}`);
+      }
+      const logs = files(path.join(ed.dirs.user, 'logs'));
+      const flowerLogs = logs.filter((f) => f.endsWith(path.join('flower.flower', 'flower.log')));
+      assert.ok(flowerLogs.length >= 1, 'the flower log was found');
+      assert.ok(flowerLogs.some((f) => fs.readFileSync(f, 'utf8').includes('flower_pw:***@')), 'the flower log names the URL with its password masked');
+      assert.deepEqual([...logs, ...files(ws)].filter((f) => fs.readFileSync(f).includes(pg.password)), [], 'files holding the password');
+      assert.ok(!ed.output.includes(pg.password), 'code-server output');
+      assert.ok(fs.readFileSync(path.join(ed.dirs.user, 'User', 'settings.json'), 'utf8').includes(pg.url), 'the setting held the URL (the scans could have found it)');
+    }, { settings: { 'flower.store': pg.url, 'flower.project': PROJECT } });
+  } finally {
+    await pg.stop();
+  }
 });

@@ -144,6 +144,56 @@ export class Model {
   }
 }
 
+/**
+ * A real PostgreSQL of one scenario (e2e/postgres.py: tests/pg.py's PgServer on a Unix socket and
+ * 127.0.0.1), with a database owned by a role that logs in with a password. The helper and the
+ * postmaster (the leader of its own group) are both in the cleanup: nothing outlives the test.
+ */
+export class Postgres {
+  url = '';
+  password = '';
+  pid = 0;
+  stderr = '';
+  /** @type {import('node:child_process').ChildProcess | undefined} */ proc;
+  /** @type {{entries: number, projects: string[]} | null} */ counted = null;
+
+  static async start() {
+    const pg = new Postgres();
+    const proc = startGroup(PYTHON, [path.join(E2E, 'postgres.py')], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    });
+    pg.proc = proc;
+    proc.stderr?.on('data', (d) => { pg.stderr += d; });
+    readline.createInterface({ input: /** @type {NodeJS.ReadableStream} */ (proc.stdout) }).on('line', (line) => {
+      const msg = JSON.parse(line);
+      if (msg.event === 'listening') {
+        Object.assign(pg, { url: msg.url, password: msg.password, pid: msg.pid });
+        groups.add(msg.pid); // postgres runs in a session of its own: killed by group with the rest
+      } else if (msg.event === 'count') pg.counted = msg;
+    });
+    await until(() => pg.url || proc.exitCode !== null, 'PostgreSQL to accept connections', secs(60));
+    if (!pg.url) throw new Error(`postgres.py did not start: ${pg.stderr}`);
+    return pg;
+  }
+
+  /** @returns {Promise<{entries: number, projects: string[]}>} what the store holds, asked as the superuser */
+  async count() {
+    this.counted = null;
+    this.proc?.stdin?.write('count\n');
+    return until(() => this.counted, 'postgres.py to count the entries', secs(20));
+  }
+
+  /** End of input: the helper stops the server by pid and removes its dir; then both groups are gone. */
+  async stop() {
+    this.proc?.stdin?.end();
+    // Bounded: should the helper hang, the group is stopped below all the same.
+    await until(() => !this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null, 'postgres.py to stop the server', secs(30)).catch(() => {});
+    await stopGroup(this.proc?.pid);
+    await stopGroup(this.pid || undefined);
+  }
+}
+
 /** Install the .vsix once per test process into one extensions dir (17 s for a big one: do it once). */
 let extensionsDir = '';
 export function installExtension() {

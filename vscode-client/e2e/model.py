@@ -81,7 +81,7 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
     if name == "start":
         # Held after the first work reply so the harness sees the run mid-step, then released.
         return path(ws, work=[begin(ws, big), *finish(ws, big, hold=True)])
-    if name == "nokey":
+    if name in ("nokey", "store"):
         return path(ws, work=[begin(ws, big), *finish(ws, big)])
     if name == "cancel":
         # Held mid-step and never released: the step is cancelled there; the resumed work
@@ -121,7 +121,7 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
         return [read, *path(ws, work=work)[:-1]]
     if name == "bench":
         return []
-    raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, bench")
+    raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, store, bench")
 
 
 class RecordingModel(ScriptedModel):

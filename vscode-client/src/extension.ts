@@ -6,7 +6,7 @@ import { Commands } from './commands';
 import { Focus } from './folders';
 import { cutOff } from './model/resume';
 import { flowerPart, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from './model/settings';
-import { type FolderServer, hasLineage, Servers } from './server';
+import { type FolderServer, hasTask, Servers } from './server';
 import { GaugeView } from './views/gauge';
 import { GoalsView } from './views/goals';
 import { ProgressView } from './views/progress';
@@ -14,6 +14,8 @@ import { TranscriptView } from './views/transcript';
 
 let servers: Servers | undefined;
 let logger: vscode.LogOutputChannel | undefined;
+/** Folders whose server was started for their task (at activation, added, or their settings naming a shared store). */
+const launched = new Set<string>();
 
 export function activate(ctx: vscode.ExtensionContext): void {
     const log = vscode.window.createOutputChannel('flower', { log: true });
@@ -65,13 +67,24 @@ export function activate(ctx: vscode.ExtensionContext): void {
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);
             for (const folder of e.added) files.prime(folder);
-            for (const folder of e.added) if (hasLineage(folder)) void startFolder(all, c, folder);
+            for (const folder of e.added) if (hasTask(folder)) void startFolder(all, c, folder);
         }),
         vscode.workspace.onDidGrantWorkspaceTrust(() => startUsedFolders(all, c)),
         vscode.workspace.onDidChangeConfiguration((e) => {
             // Server options and the interpreter are read at start: restart idle servers that use them.
             for (const server of all.all()) {
                 if (SERVER_SETTINGS.some((k) => e.affectsConfiguration(k, server.folder.uri))) reconfigure(server, true);
+            }
+            // A shared store set after activation, or the user settings loaded only then (a remote window after
+            // Reload Window; the event does not always name the keys): folders whose task lives there start now.
+            if (!vscode.workspace.isTrusted) return;
+            const started = new Set(all.all().filter((s) => s.client !== undefined).map((s) => s.folder.uri.toString()));
+            for (const folder of vscode.workspace.workspaceFolders ?? []) {
+                const key = folder.uri.toString();
+                if (!started.has(key) && !launched.has(key) && hasTask(folder)) {
+                    log.info(`${folder.name}: the settings name a shared store; starting its server`);
+                    void startFolder(all, c, folder);
+                }
             }
         }),
     );
@@ -117,14 +130,19 @@ class SettingsFiles {
 
 /** Folders that already have a task get their server, gauge and transcript at once. */
 function startUsedFolders(all: Servers, commands: Commands): void {
-    if (!vscode.workspace.isTrusted) return;
+    if (!vscode.workspace.isTrusted) {
+        logger?.info('the workspace is not trusted: no server starts until it is');
+        return;
+    }
     for (const folder of vscode.workspace.workspaceFolders ?? []) {
-        if (hasLineage(folder)) void startFolder(all, commands, folder);
+        if (hasTask(folder)) void startFolder(all, commands, folder);
+        else logger?.info(`${folder.name}: no task yet (no runs/lineage.json, no postgresql:// store in the settings)`);
     }
 }
 
 /** Start a folder's server; a wake that was cut off continues per `flower.resumeOnStartup`. */
 async function startFolder(all: Servers, commands: Commands, folder: vscode.WorkspaceFolder): Promise<void> {
+    launched.add(folder.uri.toString());
     const server = all.get(folder);
     if (!(await server.ensureStarted()) || !(await wasCutOff(server))) return;
     const mode = resumeOnStartup(vscode.workspace.getConfiguration('flower', folder.uri).get('resumeOnStartup'));

@@ -30,7 +30,7 @@ import {
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
-import { explicit, initializationOptions, redactUrls } from './model/settings';
+import { explicit, initializationOptions, redactUrls, sharedStore } from './model/settings';
 import { StatusKeeper } from './model/status';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -575,7 +575,12 @@ function keyHash(key: string | undefined): string {
     return key === undefined || key === '' ? '' : createHash('sha256').update(key).digest('hex');
 }
 
-/** True when `runs/lineage.json` exists: the folder has a flower task. */
-export function hasLineage(folder: vscode.WorkspaceFolder): boolean {
-    return folder.uri.scheme === 'file' && fs.existsSync(path.join(folder.uri.fsPath, 'runs', 'lineage.json'));
+/**
+ * True when the folder has a flower task: `runs/lineage.json` exists, or its store is shared (the
+ * task's lineage then lives in PostgreSQL, and only the server can say whether one is there).
+ */
+export function hasTask(folder: vscode.WorkspaceFolder): boolean {
+    if (folder.uri.scheme !== 'file') return false;
+    if (fs.existsSync(path.join(folder.uri.fsPath, 'runs', 'lineage.json'))) return true;
+    return sharedStore(explicit(vscode.workspace.getConfiguration('flower', folder.uri).inspect('store')), process.env.FLOWER_STORE);
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { explicit, flowerPart, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from '../src/model/settings';
+import { explicit, flowerPart, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES, sharedStore } from '../src/model/settings';
 
 test('settings become the server options protocol.md lists', () => {
     assert.deepEqual(initializationOptions({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
@@ -90,4 +90,19 @@ test('the settings files: all of .flower.toml, only the [tool.flower] tables of 
     assert.notEqual(flowerPart('pyproject.toml', pyproject('"a"', 'n')), part, 'a model edit does');
     assert.equal(flowerPart('pyproject.toml', '[ tool."flower" ]\nrounds = 2'), '[ tool."flower" ]\nrounds = 2');
     assert.equal(flowerPart('pyproject.toml', '[tool.flowerpot]\nx = 1\n[project]\n'), '');
+});
+
+test('a postgresql:// store, in the setting or else in FLOWER_STORE, is shared: the folder may have a task without runs/lineage.json (issue 14)', () => {
+    const url = 'postgresql://flower:s3cret@db.example:5432/flower';
+    assert.equal(sharedStore(url, undefined), true);
+    assert.equal(sharedStore(` ${url} `, undefined), true);
+    assert.equal(sharedStore(undefined, url), true);
+    assert.equal(sharedStore('', url), true);
+    // The setting wins over the environment, as option > environment on the server.
+    assert.equal(sharedStore('sqlite', url), false);
+    assert.equal(sharedStore(undefined, undefined), false);
+    assert.equal(sharedStore('sqlite', undefined), false);
+    assert.equal(sharedStore(undefined, 'sqlite'), false);
+    assert.equal(sharedStore(42, undefined), false);
+    assert.equal(sharedStore('postgres://db/flower', undefined), true, 'the short scheme too, as the server takes it');
 });

@@ -97,6 +97,16 @@ function text(x: unknown): string | undefined {
 }
 
 /**
+ * Whether a folder's store is shared: a `postgresql://` (or `postgres://`) URL in its `flower.store` setting (as set
+ * explicitly) or, the setting unset, in `FLOWER_STORE`. The task then lives in the database and
+ * leaves no `runs/lineage.json` in the folder (issue 14).
+ */
+export function sharedStore(setting: unknown, env: string | undefined): boolean {
+    const store = text(setting) ?? text(env);
+    return store !== undefined && /^postgres(ql)?:\/\//i.test(store);
+}
+
+/**
  * A line with every URL's password replaced by `***` (`postgresql://me:***@host/db`): what the
  * client writes to its log, the JSON-RPC trace included (it carries `initializationOptions.store`).
  */
