@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from flower.core.manifest import Manifest, StepResult
-from flower.core.redact import REDACTED, cut, redact
+from flower.core.redact import REDACTED, cut, redact, redact_encoded
 
 
 def test_redact_replaces_credential_env_values_and_key_shapes(monkeypatch):
@@ -32,3 +32,13 @@ def test_manifest_rows_carry_no_key(tmp_path, monkeypatch):
     assert row["error"] == f"401 invalid x-api-key {REDACTED}" and row["errors"] == [f"500 {REDACTED}"]
 
 
+
+
+def test_redact_encoded_replaces_keys_in_bytes_and_text(monkeypatch):
+    token = "opaque-" + secrets.token_hex(8)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", token)
+    clean = b'{"a":"nothing here"}'
+    bodies: list[bytes | str] = [clean, b'{"a":"x sk-ant-api03-abcdefgh"}', f'{{"a":"{token}"}}'.encode(), f'"\\ud800 {token}"']
+    out = redact_encoded(bodies)
+    assert out == [clean, f'{{"a":"x {REDACTED}"}}'.encode(), f'{{"a":"{REDACTED}"}}'.encode(), f'"\\ud800 {REDACTED}"']
+    assert out[0] is clean and bodies[1] == b'{"a":"x sk-ant-api03-abcdefgh"}'  # the input list is left as it was

@@ -82,6 +82,19 @@ async def test_uuids_stored_by_another_store_count(tmp_path: Path) -> None:
         assert await second.load(KEY) == [e("a", by=2), e("b", by=1)]
 
 
+async def test_mtime_moves_at_every_append_even_when_the_clock_steps_back(
+    store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.append(KEY, [e("a")])
+    (first,) = await store.list_sessions(KEY["project_key"])
+    monkeypatch.setattr("flower.stores.sqlite.time.time", lambda: 1.0)  # 1970: far behind the stored mtime
+    await store.append(KEY, [e("b")])
+    (second,) = await store.list_sessions(KEY["project_key"])
+    await store.append(KEY, [e("b")])  # nothing new is stored: the mtime stays
+    (third,) = await store.list_sessions(KEY["project_key"])
+    assert first["mtime"] < second["mtime"] == third["mtime"]
+
+
 async def test_load_unknown_key_is_none(store: SqliteSessionStore) -> None:
     assert await store.load(KEY) is None
     await store.append(KEY, [e("a")])

@@ -63,15 +63,14 @@ def redact_encoded(bodies: list[bytes | str]) -> list[bytes | str]:
     and far cheaper than walking the decoded entries.
     """
     secrets = _secrets()
-    needles = [b"sk-ant-", *(s.encode() for s in secrets)]
-    out: list[bytes | str] = []
-    for body in bodies:
-        if isinstance(body, bytes):
-            if any(n in body for n in needles):
-                body = _redact(body.decode(), secrets).encode()
-        else:
-            body = _redact(body, secrets)
-        out.append(body)
+    others = [s.encode() for s in secrets]  # usually none: keys are sk-ant- shaped
+    out = list(bodies)
+    for i, body in enumerate(out):
+        if type(body) is not bytes:
+            out[i] = _redact(body, secrets)
+        # The scan of every byte is the whole cost (~25 ms per 40 MB): no per-body generator on top.
+        elif b"sk-ant-" in body or (others and any(n in body for n in others)):
+            out[i] = _redact(body.decode(), secrets).encode()
     return out
 
 

@@ -111,16 +111,14 @@ MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2)
 
 _TRANSCRIPT = "SELECT id, mtime FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?"
 
-# mtime = max(now, newest mtime ever given + 1), computed under the write lock:
-# strictly increasing even across processes, deletions and a clock step back.
-_TICK = """
-SELECT max(?, 1 + coalesce((SELECT max(mtime) FROM transcripts), 0), 1 + (SELECT mtime FROM clock))
-"""
-
+# mtime = max(now, newest mtime ever given + 1), computed under the write lock (one statement
+# with the upsert: each is a round trip per append): strictly increasing even across processes,
+# deletions and a clock step back.
 _TOUCH_TRANSCRIPT = """
-INSERT INTO transcripts (project_key, session_id, subpath, mtime) VALUES (?, ?, ?, ?)
+INSERT INTO transcripts (project_key, session_id, subpath, mtime) VALUES (?, ?, ?,
+    max(?, 1 + coalesce((SELECT max(mtime) FROM transcripts), 0), 1 + (SELECT mtime FROM clock)))
 ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = excluded.mtime
-RETURNING id
+RETURNING id, mtime
 """
 
 _LOAD = """
@@ -285,8 +283,7 @@ def _append(
             fresh.append(i)
         if not fresh:
             return now
-        (mtime,) = conn.execute(_TICK, (int(time.time() * 1000),)).fetchone()
-        (tid,) = conn.execute(_TOUCH_TRANSCRIPT, (*k3, mtime)).fetchone()
+        tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
         conn.executemany(
             "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
             [(tid, uuids[i], bodies[i]) for i in fresh],
