@@ -53,8 +53,9 @@ test('every server option has its setting, contributed in package.json, and a ch
         rounds: 1, trim: true, handoffAt: 1000, model: 'm', fallbackModel: 'f', maxCost: 1, isolated: true, store: 's', project: 'p',
     });
     assert.deepEqual(Object.keys(all).map((k) => `flower.${k}`).filter((k) => !(SERVER_SETTINGS as readonly string[]).includes(k)), []);
-    // A URL with a password belongs to the machine, never to workspace settings that may be committed.
-    assert.equal(pkg.contributes.configuration.properties['flower.store'].scope, 'machine');
+    // A URL with a password belongs to the user, never to workspace settings that may be committed; not
+    // `machine`: a remote window (code-server) then ignores the user's value, seen after Reload Window.
+    assert.equal(pkg.contributes.configuration.properties['flower.store'].scope, 'application');
 });
 
 test("a store URL's password is masked in log lines, the rest is kept", () => {
