@@ -224,7 +224,7 @@ class FlowerService:
         seen = self._runtime.model_seen if self._runtime is not None else None
         return dataclasses.replace(
             st, context=context, window=self.window, running=self.running, step=self._step,
-            interrupted=not self.running and st.interrupted,
+            interrupted=not self.running and st.interrupted, elsewhere=not self.running and st.elsewhere,
             waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at,
             model=self.model or seen or self._model_seen or st.model,
             # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from .core import goals
 from .core.lineage import Lineage
-from .core.lock import interrupted
+from .core.lock import wake_mark
 from .core.manifest import Manifest
 from .core.requirements import REQUIREMENTS_FILE
 from .core.texts import Said
@@ -85,6 +85,8 @@ class Status:
     """Context size (tokens) of the work session above which work moves to a new session (S26)."""
     interrupted: bool = False
     """A wake here was cut off (its process died, a window reloaded, a server crashed) and none has continued or finished it since."""
+    elsewhere: bool = False
+    """A wake of this task is under way in another process (a terminal's, a closing window's server, another machine)."""
     model: str | None = None
     """The model in use: from the settings, else the one the CLI last reported (this process, else the manifest)."""
     cost: Cost = field(default_factory=Cost)
@@ -124,12 +126,13 @@ def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
     workspace, run_dir = Path(os.path.abspath(workspace)), Path(os.path.abspath(run_dir))
     lineage = Lineage.load(run_dir, workspace, has_session)
     task, last, model = recorded(workspace, run_dir)
+    marked, held = wake_mark(run_dir)
     return Status(
         workspace=str(workspace), run_dir=str(run_dir), woke=lineage.woke,
         started=bool(lineage.steps) or (workspace / REQUIREMENTS_FILE).exists(),
         steps=dict(lineage.steps),
         goals=[Goal(text=g.text, done=g.done) for g in goals.read(workspace / goals.GOALS_FILE)],
-        interrupted=interrupted(run_dir), model=model, cost=Cost(wake=last, task=task),
+        interrupted=marked and not held, elsewhere=marked and held, model=model, cost=Cost(wake=last, task=task),
     )
 
 

@@ -12,7 +12,7 @@ from test_lsp import servers as servers  # noqa: F401 - the language-server fixt
 
 import flowerscript as fs
 from conftest import until
-from flower.core.lock import WAKE_FILE, WorkspaceLock, clear_wake, interrupted, mark_wake
+from flower.core.lock import WAKE_FILE, WorkspaceLock, clear_wake, interrupted, mark_wake, wake_mark
 from flower.core.texts import text
 from flower.lsp import protocol as p
 from flower.testing import Reply, say
@@ -40,13 +40,14 @@ async def test_a_marker_means_interrupted_only_while_no_live_process_holds_the_l
     try:
         assert await asyncio.wait_for(holder.stdout.readline(), 30) == b"held\n"
         assert not interrupted(runs)  # another live process continues it
+        assert wake_mark(runs) == (True, True)  # FolderStatus.elsewhere: a client waits for it
     finally:
         holder.stdin.close()
         await asyncio.wait_for(holder.wait(), 30)
-    assert interrupted(runs)
+    assert interrupted(runs) and wake_mark(runs) == (True, False)
     with WorkspaceLock(runs):  # the probe above left no lock behind
         clear_wake(runs)
-    assert not interrupted(runs)
+    assert not interrupted(runs) and wake_mark(runs) == (False, False)
 
 
 async def test_a_server_killed_mid_step_leaves_the_folder_interrupted_until_a_wake_ends(servers, model, env, workspace):
@@ -59,7 +60,11 @@ async def test_a_server_killed_mid_step_leaves_the_folder_interrupted_until_a_wa
     await model.wait_for_requests(1, timeout=TIMEOUT)
     assert (workspace / "runs" / WAKE_FILE).exists()
     [status] = (await client.request(p.STATUS, {"folder": folder}))["folders"]
-    assert status["running"] is True and status["interrupted"] is False
+    assert status["running"] is True and status["interrupted"] is False and status["elsewhere"] is False
+    # A second server on the folder (a reloaded window's, while the old one still ends) is told to wait.
+    other = await servers(workspace)
+    [seen] = (await other.request(p.STATUS, {"folder": folder}))["folders"]
+    assert (seen["running"], seen["interrupted"], seen["elsewhere"]) == (False, False, True)
     client.kill()
     await asyncio.wait_for(client._server.wait(), 20)
 
@@ -67,6 +72,7 @@ async def test_a_server_killed_mid_step_leaves_the_folder_interrupted_until_a_wa
     second = await servers(workspace)
     [status] = (await second.request(p.STATUS, {"folder": folder}))["folders"]
     assert status["interrupted"] is True and status["running"] is False and status["woke"] == 1
+    assert status["elsewhere"] is False
     shown = await flower("status", "-r", str(workspace / "runs"), env=env, cwd=workspace, lang="zh")
     assert text("status_interrupted", "zh") in shown.out
 

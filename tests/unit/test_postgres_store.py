@@ -16,7 +16,7 @@ from claude_agent_sdk.testing import run_session_store_conformance
 
 from flower.core import shared
 from flower.core.lineage import Lineage
-from flower.core.lock import WAKE_FILE, WorkspaceBusy, WorkspaceLock, clear_wake, interrupted, mark_wake
+from flower.core.lock import WAKE_FILE, WorkspaceBusy, WorkspaceLock, clear_wake, interrupted, mark_wake, wake_mark
 from flower.core.manifest import Manifest, StepResult
 from flower.stores.postgres import SCHEMA_VERSION, PostgresSessionStore, StoreError, _Batch
 from flower.stores.prune import PruningSessionStore
@@ -280,9 +280,9 @@ def test_a_wake_cut_off_on_one_machine_is_seen_from_the_other(two_machines) -> N
     assert not interrupted(run_b)
     with WorkspaceLock(run_a):
         mark_wake(run_a)
-        assert not interrupted(run_b)  # under way: A holds the lock
+        assert not interrupted(run_b) and wake_mark(run_b) == (True, True)  # under way on A: B waits
     # A's lock went (as with kill -9) and its mark stayed: B sees the wake was cut off, with no file of its own.
-    assert interrupted(run_b) and not (run_a / WAKE_FILE).exists()
+    assert interrupted(run_b) and wake_mark(run_b) == (True, False) and not (run_a / WAKE_FILE).exists()
     with WorkspaceLock(run_b):
         mark_wake(run_b)
         assert not interrupted(run_a)

@@ -160,16 +160,14 @@ async function startFolder(all: Servers, commands: Commands, folder: vscode.Work
 }
 
 /**
- * Whether the server reports the folder's last wake cut off (FolderStatus.interrupted). While
- * its marker says another process still holds the folder — after a reload, the previous
+ * Whether the server reports the folder's last wake cut off (FolderStatus.interrupted). While a
+ * wake is under way in another process (FolderStatus.elsewhere) — after a reload, the previous
  * window's server ending its wake (D5) — the status is asked again each second, for up to 40 s.
  */
 async function wasCutOff(server: FolderServer): Promise<boolean> {
     const end = Date.now() + 40_000;
     for (;;) {
-        const status = server.status;
-        const marker = status !== null && fs.existsSync(path.join(status.runDir, 'wake.json'));
-        const answer = cutOff(status, marker);
+        const answer = cutOff(server.status);
         logger?.info(`${server.folder.name}: ${answer === 'cut-off' ? 'a wake was cut off' : answer === 'wait' ? 'another process still holds the folder; asking again' : 'no wake was cut off'}`);
         if (answer !== 'wait' || Date.now() > end) return answer === 'cut-off';
         await new Promise((resolve) => setTimeout(resolve, 1000));

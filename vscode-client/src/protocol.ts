@@ -66,6 +66,8 @@ export interface FolderStatus {
     verdict: VerdictState | null;
     /** A wake here was cut off (process died, window reloaded, server crashed) and nothing continued or finished it since. */
     interrupted: boolean;
+    /** A wake of this task is under way in another process (a terminal, a closing window's server, another machine). */
+    elsewhere: boolean;
     /** The model in use (`flower.model`, `ANTHROPIC_MODEL`, or what the CLI reported), null if not known yet. */
     model: string | null;
     /** What this wake and the whole task have cost, and the cap. */

@@ -23,6 +23,7 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         waiting: null,
         verdict: null,
         interrupted: false,
+        elsewhere: false,
         model: null,
         cost: { wake: 0, task: 0, max: null },
         ...over,

@@ -4,16 +4,15 @@ import { cutOff } from '../src/model/resume';
 import { status } from './fixtures';
 
 test('a wake the server reports interrupted is offered to continue', () => {
-    assert.equal(cutOff(status({ interrupted: true }), true), 'cut-off');
-    assert.equal(cutOff(status({ interrupted: true }), false), 'cut-off', 'the server\'s word decides, not the file');
+    assert.equal(cutOff(status({ interrupted: true })), 'cut-off');
 });
 
-test('the marker left while another process still holds the folder: wait and ask again', () => {
-    assert.equal(cutOff(status({ interrupted: false }), true), 'wait');
+test('a wake under way in another process (a closing window, another machine): wait and ask again', () => {
+    assert.equal(cutOff(status({ elsewhere: true })), 'wait');
 });
 
-test('nothing to continue: no marker, a wake running here, or no status', () => {
-    assert.equal(cutOff(status(), false), 'no');
-    assert.equal(cutOff(status({ running: true, interrupted: false }), true), 'no');
-    assert.equal(cutOff(null, true), 'no');
+test('nothing to continue: none cut off, a wake running here, or no status', () => {
+    assert.equal(cutOff(status()), 'no');
+    assert.equal(cutOff(status({ running: true, elsewhere: true })), 'no');
+    assert.equal(cutOff(null), 'no');
 });

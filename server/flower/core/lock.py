@@ -211,19 +211,28 @@ def clear_wake(run_dir: str | os.PathLike[str]) -> None:
     Path(run_dir, WAKE_FILE).unlink(missing_ok=True)
 
 
-def interrupted(run_dir: str | os.PathLike[str]) -> bool:
-    """A wake here was cut off and nothing has continued or finished it: its marker is left and no live process holds the lock.
+def wake_mark(run_dir: str | os.PathLike[str]) -> tuple[bool, bool]:
+    """(a wake's marker is left, a live process holds the lock): marked and unheld = cut off; marked and held = under way.
 
     Read from files only, so it survives any crash: the flock dies with its holder (kill -9, a crashed server, a reload).
-    With a shared store, from its database (the advisory lock dies with its holder alike); False while it cannot be read.
+    With a shared store, from its database (the advisory lock dies with its holder alike); (False, False) while it
+    cannot be read.
     """
     backend = shared.of(run_dir)
     if backend is not None:
         try:
-            return backend.interrupted()
+            return backend.wake_mark()
         except Exception:  # the database not answering: the wake's own message says so, a status shows none
-            return False
-    return Path(run_dir, WAKE_FILE).exists() and not held(run_dir)
+            return False, False
+    if not Path(run_dir, WAKE_FILE).exists():
+        return False, False  # no probe of the lock needed
+    return True, held(run_dir)
+
+
+def interrupted(run_dir: str | os.PathLike[str]) -> bool:
+    """A wake here was cut off and nothing has continued or finished it: its marker is left and no live process holds the lock."""
+    marked, holder = wake_mark(run_dir)
+    return marked and not holder
 
 
 def _read_info(fd: int) -> dict[str, Any]:

@@ -54,8 +54,8 @@ class Shared(Protocol):
     def mark_wake(self, on: bool) -> None:
         """Record that a wake is under way (on) or ended (off); raises on failure."""
 
-    def interrupted(self) -> bool:
-        """Whether a wake was cut off: its mark is left and nobody holds the lock; raises on failure."""
+    def wake_mark(self) -> tuple[bool, bool]:
+        """(a wake's mark is left, a live flower holds the lock); raises on failure."""
 
     def acquire(self) -> None:
         """Take the task's one-writer lock or raise WorkspaceBusy naming host and pid (D5)."""

@@ -162,7 +162,7 @@ class Folder:
             folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
             steps=dict(s["steps"]), goals=[p.Goal(g["text"], g["done"]) for g in s["goals"]],
             context=s["context"], window=s["window"], handoff_at=s["handoff_at"], running=s["running"],
-            step=s.get("step"), waiting=wait, interrupted=s["interrupted"],
+            step=s.get("step"), waiting=wait, interrupted=s["interrupted"], elsewhere=s["elsewhere"],
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
             model=s["model"], cost=p.Cost(s["cost"]["wake"], s["cost"]["task"], s["cost"]["max"]),
         )

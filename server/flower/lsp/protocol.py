@@ -233,6 +233,8 @@ class FolderStatus:
     """The judge's last verdict on the current work session (seen here, else from the manifest), or null."""
     interrupted: bool = False
     """A wake here was cut off (its process died, the window reloaded, the server crashed) and nothing has continued or finished it since."""
+    elsewhere: bool = False
+    """A wake of this task is under way in another process: a terminal's, a closing window's server, another machine's."""
     model: str | None = None
     """The model in use: from the settings, else the one the CLI last reported; null if unknown (the CLI's default)."""
     cost: Cost = attrs.field(factory=lambda: Cost(0.0, 0.0, None))

@@ -113,11 +113,11 @@ class PgShared:
         else:
             self._call("DELETE FROM {s}.wakes WHERE project = $1", self.identity)
 
-    def interrupted(self) -> bool:
-        """A wake's mark is left and no live flower holds the lock: it was cut off, on whichever machine."""
-        found = self._call("SELECT EXISTS (SELECT 1 FROM {s}.wakes WHERE project = $1)"
-                           f" AND NOT EXISTS ({_HOLDER})", self.identity, self._key, fetch="fetchval")
-        return bool(found)
+    def wake_mark(self) -> tuple[bool, bool]:
+        """(a wake's mark is left, a live flower holds the lock), on whichever machine: cut off, or under way."""
+        row = self._call("SELECT EXISTS (SELECT 1 FROM {s}.wakes WHERE project = $1) AS marked,"
+                         f" EXISTS ({_HOLDER}) AS held", self.identity, self._key, fetch="fetchrow")
+        return bool(row["marked"]), bool(row["held"])
 
     def acquire(self) -> None:
         """Take the advisory lock on a connection of its own, or raise WorkspaceBusy with the holder's host and pid."""
