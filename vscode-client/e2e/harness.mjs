@@ -311,6 +311,12 @@ export class Editor {
       'flower.python': PYTHON,
       ...settings,
     });
+    // `flower.python` is machine-overridable: a remote window (code-server's) takes machine settings from
+    // the remote's Machine settings and may ignore the User value (seen: a window reloaded within seconds
+    // of loading started "python3 (PATH)" while it read the application-scoped flower.store).
+    const machine = path.join(this.dirs.user, 'Machine', 'settings.json');
+    fs.mkdirSync(path.dirname(machine), { recursive: true });
+    fs.writeFileSync(machine, JSON.stringify({ 'flower.python': PYTHON }, null, 2));
     if (locale) this.languagePack(locale);
     const port = await freePort();
     const config = path.join(root, 'code-server.yaml');
