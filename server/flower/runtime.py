@@ -399,10 +399,6 @@ class Runtime:
             out.text = "\n".join(texts)
         return out
 
-    async def reconcile(self, session_id: str) -> None:
-        """`_reconcile` for a caller about to check a session (S10): one only the CLI's own file holds comes back."""
-        await self._reconcile(session_id)
-
     async def sweep(self) -> None:
         """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""
         try:
@@ -415,7 +411,7 @@ class Runtime:
     async def _reconcile(self, session_id: str) -> None:
         """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""
         try:
-            await reconcile(self.raw_store, self.project_key, session_id, self.env)
+            await reconcile(self.raw_store, self.project_key, session_id, self.env, self.run_dir)
         except FlowerError as exc:  # the store refuses writes (full, read-only): the attempt that follows says so, once
             log.info("reconcile: session %s not imported: %s", session_id, exc)
         except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored

@@ -270,3 +270,27 @@ async def test_sweep_removes_a_killed_resumes_dir_once_imported_unless_in_use(tm
             user.kill()
             await user.wait()
         await raw.close()
+
+
+async def test_a_resume_after_the_sweep_reads_no_file_twice(tmp_path: Path, monkeypatch):
+    # The sweep and the resumes of one wake share the memory: a file read as it is now is not read (nor the
+    # session loaded) again; once it changes, it is.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    cfg, run_dir = tmp_path / "cfg", tmp_path / "runs"
+    env = {"CLAUDE_CONFIG_DIR": str(cfg)}
+    own = transcript_path(cfg, KEY["project_key"], SID)
+    own.parent.mkdir(parents=True)
+    own.write_bytes(jsonl(chat(4)))
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(chat(4))
+        await raw.delete(KEY)  # were the file read again, the rows would come back
+        assert await reconcile(raw, KEY["project_key"], SID, env, run_dir) == 0
+        assert await raw.load(KEY) is None
+        assert await reconcile(raw, KEY["project_key"], SID, env) == len(chat(4))  # without the memory: read
+        own.write_bytes(jsonl(chat(6)))
+        assert await reconcile(raw, KEY["project_key"], SID, env, run_dir) == len(chat(6)) - len(chat(4))
+        remembered = json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]]
+        assert remembered[str(own)][0] == own.stat().st_size
+    finally:
+        await raw.close()

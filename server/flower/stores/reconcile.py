@@ -40,7 +40,7 @@ import shutil
 import tempfile
 import uuid as uuidlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,16 +195,26 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[str, str] | None = None) -> int:
+async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
+                    run_dir: Path | None = None) -> int:
     """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
 
     `env` is the CLI's env over this process's (`CLAUDE_CONFIG_DIR` picks the config dir); the temporary
     dirs are this process's (the SDK makes them here). The files are read oldest first, each against the
     store as the previous left it. The import goes through the store's `append`, which skips uuids
-    already stored, so a rerun imports nothing.
+    already stored, so a rerun imports nothing. With `run_dir`, files the sweep's memory holds as they
+    are now are not read again (a resume right after the wake's sweep loads nothing twice), and the
+    files read are remembered.
     """
     paths = [transcript_path(config_dir({**os.environ, **(env or {})}), project_key, session_id),
              *leftover_paths(project_key, session_id)]
+    state: dict[str, Any] = {}
+    now = _stats(paths)  # stat'ed before they are read: a file growing meanwhile is read again next time
+    if run_dir is not None:
+        state = _load_swept(run_dir / SWEPT_FILE)
+        old = _of(state, project_key)
+        if now and all(old.get(p) == seen for p, seen in now.items()):
+            return 0
     key: SessionKey = {"project_key": project_key, "session_id": session_id}
     imported = 0
     for path in paths:
@@ -218,6 +228,8 @@ async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[
             imported += len(todo)
     if imported:
         log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", imported, session_id)
+    if run_dir is not None and now:
+        _save_swept(run_dir / SWEPT_FILE, state, project_key, {**_of(state, project_key), **now})
     return imported
 
 
@@ -274,6 +286,35 @@ def _in_use(config: Path) -> bool:
     return False
 
 
+def _stats(paths: Iterable[Path]) -> dict[str, list[int]]:
+    """Path → [size, mtime_ns] of the files that exist."""
+    found: dict[str, list[int]] = {}
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:  # missing, or removed meanwhile: its resume ended cleanly, the store has it
+            continue
+        found[str(path)] = [st.st_size, st.st_mtime_ns]
+    return found
+
+
+def _of(state: Mapping[str, Any], project_key: str) -> dict[str, Any]:
+    """The sweep's memory of one project key's files."""
+    remembered = state.get(project_key)
+    return remembered if isinstance(remembered, dict) else {}
+
+
+def _save_swept(path: Path, state: dict[str, Any], project_key: str, files: dict[str, Any]) -> None:
+    """Write the sweep's memory with the project key's files replaced; a failure only makes the next sweep slower."""
+    if state.get(project_key) == files:
+        return
+    state[project_key] = files
+    try:
+        write_atomic(path, json.dumps(state, sort_keys=True).encode())
+    except OSError as err:
+        log.warning("reconcile: cannot write %s (%s)", path, err.strerror or err)
+
+
 def _load_swept(path: Path) -> dict[str, Any]:
     """The sweep's memory; empty when absent or unreadable (the next sweep then rereads every file, which is only slower)."""
     try:
@@ -294,17 +335,9 @@ async def sweep(store: Any, project_key: str, run_dir: Path, env: Mapping[str, s
     remembered (it is tried again at the next sweep).
     """
     config = config_dir({**os.environ, **(env or {})})
-    state_path = run_dir / SWEPT_FILE
-    state = _load_swept(state_path)
-    remembered = state.get(project_key)
-    old: dict[str, Any] = remembered if isinstance(remembered, dict) else {}
-    now: dict[str, list[int]] = {}
-    for path in session_files(config, project_key):
-        try:
-            st = path.stat()
-        except OSError:  # removed meanwhile: its resume ended cleanly, the store has it
-            continue
-        now[str(path)] = [st.st_size, st.st_mtime_ns]
+    state = _load_swept(run_dir / SWEPT_FILE)
+    old = _of(state, project_key)
+    now = _stats(session_files(config, project_key))
     changed = sorted({Path(p).stem for p, seen in now.items() if old.get(p) != seen})
     imported = 0
     for sid in changed:
@@ -319,10 +352,5 @@ async def sweep(store: Any, project_key: str, run_dir: Path, env: Mapping[str, s
     for root in _spent_leftovers(project_key, now):
         shutil.rmtree(root, ignore_errors=True)
         now = {p: seen for p, seen in now.items() if not Path(p).is_relative_to(root)}
-    if now != old:
-        state[project_key] = now
-        try:
-            write_atomic(state_path, json.dumps(state, sort_keys=True).encode())
-        except OSError as err:  # only the next sweep is slower
-            log.warning("reconcile: cannot write %s (%s)", state_path, err.strerror or err)
+    _save_swept(run_dir / SWEPT_FILE, state, project_key, now)
     return imported

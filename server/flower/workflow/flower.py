@@ -152,13 +152,10 @@ class FlowerPath:
         """Run this wake to the end: `text` is the task on a first run and a wake sentence afterwards (S1, S15)."""
         self.rt.check_credentials()  # before anything is counted or written
         with WorkspaceLock(self.rt.run_dir):
-            # A kill before the store mirror's first write leaves a session only in the CLI's own file; bring
-            # it into sessions.db before S10 checks, or the step starts over (chaos --seed 7, issue 13). The sweep
-            # also brings in sessions no resume reconciles: killed judge rounds (S14), sessions never named.
+            # A kill before the store mirror's first write leaves a session only in the CLI's own file; the sweep
+            # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7, issue 13),
+            # and with it the sessions no resume reconciles: killed judge rounds (S14), sessions never named.
             await self.rt.sweep()
-            for sid in set(Lineage.load(self.rt.run_dir, self.rt.workspace).steps.values()):
-                if not self.rt.has_session(sid):
-                    await self.rt.reconcile(sid)
             lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
