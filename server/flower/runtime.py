@@ -35,6 +35,7 @@ from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
+from .core.trust import Trust, decide, project_memory
 from .stores.postgres import PostgresSessionStore
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
@@ -112,8 +113,13 @@ class BudgetSpent(FlowerError):
         super().__init__(said.key, **said.fields)
 
 
-SETTING_SOURCES: list[Literal["user", "project", "local"]] = ["user", "project", "local"]
-"""What agents load as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude (issue #15)."""
+SettingSource = Literal["user", "project", "local"]
+SETTING_SOURCES: list[SettingSource] = ["user", "project", "local"]
+"""What agents load in a trusted folder, as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude."""
+UNTRUSTED_SOURCES: list[SettingSource] = ["user"]
+"""What agents load in an untrusted folder (D10): the user's own setup only. Without "project" the CLI reads neither the
+folder's .claude/settings*.json (hooks, env, apiKeyHelper, permissions) nor its .mcp.json, nor its CLAUDE.md, which
+flower then puts in the prompt itself (it is text)."""
 
 
 def tokens_of(usage: dict[str, Any]) -> int:
@@ -207,6 +213,7 @@ class Runtime:
         fallback_model: str | None = None,
         isolated: bool = False,
         budget: Budget | None = None,
+        trust: Trust | None = None,
     ):
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
@@ -231,6 +238,8 @@ class Runtime:
         """What this wake may spend and has spent: checked at the start of every run, so no workflow code needs to."""
         self.model_seen: str | None = None
         """The model the CLI last reported using (its init message, assistant messages)."""
+        self.trust = trust or decide(self.workspace, {**os.environ, **self.env})
+        """Whether the folder's own configuration may run (D10): decided once, for every agent of this Runtime."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -271,11 +280,21 @@ class Runtime:
             return
         raise MissingCredentials()
 
+    def setting_sources(self) -> list[SettingSource]:
+        """Which Claude Code settings every agent loads: none when isolated, the user's only until the folder is trusted."""
+        if self.isolated:
+            return []
+        return list(SETTING_SOURCES if self.trust.trusted else UNTRUSTED_SOURCES)
+
     def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None]) -> ClaudeAgentOptions:
         """SDK options: the workspace as cwd, our store mirrored eagerly, resume through the store (D2)."""
+        sources = self.setting_sources()
+        # An untrusted folder's CLAUDE.md is still read (D10), but by flower: the CLI reads it only with "project".
+        memory = project_memory(self.workspace) if sources == UNTRUSTED_SOURCES else ""
+        append = "\n\n".join(part for part in (agent.instructions, memory) if part)
         return ClaudeAgentOptions(
             cwd=str(self.workspace),
-            system_prompt={"type": "preset", "preset": "claude_code", "append": agent.instructions} if agent.instructions else None,
+            system_prompt={"type": "preset", "preset": "claude_code", "append": append} if append else None,
             allowed_tools=list(agent.allowed_tools),
             disallowed_tools=list(agent.disallowed_tools),
             max_turns=agent.max_turns,
@@ -284,8 +303,8 @@ class Runtime:
             session_store=self.store,
             session_store_flush="eager",
             env=self.env,
-            # The user's Claude Code setup applies unless isolated (issue #15); the judge's spec blocks writes either way.
-            setting_sources=[] if self.isolated else list(SETTING_SOURCES),
+            # The judge's spec blocks writes whatever the sources.
+            setting_sources=sources,
             model=agent.model or self.model,
             fallback_model=self.fallback_model,
             max_budget_usd=self.budget.remaining,

@@ -17,6 +17,7 @@ from .core.lock import WorkspaceLock
 from .core.manifest import Manifest
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
+from .core.trust import Trust, decide
 from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
 from .status import WINDOW, Cost, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
@@ -34,7 +35,7 @@ class FlowerService:
                  resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW,
                  model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
                  max_cost: float | None = None, settings: Settings | None = None, store: str | None = None,
-                 project: str | None = None):
+                 project: str | None = None, trust: Trust | None = None):
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
         self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
@@ -43,6 +44,8 @@ class FlowerService:
         self.model, self.fallback_model, self.isolated, self.max_cost = model, fallback_model, isolated, max_cost
         self.settings = settings
         """The settings these values were read from (shown by status), when a front-end read them."""
+        self.trust = trust or decide(self.workspace, {**os.environ, **(env or {})})
+        """Whether the folder's own Claude Code settings and MCP servers may run, for every agent of every wake (D10)."""
         self.budget = Budget(max_cost)
         """The current (or last) wake's spending: a new one per wake, since the cap is per wake (issue #15)."""
         self.ask: Ask | None = None
@@ -69,12 +72,12 @@ class FlowerService:
 
     @classmethod
     def from_settings(cls, workspace: str | os.PathLike[str], settings: Settings, run_dir: str | os.PathLike[str], *,
-                      locale: str = "en", env: dict[str, str] | None = None) -> FlowerService:
+                      locale: str = "en", env: dict[str, str] | None = None, trust: Trust | None = None) -> FlowerService:
         """A service configured by `settings` (flower.settings: flags, environment, file, defaults)."""
         return cls(workspace, run_dir, locale=locale, trim=settings.trim, rounds=settings.rounds, env=env,
                    handoff_at=settings.handoff_at, model=settings.model, fallback_model=settings.fallback_model,
                    isolated=settings.isolated, max_cost=settings.max_cost, settings=settings, store=settings.store,
-                   project=settings.project)
+                   project=settings.project, trust=trust)
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -169,7 +172,8 @@ class FlowerService:
     async def _run(self, text: str | None) -> WakeOutcome:
         self.budget, self._woken = Budget(self.max_cost), True
         rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env,
-                     model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget)
+                     model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget,
+                     trust=self.trust)
         rt.listeners.append(self._emit)
         self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)

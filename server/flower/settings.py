@@ -33,6 +33,7 @@ from typing import Any
 
 from .core.errors import FlowerError
 from .core.shared import is_postgres_url, safe_url
+from .core.texts import Said, say
 
 FILE = ".flower.toml"
 PYPROJECT = "pyproject.toml"
@@ -44,6 +45,17 @@ class SettingsError(FlowerError):
 
     def __init__(self, where: str, key: str, expected: str, got: object) -> None:
         super().__init__("settings_bad", where=where, name=key, expected=expected, got=repr(got))
+
+
+class UntrustedSetting(SettingsError):
+    """An untrusted folder's file tried to set what only the person may: where records go, or a path outside it (D10)."""
+
+    def __init__(self, where: str, key: str, why: Said, folder: Path) -> None:
+        FlowerError.__init__(self, "settings_untrusted", where=where, name=key, why=why, env=ENV[key], folder=str(folder))
+
+
+UNTRUSTED_KEYS = {"store": "untrusted_store"}
+"""Keys an untrusted folder's file may never set (D10): they name a URL or credentials. Its run_dir must stay inside."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,12 +185,25 @@ def settings_file(workspace: str | os.PathLike[str]) -> tuple[Path, dict[str, An
     return None
 
 
+def _untrusted(workspace: str | os.PathLike[str], where: str, values: dict[str, Any]) -> None:
+    """Refuse what an untrusted folder's file may not set (D10): a store, or a run_dir outside the folder."""
+    folder = Path(os.path.realpath(workspace))
+    for key, why in UNTRUSTED_KEYS.items():
+        if key in values:
+            raise UntrustedSetting(where, key, say(why), folder)
+    if "run_dir" in values:
+        target = Path(os.path.realpath(values["run_dir"]))  # symlinks resolved: a link out of the folder counts
+        if target != folder and folder not in target.parents:
+            raise UntrustedSetting(where, "run_dir", say("untrusted_run_dir", path=str(target)), folder)
+
+
 def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | None = None, *,
-         env: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None) -> Settings:
+         env: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None, trusted: bool = True) -> Settings:
     """The settings of `workspace`: defaults < its file < `env` (default os.environ) < `overrides` (flags or editor options).
 
     `overrides` holds only what was given (None values are skipped); `labels` names each one's source (its flag or
-    option, for `sources` and error lines). Raises SettingsError.
+    option, for `sources` and error lines). Not `trusted` (D10): the file may not set a store or a run_dir outside the
+    workspace. Raises SettingsError.
     """
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
@@ -192,6 +217,8 @@ def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | No
             sources[key] = str(path)
         if "run_dir" in values:
             values["run_dir"] = os.path.abspath(Path(workspace) / values["run_dir"])  # the file's dir, not the cwd
+        if not trusted:
+            _untrusted(workspace, where, values)
     for key, name in ENV.items():
         raw = env.get(name)
         if raw is not None and raw.strip():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from flower.core.errors import FlowerError
+from flower.core.trust import Trust
 from flower.lsp.folders import OPTION_LABELS
 from flower.lsp.server import _options
 from flower.runtime import AgentSpec, Budget, BudgetSpent, Runtime
@@ -93,7 +94,8 @@ def test_budget_stops_the_next_run_once_spent_reaches_the_cap() -> None:
 
 def test_runtime_options_load_the_users_setup_unless_isolated(tmp_path: Path) -> None:
     agent = AgentSpec("a")
-    rt = Runtime(tmp_path, tmp_path / "runs", model="m1", fallback_model="m2", budget=Budget(cap=3.0, spent=1.0))
+    rt = Runtime(tmp_path, tmp_path / "runs", model="m1", fallback_model="m2", budget=Budget(cap=3.0, spent=1.0),
+                 trust=Trust(True, "flower", tmp_path))
     opts = rt.options(agent, None, print)
     assert opts.setting_sources == ["user", "project", "local"]
     assert (opts.model, opts.fallback_model, opts.max_budget_usd) == ("m1", "m2", 2.0)

@@ -72,6 +72,10 @@ export interface FolderStatus {
     model: string | null;
     /** What this wake and the whole task have cost, and the cap. */
     cost: Cost;
+    /** The folder's own Claude Code settings and .mcp.json servers run for its agents (D10). */
+    trusted: boolean;
+    /** Who decided, one sentence in the window's language. */
+    trust: string;
 }
 
 /** What the pruner does with an entry when its session resumes (S23, S25). */
@@ -321,4 +325,6 @@ export interface InitializationOptions {
     store?: string;
     /** The project's name in a team store (issue 14). */
     project?: string;
+    /** VS Code's workspace trust covers the folders: their own hooks, env and MCP servers run (D10). */
+    trusted?: boolean;
 }

@@ -310,6 +310,8 @@ export class FolderServer implements vscode.Disposable {
             store: set('store'),
             project: set('project'),
         });
+        // VS Code's workspace trust is flower's for the folder (D10): its own hooks and .mcp.json servers may run.
+        options.trusted = vscode.workspace.isTrusted;
         this.log.info(`${this.folder.name}: server options ${redactUrls(JSON.stringify(options))} (the rest from .flower.toml, the environment or the defaults)`);
         const clientOptions: LanguageClientOptions = {
             documentSelector: [],

@@ -14,10 +14,12 @@ from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
 from ..core.shared import is_postgres_url
 from ..core.texts import Said
+from ..core.trust import decide, why
 from ..settings import Settings, load
 from .args import FLAGS, UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
 from .keyboard import Asker, Keyboard, listen, prompt
+from .trust import settle
 
 if TYPE_CHECKING:
     from ..runtime import Sessions
@@ -25,26 +27,38 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def settings_of(args: argparse.Namespace, workspace: Path) -> Settings:
-    """This directory's settings: flags > environment > `.flower.toml` / `[tool.flower]` > defaults (flower.settings)."""
-    return load(workspace, given(args), labels=FLAGS)
+def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Settings:
+    """This directory's settings: flags > environment > `.flower.toml` / `[tool.flower]` > defaults (flower.settings).
+
+    An untrusted folder's file may not name a store or a run_dir outside it (D10).
+    """
+    return load(workspace, given(args), labels=FLAGS, trusted=trusted)
 
 
 async def flower_command(args: argparse.Namespace, locale: str) -> int:
     """`flower [text]`, `flower --new text`: drive the FlowerService and render its events."""
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    console = Console(locale, workspace=Path.cwd())
+    console.interactive = interactive
+    keyboard = Keyboard() if interactive else None
+    try:
+        return await _drive(args, locale, console, keyboard)
+    finally:
+        if keyboard is not None:
+            keyboard.close()
+
+
+async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboard: Keyboard | None) -> int:
     from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
 
     text = " ".join(args.text).strip()
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
     workspace = Path.cwd()
-    settings = settings_of(args, workspace)
+    trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
+    settings = settings_of(args, workspace, trust.trusted)
     run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
-    console = Console(locale, workspace=workspace)
-    console.interactive = interactive
     setup_logging(console)
-    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale)
+    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
     await store_ready(svc.sessions, locale)
-    keyboard = Keyboard() if interactive else None
     try:
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
         new = args.new
@@ -80,8 +94,6 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         await asyncio.wait_for(svc.close(), 15)
         raise
     finally:
-        if keyboard is not None:
-            keyboard.close()
         await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
     if result.ok:
         verdict = result.verdict
@@ -113,15 +125,16 @@ async def once_command(args: argparse.Namespace, locale: str) -> int:
     """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
     from ..runtime import AgentSpec, Budget, Runtime, Sessions
 
-    settings = settings_of(args, Path.cwd())
-    run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
     console = Console(locale, sys.stdout, sys.stderr, workspace=Path.cwd())
+    trust = await settle(Path.cwd(), console, None)  # one line when its own code is skipped; the question is `flower`'s
+    settings = settings_of(args, Path.cwd(), trust.trusted)
+    run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
     setup_logging(console)
     tools = [name.strip() for name in args.tools.split(",") if name.strip()]
     agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
     sessions = Sessions.open(run_dir, store=settings.store, workspace=Path.cwd(), project=settings.project)
     async with sessions, Runtime(Path.cwd(), run_dir, sessions=sessions, model=settings.model, fallback_model=settings.fallback_model,
-                                 isolated=settings.isolated, budget=Budget(settings.max_cost)) as rt:
+                                 isolated=settings.isolated, budget=Budget(settings.max_cost), trust=trust) as rt:
         await store_ready(sessions, locale)
         if args.resume and not rt.has_session(args.resume):
             raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
@@ -148,8 +161,9 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
 
     console = Console(locale, workspace=Path.cwd())
     setup_logging(console)
-    settings = settings_of(args, Path.cwd())
-    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale)
+    trust = decide(Path.cwd())
+    settings = settings_of(args, Path.cwd(), trust.trusted)
+    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale, trust=trust)
     await store_ready(svc.sessions, locale)
     try:
         st: dict[str, Any] = to_json(svc.status())
@@ -157,12 +171,16 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
         await svc.close()
     st["identity"] = workspace_identity(Path.cwd(), settings.project)
     st["store"] = svc.sessions.raw.path if is_postgres_url(settings.store) else "sqlite"
+    st["trust"] = {"trusted": trust.trusted, "why": trust.why, "where": str(trust.where) if trust.where else None,
+                   "text": why(trust).text(locale)}
     if args.json:
         console.line(json.dumps(st, ensure_ascii=False, indent=2))
         return EXIT_OK
     console.line(console.text("status_workspace", path=st["workspace"]))
     console.line(console.text("status_run_dir", path=st["run_dir"]))
     console.line(console.text("status_identity", identity=st["identity"], store=st["store"]))
+    answer = console.text("trust_yes_word" if trust.trusted else "trust_no_word")
+    console.line(console.text("status_trusted", answer=answer, why=st["trust"]["text"]))
     console.line(console.text("status_model", model=st["model"]) if st["model"] else console.text("status_model_unknown"))
     cost = st["cost"]
     cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""

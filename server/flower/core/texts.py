@@ -314,6 +314,39 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
     "status_identity": {"en": "identity  {identity}  · store {store}", "zh": "标识     {identity}  · 存储 {store}"},
     "busy_pid_host": {"en": "pid {pid} on {host}, since {since}", "zh": "{host} 上的 pid {pid},自 {since} 起"},
     "busy_stop_host": {"en": "stop it (kill {pid} on {host})", "zh": "停掉它(在 {host} 上 kill {pid})"},
+    # -- trust: a folder's own code runs only once the person trusts it (D10) ------------------------------
+    "trust_found": {
+        "en": "this folder is not trusted yet: {found}",
+        "zh": "这个文件夹还没有被信任:{found}",
+    },
+    "trust_ask": {
+        "en": "Trust this folder and let them run? [y/N]",
+        "zh": "信任这个文件夹并让它们运行? [y/N]",
+    },
+    "trust_skipped": {
+        "en": "this folder is not trusted, so its own Claude Code settings and MCP servers were skipped ({found}); "
+              "to load them: flower trust {folder}",
+        "zh": "这个文件夹未被信任,已跳过它自带的 Claude Code 设置和 MCP 服务器({found});要加载它们: flower trust {folder}",
+    },
+    "trust_not_a_folder": {"en": "{folder} is not a folder", "zh": "{folder} 不是文件夹"},
+    "trust_yes": {"en": "trusted {folder} (recorded in {record})", "zh": "已信任 {folder}(记录在 {record})"},
+    "trust_no": {"en": "{folder} is no longer trusted (recorded in {record})", "zh": "{folder} 不再被信任(记录在 {record})"},
+    "settings_untrusted": {
+        "en": "{where}: {name} cannot be set by an untrusted folder's file ({why}); set it yourself "
+              "(a flag or ${env}), or trust the folder: flower trust {folder}",
+        "zh": "{where}: 未被信任的文件夹的文件不能设置 {name}({why});请自己设置(参数或 ${env}),或信任这个文件夹: flower trust {folder}",
+    },
+    "untrusted_store": {"en": "it names where tasks and their transcripts are stored", "zh": "它指定任务和记录存放的位置"},
+    "untrusted_run_dir": {"en": "it resolves outside the folder, to {path}", "zh": "它指向文件夹之外: {path}"},
+    "status_trusted": {"en": "trusted   {answer} ({why})", "zh": "信任     {answer}({why})"},
+    "trust_yes_word": {"en": "yes", "zh": "是"},
+    "trust_no_word": {"en": "no", "zh": "否"},
+    "trust_why_flower": {"en": "you trusted {where} with flower trust", "zh": "你用 flower trust 信任了 {where}"},
+    "trust_why_claude": {"en": "Claude Code's trust dialog was accepted for {where}", "zh": "已在 Claude Code 的信任对话框中接受 {where}"},
+    "trust_why_editor": {"en": "the editor's workspace trust", "zh": "编辑器的工作区信任"},
+    "trust_why_flower_no": {"en": "you said no for {where}; flower trust to change it", "zh": "你对 {where} 说了不;用 flower trust 改"},
+    "trust_why_nobody": {"en": "nobody trusted it yet; its own hooks, env and MCP servers do not run",
+                         "zh": "还没有人信任它;它自带的 hooks、env 和 MCP 服务器不会运行"},
 }
 """Message id → {locale: template}; every entry has every locale with the same {fields}."""
 

@@ -43,6 +43,7 @@ from ..core.events import (
 )
 from ..core.redact import cut
 from ..core.text import clip, tool_label
+from ..core.trust import decide, why
 from ..history import History, Item, UnknownSession, Verdicts
 from ..service import FlowerService
 from ..settings import Settings, SettingsError, load
@@ -112,16 +113,18 @@ OPTION_LABELS = {f.name: "initializationOptions." + camel for f, camel in zip(
 class Folder:
     """A workspace folder: the lineage key (P2), with its own service and `runs/`."""
 
-    def __init__(self, ls: FlowerServer, uri: str, name: str, path: Path, locale: str, options: Options):
+    def __init__(self, ls: FlowerServer, uri: str, name: str, path: Path, locale: str, options: Options,
+                 editor_trust: bool = False):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
         self.settings_error: SettingsError | None = None
         """A settings file (or variable, or option) that cannot be used: every wake answers with it until fixed."""
+        self.trust = decide(path, editor=editor_trust)
         try:
-            settings = load(path, options.given(), labels=OPTION_LABELS)
+            settings = load(path, options.given(), labels=OPTION_LABELS, trusted=self.trust.trusted)
         except SettingsError as exc:
             log.warning("%s: %s", uri, exc)
             settings, self.settings_error = Settings(), exc
-        self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale)
+        self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale, trust=self.trust)
         self.svc.ask = self._ask
         self._unsubscribe = self.svc.subscribe(self._on_event)
         self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw)
@@ -165,6 +168,7 @@ class Folder:
             step=s.get("step"), waiting=wait, interrupted=s["interrupted"], elsewhere=s["elsewhere"],
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
             model=s["model"], cost=p.Cost(s["cost"]["wake"], s["cost"]["task"], s["cost"]["max"]),
+            trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:

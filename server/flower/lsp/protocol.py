@@ -239,6 +239,10 @@ class FolderStatus:
     """The model in use: from the settings, else the one the CLI last reported; null if unknown (the CLI's default)."""
     cost: Cost = attrs.field(factory=lambda: Cost(0.0, 0.0, None))
     """What this wake and the whole task have spent, and the cap."""
+    trusted: bool = False
+    """The folder's own Claude Code settings and .mcp.json servers run for its agents (D10)."""
+    trust: str = ""
+    """Who decided, as one sentence in the client's language (e.g. "the editor's workspace trust")."""
 
 
 @attrs.define

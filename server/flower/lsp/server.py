@@ -60,6 +60,8 @@ class FlowerServer(LanguageServer):
         """Normalized folder path → Folder."""
         self.locale = "en"
         self.options = Options()
+        self.editor_trust = False
+        """The client said its workspace is trusted (VS Code's workspace trust, D10): then so are its folders."""
         self._closing: set[asyncio.Task[None]] = set()
         self._stopping: asyncio.Future[None] | None = None
         self.loop_watch: LoopWatch | None = None
@@ -74,7 +76,7 @@ class FlowerServer(LanguageServer):
             return None
         key = _key(path)
         if key not in self.folders:
-            self.folders[key] = Folder(self, uri, name or path.name, path, self.locale, self.options)
+            self.folders[key] = Folder(self, uri, name or path.name, path, self.locale, self.options, self.editor_trust)
             log.info("serving workspace folder %s", path)
         return self.folders[key]
 
@@ -232,7 +234,9 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         logging.getLogger("flower").addHandler(ClientLog(ls))
         logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
     ls.locale = locale_from(params.locale)
-    ls.options = _options(params.initialization_options)
+    raw = params.initialization_options
+    ls.editor_trust = isinstance(raw, dict) and raw.get("trusted") is True  # not a setting: VS Code's own decision
+    ls.options = _options({k: v for k, v in raw.items() if k != "trusted"} if isinstance(raw, dict) else raw)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
