@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from pathlib import Path
 
 from ..core import trust
@@ -29,7 +30,9 @@ async def settle(workspace: Path, console: Console, keyboard: Keyboard | None) -
         if yes:
             console.note(console.text("trust_yes", folder=trust.real(workspace), record=record))
             return trust.decide(workspace)
-    console.note(console.text("trust_skipped", found="; ".join(found), folder=shlex.quote(str(workspace))))
+    # On stderr, so it shows even when the output is piped away: skipped code is a fact the person must see.
+    console.line(console.style(console.text("trust_skipped", found="; ".join(found), folder=shlex.quote(str(workspace))), "33"),
+                 sys.stderr)
     return decided
 
 
