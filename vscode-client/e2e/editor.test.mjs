@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
 import {
-  API_KEY, CLIENT, Editor, Model, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
+  API_KEY, CLIENT, E2E, Editor, Model, PYTHON, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
 } from './harness.mjs';
 
 after(closeBrowser);
@@ -74,8 +74,11 @@ async function start(/** @type {Editor} */ ed, task = TASK, locale = '') {
 }
 const TIME = { timeout: secs(150) };
 
-test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree', TIME, async () => {
+test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree; a trusted workspace runs its .mcp.json', TIME, async () => {
   const ws = tempDir('ws-start');
+  // The folder's own MCP server: VS Code's workspace trust is flower's (D10), so it runs for the agents.
+  const marker = path.join(ws, '.mcp-ran');
+  fs.writeFileSync(path.join(ws, '.mcp.json'), JSON.stringify({ mcpServers: { marker: { command: PYTHON, args: [path.join(E2E, 'mcp_marker.py'), marker] } } }));
   await scenario('1-start', 'start', [ws], async (ed, model) => {
     await showTranscript(ed);
     await start(ed);
@@ -108,6 +111,9 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     assert.match(await goals.locator('.pane-header').innerText(), /2\/2/);
     const text = await gauge.textContent();
     assert.match(text ?? '', /42\.3K/);
+    assert.ok(fs.existsSync(marker), "the trusted workspace's .mcp.json server ran");
+    const tip = await ed.gaugeTooltip((t) => t.includes('trusted:'), 'the trust');
+    assert.match(tip, /trusted: yes \(the editor's workspace trust\)/);
     await ed.shot('1-start-done');
     // The folder's .flower.toml is read when its server starts: written now, the idle server restarts
     // with it, and the gauge names the model it sets (the settings outrank the model the CLI reported).
