@@ -7,8 +7,10 @@ import { Focus } from './folders';
 import { cutOff } from './model/resume';
 import { flowerPart, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from './model/settings';
 import { type FolderServer, hasTask, Servers } from './server';
+import { ApprovalsView } from './views/approvals';
 import { GaugeView } from './views/gauge';
 import { GoalsView } from './views/goals';
+import { Notifier } from './views/notify';
 import { ProgressView } from './views/progress';
 import { TranscriptView } from './views/transcript';
 
@@ -22,18 +24,30 @@ export function activate(ctx: vscode.ExtensionContext): void {
     const focus = new Focus();
     const progress = new ProgressView();
     let commands: Commands | undefined = undefined;
+    let approvals: ApprovalsView | undefined = undefined;
+    let notifier: Notifier | undefined = undefined;
     logger = log;
     servers = new Servers(ctx, log, {
         missingFlower: (python) => commands?.missingFlower(python),
         stopped: (server) => commands?.stopped(server),
         exited: (server) => progress.endAll(server),
-        ask: (server, params) => commands?.ask(server, params) ?? Promise.resolve({ answer: null }),
+        ask: (server, params) => {
+            notifier?.tell(server, { kind: 'question', question: params.question }, false);
+            return commands?.ask(server, params) ?? Promise.resolve({ answer: null });
+        },
+        // Not yet set up: no answer but a denial (never an allow by default).
+        approve: (server, params, token) => approvals?.approve(server, params, token) ?? Promise.resolve({ decision: 'deny', message: null }),
+        approved: (server, n) => approvals?.approved(server, n),
         progress: (server, token, params) => progress.handle(server, token, params),
     });
     const all = servers;
     const transcript = new TranscriptView(ctx.extensionUri, all, focus, (folder, text) => commands?.sayText(folder, text) ?? Promise.resolve());
     commands = new Commands(ctx, all, focus, log, () => transcript);
     const c = commands;
+    const tell = new Notifier(all, log);
+    notifier = tell;
+    const asked = new ApprovalsView(all, focus, transcript, tell, log);
+    approvals = asked;
     // A folder's `.flower.toml` / `[tool.flower]` is read when its server starts, like the options:
     // an edit that changes what the server reads restarts it when idle, else when its wake ends.
     const files = new SettingsFiles();
@@ -53,6 +67,11 @@ export function activate(ctx: vscode.ExtensionContext): void {
         progress,
         all,
         transcript,
+        tell,
+        asked,
+        transcript.onDidReceive((m) => {
+            if (m.type === 'decide') asked.decide(m);
+        }),
         vscode.window.registerWebviewViewProvider('flower.transcript', transcript),
         new GaugeView(all, focus),
         new GoalsView(all, focus),
@@ -63,6 +82,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
             await server.refreshStatus();
             if (server.settingsChanged && !(server.status?.running ?? false)) void server.restart();
             void c.wakeEnded(server, event.n);
+            tell.wakeEnded(server, event.n);
         }),
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);

@@ -76,6 +76,17 @@ export interface FolderStatus {
     trusted: boolean;
     /** Who decided, one sentence in the window's language. */
     trust: string;
+    /** What the run waits for from the person, null when nothing (issue 24). */
+    waitingFor: WaitingFor | null;
+}
+
+/** What a run waits for: an approval (with its question), a clarifying question, an outage. */
+export interface WaitingFor {
+    what: 'approval' | 'question' | 'outage';
+    /** Unix time (s) since when. */
+    since: number;
+    /** The open question when `what` is approval: the `flower/approve` params. */
+    approval: ApproveParams | null;
 }
 
 /** What the pruner does with an entry when its session resumes (S23, S25). */
@@ -151,6 +162,15 @@ export interface HistoryResult {
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
+/** The answer to a pending approval by its id (after a reload the original request belonged to the old connection). */
+export interface AnswerParams {
+    folder: string;
+    id: string;
+    decision: Decision;
+    message?: string | null;
+}
+export const answer = new RequestType<AnswerParams, unknown, void>('flower/answer');
+
 // -- server → client request --------------------------------------------------------------
 
 export interface AskParams {
@@ -161,6 +181,38 @@ export interface AskResult {
     answer?: string | null;
 }
 export const ask = new RequestType<AskParams, AskResult, void>('flower/ask');
+
+/** What an approval shows besides its one-line summary. */
+export interface ApprovalDetail {
+    /** `diff`: a unified diff (lines starting `+`, `-`, ` `). */
+    kind: 'command' | 'diff' | 'url' | 'input';
+    text: string;
+}
+
+/** A tool call outside the rules, asked of the person (issue 24). */
+export interface ApproveParams {
+    folder: string;
+    /** The tool call's id. */
+    id: string;
+    step: string | null;
+    tool: string;
+    input: { [key: string]: Json };
+    /** One line: the command, the path, the URL. */
+    summary: string;
+    detail: ApprovalDetail;
+    /** The rules the CLI suggests for "always" (Claude Code syntax, e.g. `Bash(npm test:*)`). */
+    suggestions: string[];
+    /** Unix time (s) the question was asked. */
+    since: number;
+}
+/** The person's answer; an answer that does not parse is a denial on the server. */
+export type Decision = 'allow' | 'allowAlways' | 'deny';
+export interface ApproveResult {
+    decision: Decision;
+    /** With deny: the sentence the model receives as the reason. */
+    message?: string | null;
+}
+export const approve = new RequestType<ApproveParams, ApproveResult, void>('flower/approve');
 
 // -- server → client notifications --------------------------------------------------------
 
@@ -297,6 +349,15 @@ export interface NoticeNotification {
 }
 export const notice = new NotificationType<NoticeNotification>('flower/notice');
 
+/** An approval closed: answered here, in another window, or by the unattended rule. */
+export interface ApprovedNotification {
+    folder: string;
+    id: string;
+    decision: Decision;
+    by: 'person' | 'unattended';
+}
+export const approved = new NotificationType<ApprovedNotification>('flower/approved');
+
 // -- error codes --------------------------------------------------------------------------
 
 /** `folder` is not one of the server's workspace folders. */
@@ -325,6 +386,15 @@ export interface InitializationOptions {
     store?: string;
     /** The project's name in a team store (issue 14). */
     project?: string;
+    // The approval settings (issue 24) go as the person set them; the server checks them.
+    /** Tool rules the agents may use without asking (Claude Code syntax): string[]. */
+    allow?: unknown;
+    /** The CLI's permission mode (`acceptEdits` by default on the server): string. */
+    mode?: unknown;
+    /** Seconds to wait for an answer before `approvalsUnattended` applies; null: as long as it takes. */
+    approvalsWait?: unknown;
+    /** What happens when nobody answers in time: `deny` or `wait`. */
+    approvalsUnattended?: unknown;
     /** VS Code's workspace trust covers the folders: their own hooks, env and MCP servers run (D10). */
     trusted?: boolean;
 }

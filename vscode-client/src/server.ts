@@ -13,6 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+    type CancellationToken,
     CloseAction,
     type CloseHandlerResult,
     ErrorAction,
@@ -30,7 +31,7 @@ import {
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
-import { explicit, initializationOptions, redactUrls, sharedStore } from './model/settings';
+import { APPROVAL_SETTINGS, explicit, initializationOptions, redactUrls, sharedStore } from './model/settings';
 import { StatusKeeper } from './model/status';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -309,6 +310,7 @@ export class FolderServer implements vscode.Disposable {
             isolated: set('isolated'),
             store: set('store'),
             project: set('project'),
+            ...Object.fromEntries(Object.entries(APPROVAL_SETTINGS).map(([option, setting]) => [option, set(setting)])),
         });
         // VS Code's workspace trust is flower's for the folder (D10): its own hooks and .mcp.json servers may run.
         options.trusted = vscode.workspace.isTrusted;
@@ -420,6 +422,14 @@ export class FolderServer implements vscode.Disposable {
             }
         });
         client.onRequest(p.ask, (params) => this.hooks.ask(this, params));
+        client.onRequest(p.approve, (params, token) => {
+            this.patch({ waitingFor: { what: 'approval', since: params.since, approval: params } });
+            return this.hooks.approve(this, params, token);
+        });
+        client.onNotification(p.approved, (n) => {
+            if (this.status?.waitingFor?.approval?.id === n.id) this.patch({ waitingFor: null });
+            this.hooks.approved(this, n);
+        });
         const rows = (changed: Row[]): void => {
             if (changed.length > 0) this.emitter.fire({ type: 'rows', rows: changed });
         };
@@ -504,6 +514,9 @@ export interface ServerHooks {
     /** The server process ended (asked or not). */
     exited(server: FolderServer): void;
     ask(server: FolderServer, params: p.AskParams): Promise<p.AskResult>;
+    /** `flower/approve`: resolves with the person's answer (issue 24). */
+    approve(server: FolderServer, params: p.ApproveParams, token: CancellationToken): Promise<p.ApproveResult>;
+    approved(server: FolderServer, n: p.ApprovedNotification): void;
     progress(server: FolderServer, token: string, params: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd): void;
 }
 

@@ -1,5 +1,5 @@
 /** Payload builders for the unit tests: every field present, as the server sends them. */
-import type { FolderStatus, HistoryResult, TranscriptNotification } from '../src/protocol';
+import type { ApproveParams, FolderStatus, HistoryResult, TranscriptNotification } from '../src/protocol';
 
 export const FOLDER = 'file:///home/me/app';
 
@@ -28,6 +28,7 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         cost: { wake: 0, task: 0, max: null },
         trusted: true,
         trust: "the editor's workspace trust",
+        waitingFor: null,
         ...over,
     };
 }
@@ -53,4 +54,19 @@ export function entry(seq: number, uuid: string | null, over: Partial<Transcript
 
 export function page(entries: TranscriptNotification[], nextBefore: number | null): HistoryResult {
     return { folder: FOLDER, entries, nextBefore, sessions: [], pending: [] };
+}
+
+export function approval(over: Partial<ApproveParams> = {}): ApproveParams {
+    return {
+        folder: FOLDER,
+        id: 'toolu_01',
+        step: '干活',
+        tool: 'Bash',
+        input: { command: 'rm -rf build' },
+        summary: 'rm -rf build',
+        detail: { kind: 'command', text: 'rm -rf build' },
+        suggestions: ['Bash(rm:*)'],
+        since: 1_764_600_000,
+        ...over,
+    };
 }

@@ -160,3 +160,22 @@ test("the tooltip says whether the folder's own hooks and MCP servers run, and w
     const not = gauge({ status: status({ trusted: false, trust: 'nobody trusted it yet' }), server: 'running' }).tooltip;
     assert.ok(not.includes('trusted: no (nobody trusted it yet)'), not.join('\n'));
 });
+
+test('while the run waits for an approval or a question the gauge says flower: waiting for you, the tooltip what for', () => {
+    const params = { folder: 'f', id: 't1', step: '干活', tool: 'Bash', input: {}, summary: 'rm -rf build', detail: { kind: 'command' as const, text: '' }, suggestions: [], since: 1 };
+    const asked = gauge({ status: status({ running: true, step: '干活', waitingFor: { what: 'approval', since: 1, approval: params } }), server: 'running' });
+    assert.equal(asked.text, 'flower: waiting for you');
+    assert.equal(asked.colour, 'warning');
+    assert.equal(asked.spinner, false, 'nothing moves until the person answers');
+    assert.ok(asked.tooltip.includes('waiting for you: allow Bash: rm -rf build?'), asked.tooltip.join('\n'));
+    const question = gauge({ status: status({ running: true, waitingFor: { what: 'question', since: 1, approval: null } }), server: 'running' });
+    assert.equal(question.text, 'flower: waiting for you');
+    assert.ok(question.tooltip.includes('waiting for you: a question'));
+    // An outage is not the person's to answer: the gauge keeps its retry countdown.
+    const outage = gauge({ status: status({ running: true, waitingFor: { what: 'outage', since: 1, approval: null } }), server: 'running' });
+    assert.notEqual(outage.text, 'flower: waiting for you');
+    // A flower older than this client sends no waitingFor at all.
+    const old = status();
+    delete (old as Partial<FolderStatus>).waitingFor;
+    assert.equal(gauge({ status: old, server: 'running' }).text, 'flower 80.2K / 200K · 40%');
+});

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { explicit, flowerPart, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES, sharedStore } from '../src/model/settings';
+import { APPROVAL_SETTINGS, explicit, flowerPart, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES, sharedStore } from '../src/model/settings';
 
 test('settings become the server options protocol.md lists', () => {
     assert.deepEqual(initializationOptions({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
@@ -106,4 +106,19 @@ test('a postgresql:// store, in the setting or else in FLOWER_STORE, is shared: 
     assert.equal(sharedStore(undefined, 'sqlite'), false);
     assert.equal(sharedStore(42, undefined), false);
     assert.equal(sharedStore('postgres://db/flower', undefined), true, 'the short scheme too, as the server takes it');
+});
+
+test('the approval settings go to the server as the person set them (it checks them), unset ones not at all', () => {
+    const set = { allow: ['Read', 'Bash(npm test:*)'], mode: 'default', approvalsWait: 600, approvalsUnattended: 'wait' };
+    assert.deepEqual(initializationOptions({ ...BASE, ...set }), { rounds: 10, trim: true, ...set });
+    assert.deepEqual(initializationOptions({ ...BASE, allow: undefined, mode: undefined }), { rounds: 10, trim: true });
+    assert.deepEqual(initializationOptions({ ...BASE, allow: 'Read', approvalsWait: -1 }), { rounds: 10, trim: true, allow: 'Read', approvalsWait: -1 }, 'passed through: the server says what is wrong');
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string; default?: unknown }> } } };
+    const props = pkg.contributes.configuration.properties;
+    for (const [option, setting] of Object.entries(APPROVAL_SETTINGS)) {
+        assert.equal(props[`flower.${setting}`]?.scope, 'machine-overridable', setting);
+        assert.ok((SERVER_SETTINGS as readonly string[]).includes(`flower.${setting}`), `${option}: a change restarts the server`);
+    }
+    assert.equal(props['flower.mode'].default, 'acceptEdits', 'never bypassPermissions unless the person writes it');
+    assert.equal(props['flower.notify'].default, 'off');
 });

@@ -5,7 +5,7 @@
  * cache creation of the last request). The model in use and what work cost (issue 15) are
  * the server's too.
  */
-import type { Cost, FolderStatus } from '../protocol';
+import type { Cost, FolderStatus, WaitingFor } from '../protocol';
 
 /** What the server process is doing, as the client sees it. */
 export type ServerState = 'starting' | 'running' | 'stopped';
@@ -57,6 +57,10 @@ export function gauge(input: GaugeInput): Gauge {
     if (status === null) {
         return { text: 'flower', colour: null, spinner: server === 'starting', tooltip: ['flower'] };
     }
+    if (waitsForPerson(status)) {
+        // The run stands still until the person answers (issue 24): that, not the context, is the news.
+        return { text: 'flower: waiting for you', colour: 'warning', spinner: false, tooltip: tooltip(status) };
+    }
     const window = status.window > 0 ? status.window : null;
     const size =
         status.context === null
@@ -105,6 +109,8 @@ export function tooltip(status: FolderStatus): string[] {
         const v = status.verdict;
         lines.push(`round ${v.round}: ${v.passed ? 'passed' : 'not yet'} — ${v.reasons}`);
     }
+    const asked = waitsForPerson(status) ? waitingLine(status.waitingFor) : null;
+    if (asked !== null) lines.push(asked);
     if (status.waiting !== null) {
         const w = status.waiting;
         lines.push(`waiting (${w.reason}), attempt ${w.attempt}/${w.maxAttempts}`);
@@ -112,6 +118,20 @@ export function tooltip(status: FolderStatus): string[] {
     // `!= null`: an older flower sends neither field. Who decided is the server's sentence, in the window's language.
     if (status.trusted != null) lines.push(`trusted: ${status.trusted ? 'yes' : 'no'}${status.trust ? ` (${status.trust})` : ''}`);
     return lines;
+}
+
+/** The run waits for the person: a tool approval or a clarifying question (not an outage: nobody can fix that). */
+export function waitsForPerson(status: FolderStatus): boolean {
+    // `?.`: a flower older than this client sends no waitingFor.
+    const what = status.waitingFor?.what;
+    return what === 'approval' || what === 'question';
+}
+
+/** The tooltip's line for what the run waits for. */
+export function waitingLine(w: WaitingFor | null): string | null {
+    if (w === null) return null;
+    if (w.what === 'approval') return w.approval === null ? 'waiting for you: a tool approval' : `waiting for you: allow ${w.approval.tool}: ${w.approval.summary}?`;
+    return w.what === 'question' ? 'waiting for you: a question' : null;
 }
 
 /** US dollars as spent: two decimals (`$0.42`, `$3.10`), `<$0.01` for a fraction of a cent. */

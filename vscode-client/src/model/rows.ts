@@ -3,6 +3,7 @@
  * webview page (typed both ways; no `vscode` import, shared by both bundles).
  */
 import type { Json, PrunedVerdict } from '../protocol';
+import type { ApprovalsToPage, DecideFromPage } from './approvals';
 
 /** The row kinds of the DOM contract (`data-kind`). */
 export type RowKind =
@@ -57,14 +58,16 @@ export type ToPage =
     | { type: 'older'; epoch: number; rows: Row[]; hasOlder: boolean }
     | { type: 'newer'; epoch: number; rows: Row[]; hasNewer: boolean }
     | { type: 'running'; running: boolean }
-    | { type: 'sync' };
+    | { type: 'sync' }
+    | ApprovalsToPage;
 
 /** Page → extension. */
 export type FromPage =
     | { type: 'ready'; epoch: number | null; op: number | null }
     | { type: 'older'; beforePos: number }
     | { type: 'newer'; afterPos: number }
-    | { type: 'say'; text: string };
+    | { type: 'say'; text: string }
+    | DecideFromPage;
 
 /** What the model sees of a row when its session resumes, or what happened, per the toggle. */
 export interface RowView {

@@ -12,6 +12,10 @@ export interface RawSettings {
     isolated?: unknown;
     store?: unknown;
     project?: unknown;
+    allow?: unknown;
+    mode?: unknown;
+    approvalsWait?: unknown;
+    approvalsUnattended?: unknown;
 }
 
 /** The settings read at a server's start (initializationOptions, the interpreter): a change restarts an idle server. */
@@ -26,7 +30,19 @@ export const SERVER_SETTINGS = [
     'flower.isolated',
     'flower.store',
     'flower.project',
+    'flower.allow',
+    'flower.mode',
+    'flower.approvals.wait',
+    'flower.approvals.unattended',
 ] as const;
+
+/** The approval settings (issue 24): option → setting. Passed through as set; the server checks them. */
+export const APPROVAL_SETTINGS = {
+    allow: 'allow',
+    mode: 'mode',
+    approvalsWait: 'approvals.wait',
+    approvalsUnattended: 'approvals.unattended',
+} as const;
 
 /** The files at a folder's root whose flower settings the server reads when it starts (issue 15). */
 export const SETTINGS_FILES = ['.flower.toml', 'pyproject.toml'] as const;
@@ -82,6 +98,10 @@ export function initializationOptions(raw: RawSettings): InitializationOptions {
     if (store !== undefined) options.store = store;
     const project = text(raw.project);
     if (project !== undefined) options.project = project;
+    // As set (null included: approvalsWait null is "wait as long as it takes"); the server says what is wrong.
+    for (const key of Object.keys(APPROVAL_SETTINGS) as (keyof typeof APPROVAL_SETTINGS)[]) {
+        if (raw[key] !== undefined) options[key] = raw[key];
+    }
     return options;
 }
 

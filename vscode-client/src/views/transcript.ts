@@ -16,6 +16,12 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
     /** The folder, epoch and op the page was last brought up to. */
     private shown: { uri: string | null; epoch: number; op: number } = { uri: null, epoch: 0, op: 0 };
     private readonly subscriptions: vscode.Disposable[];
+    private readonly synced = new vscode.EventEmitter<void>();
+    /** The page was brought up to date (reset, or came back and asked for what it missed): parts it shows besides rows follow. */
+    readonly onDidSync = this.synced.event;
+    private readonly received = new vscode.EventEmitter<FromPage>();
+    /** Every message of the page (the approval cards' answers among them). */
+    readonly onDidReceive = this.received.event;
 
     constructor(
         private readonly extensionUri: vscode.Uri,
@@ -41,7 +47,10 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
         const media = vscode.Uri.joinPath(this.extensionUri, 'media');
         view.webview.options = { enableScripts: true, localResourceRoots: [dist, media] };
         view.webview.html = this.html(view.webview);
-        view.webview.onDidReceiveMessage((m: FromPage) => void this.receive(m));
+        view.webview.onDidReceiveMessage((m: FromPage) => {
+            this.received.fire(m);
+            void this.receive(m);
+        });
         view.onDidChangeVisibility(() => {
             // A hidden view receives nothing: when it shows again, it asks for what it missed.
             if (view.visible) this.post({ type: 'sync' });
@@ -77,6 +86,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
                     const missed = server.model.since(m.op);
                     if (missed !== null) {
                         this.post({ type: 'rows', epoch: server.epoch, op: server.model.op, rows: missed });
+                        this.synced.fire();
                         return;
                     }
                 }
@@ -143,6 +153,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
             enabled: trusted && folder !== undefined,
             running: server?.status?.running ?? false,
         });
+        this.synced.fire();
     }
 
     private sendRows(server: FolderServer, rows: Row[]): void {
@@ -154,7 +165,12 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
         this.post({ type: 'rows', epoch: server.epoch, op: server.model.op, rows });
     }
 
-    private post(message: ToPage): void {
+    /** Whether the view is on screen (a hidden one receives nothing). */
+    get visible(): boolean {
+        return this.view?.visible ?? false;
+    }
+
+    post(message: ToPage): void {
         if (this.view?.visible) void this.view.webview.postMessage(message);
     }
 
@@ -172,5 +188,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
 
     dispose(): void {
         for (const s of this.subscriptions) s.dispose();
+        this.synced.dispose();
+        this.received.dispose();
     }
 }

@@ -28,6 +28,7 @@ export function pageHtml(p: PageParts): string {
 <div id="toolbar"><label><input type="checkbox" id="pruned-toggle"> ${e(p.toggleLabel)}</label></div>
 <div id="view-message" hidden></div>
 <div id="rows" role="log" aria-live="polite"></div>
+<div id="approvals" aria-live="assertive" hidden></div>
 <form id="say-form"><textarea id="say-input" rows="2" placeholder="${e(p.placeholder)}"></textarea></form>
 <script nonce="${e(p.nonce)}" src="${e(p.scriptUri)}"></script>
 </body>

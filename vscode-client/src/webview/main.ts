@@ -6,6 +6,7 @@
 import { type Block, type Inline, parseMarkdown } from '../model/markdown';
 import { type FromPage, type Row, rowView, type ToPage } from '../model/rows';
 import { RowWindow } from '../model/window';
+import { mountApprovals } from './approval';
 
 interface VsCodeApi {
     postMessage(message: FromPage): void;
@@ -29,6 +30,7 @@ const rowsEl = document.getElementById('rows') as HTMLDivElement;
 const toggle = document.getElementById('pruned-toggle') as HTMLInputElement;
 const input = document.getElementById('say-input') as HTMLTextAreaElement;
 const messageEl = document.getElementById('view-message') as HTMLDivElement;
+const showApprovals = mountApprovals(document.getElementById('approvals') as HTMLDivElement, (m) => send(m));
 
 const saved = vscode.getState();
 let state: PageState = saved ?? { epoch: null, op: null, pruned: false, atBottom: true, scrollTop: 0 };
@@ -250,6 +252,9 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
             break;
         case 'sync':
             send({ type: 'ready', epoch: state.epoch, op: state.op });
+            break;
+        case 'approvals':
+            showApprovals(m);
             break;
     }
     save();

@@ -1,0 +1,164 @@
+/**
+ * The approval cards of the transcript page (issue 24): pinned under the rows, one per question,
+ * with the command (a code block) or the diff (added and removed lines) and Allow / Always /
+ * Deny… buttons; Deny… asks for an optional sentence. Text only, like every row: each string
+ * goes in with textContent. A closed card stays as one line with the decision that won.
+ */
+import type { ApprovalCard, ApprovalLabels, ApprovalsToPage, DecideFromPage } from '../model/approvals';
+import type { Decision } from '../protocol';
+
+/** Render the cards of each `approvals` message into `root`; answers go out through `send`. */
+export function mountApprovals(root: HTMLElement, send: (m: DecideFromPage) => void): (m: ApprovalsToPage) => void {
+    /** A deny sentence being typed survives a re-render (another card arriving). */
+    const drafts = new Map<string, string>();
+    return (m) => {
+        const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.testid : undefined;
+        const focusedId = document.activeElement?.closest<HTMLElement>('[data-testid="approval"]')?.dataset.id;
+        root.replaceChildren(...m.cards.map((c) => cardElement(c, m.labels, send, drafts)));
+        root.hidden = m.cards.length === 0;
+        // Keep the person's place while they type a sentence or tab through the buttons.
+        if (focused !== undefined && focusedId !== undefined) {
+            root.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusedId)}"] [data-testid="${CSS.escape(focused)}"]`)?.focus();
+        }
+    };
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, text?: string): HTMLElementTagNameMap[K] {
+    const node = document.createElement(tag);
+    if (className !== '') node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+}
+
+function button(label: string, testid: string, onClick: () => void, primary = false): HTMLButtonElement {
+    const b = el('button', primary ? 'approval-button primary' : 'approval-button', label);
+    b.type = 'button';
+    b.dataset.testid = testid;
+    b.addEventListener('click', onClick);
+    return b;
+}
+
+function cardElement(c: ApprovalCard, t: ApprovalLabels, send: (m: DecideFromPage) => void, drafts: Map<string, string>): HTMLElement {
+    const card = el('div', `approval ${c.state}`);
+    card.dataset.testid = 'approval';
+    card.dataset.id = c.id;
+    card.dataset.state = c.state;
+    card.dataset.tool = c.tool;
+    if (c.decision !== null) card.dataset.decision = c.decision;
+    card.setAttribute('role', 'group');
+    card.setAttribute('aria-label', `${t.asks} ${c.tool}`);
+
+    const head = el('div', 'approval-head');
+    head.appendChild(el('span', 'approval-asks', t.asks));
+    head.appendChild(el('span', 'approval-tool', c.tool));
+    if (c.step !== null) head.appendChild(el('span', 'approval-step', c.step));
+    card.appendChild(head);
+    const summary = el('div', 'approval-summary');
+    summary.dataset.testid = 'approval-summary';
+    summary.appendChild(el('code', '', c.summary));
+    card.appendChild(summary);
+
+    if (c.state === 'closed' || c.state === 'sent') {
+        const outcome = el('div', `approval-outcome ${c.decision ?? 'none'}`, outcomeText(c, t));
+        outcome.dataset.testid = 'approval-outcome';
+        card.appendChild(outcome);
+        return card;
+    }
+
+    if (c.lines.length > 0) card.appendChild(detail(c));
+    const decide = (decision: Decision, message: string | null = null): void => {
+        drafts.delete(c.id);
+        send({ type: 'decide', id: c.id, decision, message });
+    };
+    const buttons = el('div', 'approval-buttons');
+    buttons.appendChild(button(t.allow, 'approval-allow', () => decide('allow'), true));
+    if (c.always !== null) {
+        const always = button(t.always, 'approval-always', () => decide('allowAlways'));
+        always.title = `${t.alwaysRule} ${c.always}`;
+        buttons.appendChild(always);
+    }
+    const deny = el('div', 'approval-deny');
+    const openDeny = (): void => {
+        deny.replaceChildren(denyForm(c, t, decide, drafts, () => deny.replaceChildren()));
+        deny.querySelector('textarea')?.focus();
+    };
+    buttons.appendChild(button(t.deny, 'approval-deny', openDeny));
+    card.appendChild(buttons);
+    if (c.always !== null) {
+        const rule = el('div', 'approval-rule');
+        rule.appendChild(document.createTextNode(`${t.alwaysRule} `));
+        rule.appendChild(el('code', '', c.always));
+        card.appendChild(rule);
+    }
+    card.appendChild(deny);
+    if (drafts.has(c.id)) openDeny();
+    return card;
+}
+
+/** The command as a code block; a diff with its added and removed lines marked; a URL or input as text. */
+function detail(c: ApprovalCard): HTMLElement {
+    const pre = el('pre', `approval-detail ${c.kind}`);
+    pre.dataset.testid = 'approval-detail';
+    pre.dataset.kind = c.kind;
+    const code = el('code', '');
+    for (const line of c.lines) {
+        const span = el('span', `line ${line.mark}`, line.text);
+        span.dataset.mark = line.mark;
+        code.appendChild(span);
+    }
+    pre.appendChild(code);
+    return pre;
+}
+
+function denyForm(
+    c: ApprovalCard,
+    t: ApprovalLabels,
+    decide: (decision: Decision, message: string | null) => void,
+    drafts: Map<string, string>,
+    close: () => void,
+): HTMLElement {
+    const form = el('div', 'approval-deny-form');
+    const text = el('textarea', '');
+    text.rows = 2;
+    text.placeholder = t.denyPlaceholder;
+    text.dataset.testid = 'approval-deny-text';
+    text.value = drafts.get(c.id) ?? '';
+    drafts.set(c.id, text.value);
+    text.addEventListener('input', () => drafts.set(c.id, text.value));
+    const submit = (): void => decide('deny', text.value.trim() === '' ? null : text.value.trim());
+    text.addEventListener('keydown', (e: KeyboardEvent) => {
+        if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+            e.preventDefault();
+            submit();
+        } else if (e.key === 'Escape') {
+            drafts.delete(c.id);
+            close();
+        }
+    });
+    form.appendChild(text);
+    const row = el('div', 'approval-buttons');
+    row.appendChild(button(t.denySend, 'approval-deny-send', submit, true));
+    row.appendChild(
+        button(t.cancel, 'approval-deny-cancel', () => {
+            drafts.delete(c.id);
+            close();
+        }),
+    );
+    form.appendChild(row);
+    return form;
+}
+
+function outcomeText(c: ApprovalCard, t: ApprovalLabels): string {
+    if (c.state === 'sent') return t.sent;
+    switch (c.decision) {
+        case 'allow':
+            return t.allowed;
+        case 'allowAlways':
+            return `${t.allowedAlways}${c.always !== null ? ` ${c.always}` : ''}`;
+        case 'deny':
+            if (c.by === 'unattended') return t.deniedUnattended;
+            return c.message !== null ? `${t.denied} — ${c.message}` : t.denied;
+        default:
+            return t.closed;
+    }
+}
