@@ -10,7 +10,9 @@ import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { type ApprovalCard, type ApprovalLabels, card } from '../src/model/approvals';
 import type { Row, ToPage } from '../src/model/rows';
+import type { ApproveParams } from '../src/protocol';
 import { pageHtml } from '../src/webview/html';
 
 const CHROMIUM = process.env.FLOWER_CHROMIUM ?? '/usr/bin/chromium';
@@ -175,5 +177,104 @@ test('Enter says the sentence; the view message explains an untrusted folder', {
     assert.equal(await page.locator('#say-input').inputValue(), '');
     await post(page, reset([], { message: 'untrusted', enabled: false }));
     await page.waitForFunction(() => (document.getElementById('say-input') as HTMLTextAreaElement).disabled);
+    await page.close();
+});
+
+// -- approval cards (issue 24) ------------------------------------------------------------------
+
+const LABELS: ApprovalLabels = {
+    asks: 'flower asks to use', allow: 'Allow', always: 'Always', deny: 'Deny…', denyPlaceholder: 'why not',
+    denySend: 'Deny', cancel: 'Cancel', alwaysRule: 'Always keeps the rule', sent: 'Answered; waiting for flower…',
+    allowed: 'Allowed', allowedAlways: 'Allowed from now on:', denied: 'Denied', deniedUnattended: 'Denied: nobody answered in time', closed: 'Closed',
+};
+
+function asked(over: Partial<ApproveParams> = {}): ApprovalCard {
+    return card({
+        folder: 'file:///w', id: 'toolu_01', step: '干活', tool: 'Bash', input: { command: 'npm test' }, summary: 'npm test',
+        detail: { kind: 'command', text: 'npm test -- --grep "<b>calc</b>"' }, suggestions: ['Bash(npm test:*)'], since: 1, ...over,
+    });
+}
+
+async function cards(page: Page, list: ApprovalCard[]): Promise<void> {
+    await post(page, { type: 'approvals', cards: list, labels: LABELS });
+}
+
+const decided = async (page: Page): Promise<unknown[]> => (await sent(page)).filter((m) => (m as { type: string }).type === 'decide');
+
+test('an approval card shows the command as a code block, as text; Allow and Always answer it', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([row(1)]));
+    const evil = '<img src=x onerror="window.__pwned=1">';
+    await cards(page, [asked({ summary: `curl ${evil}`, detail: { kind: 'command', text: `curl ${evil}\n<script>window.__pwned=2</script>` } })]);
+    const c = page.locator('[data-testid="approval"]');
+    await c.waitFor();
+    assert.equal(await c.getAttribute('data-state'), 'open');
+    assert.equal(await c.getAttribute('data-tool'), 'Bash');
+    assert.equal(await page.locator('#approvals img, #approvals script').count(), 0);
+    assert.ok((await c.locator('[data-testid="approval-summary"]').textContent())?.includes(evil));
+    assert.match((await c.locator('pre[data-testid="approval-detail"] code').innerText()) ?? '', /<script>window.__pwned=2<\/script>/);
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    assert.match((await c.innerText()) ?? '', /Always keeps the rule Bash\(npm test:\*\)/);
+    await c.locator('[data-testid="approval-always"]').click();
+    assert.deepEqual(await decided(page), [{ type: 'decide', id: 'toolu_01', decision: 'allowAlways', message: null }]);
+    // The answer went; the extension says so (sent), then flower/approved closes the card with the decision.
+    await cards(page, [{ ...asked(), state: 'sent', decision: 'allowAlways' }]);
+    await page.locator('[data-testid="approval"][data-state="sent"]').waitFor();
+    assert.equal(await page.locator('[data-testid="approval-allow"]').count(), 0, 'no second answer from a card already answered');
+    await cards(page, [{ ...asked(), state: 'closed', decision: 'allowAlways', by: 'person' }]);
+    const closed = page.locator('[data-testid="approval"][data-state="closed"]');
+    await closed.waitFor();
+    assert.equal(await closed.getAttribute('data-decision'), 'allowAlways');
+    assert.equal(await closed.locator('[data-testid="approval-outcome"]').textContent(), 'Allowed from now on: Bash(npm test:*)');
+    // Allow on a second question; without suggestions there is no Always.
+    await cards(page, [{ ...asked(), state: 'closed', decision: 'allowAlways', by: 'person' }, asked({ id: 'toolu_02', since: 2, suggestions: [] })]);
+    const second = page.locator('[data-testid="approval"][data-id="toolu_02"]');
+    await second.waitFor();
+    assert.equal(await second.locator('[data-testid="approval-always"]').count(), 0);
+    await second.locator('[data-testid="approval-allow"]').click();
+    assert.deepEqual((await decided(page)).at(-1), { type: 'decide', id: 'toolu_02', decision: 'allow', message: null });
+    await page.close();
+});
+
+test('a diff card marks added and removed lines', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([]));
+    const diff = '--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-print(1 + 2)\n+print(sum(map(int, sys.argv[1:])))\n';
+    await cards(page, [asked({ tool: 'Edit', summary: 'calc.py', detail: { kind: 'diff', text: diff }, suggestions: [] })]);
+    const lines = page.locator('[data-testid="approval-detail"][data-kind="diff"] .line');
+    await lines.first().waitFor();
+    assert.deepEqual(await lines.evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.mark)), ['hunk', 'hunk', 'hunk', 'del', 'add']);
+    const [add, del] = await Promise.all(['add', 'del'].map((m) => page.locator(`.line[data-mark="${m}"]`).evaluate((e) => getComputedStyle(e).color)));
+    assert.notEqual(add, del, 'added and removed lines look different');
+    await page.close();
+});
+
+test('Deny… asks for an optional sentence: Enter denies with it, Cancel goes back, an empty one denies without', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([]));
+    await cards(page, [asked()]);
+    await page.locator('[data-testid="approval-deny"]').click();
+    const text = page.locator('[data-testid="approval-deny-text"]');
+    await text.waitFor();
+    assert.equal(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.testid), 'approval-deny-text', 'the sentence box has the focus');
+    assert.deepEqual(await decided(page), [], 'Deny… alone sends nothing');
+    await page.locator('[data-testid="approval-deny-cancel"]').click();
+    assert.equal(await text.count(), 0);
+    await page.locator('[data-testid="approval-deny"]').click();
+    await text.fill('run the unit tests only');
+    // Another card arriving meanwhile keeps what is being typed.
+    await cards(page, [asked(), asked({ id: 'toolu_02', since: 2 })]);
+    await page.locator('[data-testid="approval"][data-id="toolu_02"]').waitFor();
+    assert.equal(await page.locator('[data-id="toolu_01"] [data-testid="approval-deny-text"]').inputValue(), 'run the unit tests only');
+    await page.locator('[data-id="toolu_01"] [data-testid="approval-deny-text"]').press('Enter');
+    assert.deepEqual((await decided(page)).at(-1), { type: 'decide', id: 'toolu_01', decision: 'deny', message: 'run the unit tests only' });
+    await page.locator('[data-id="toolu_02"] [data-testid="approval-deny"]').click();
+    await page.locator('[data-id="toolu_02"] [data-testid="approval-deny-send"]').click();
+    assert.deepEqual((await decided(page)).at(-1), { type: 'decide', id: 'toolu_02', decision: 'deny', message: null });
+    // Closed by the unattended rule: the card says so; no cards, no area.
+    await cards(page, [{ ...asked(), state: 'closed', decision: 'deny', by: 'unattended' }]);
+    assert.equal(await page.locator('[data-testid="approval-outcome"]').textContent(), 'Denied: nobody answered in time');
+    await cards(page, []);
+    await page.waitForFunction(() => (document.getElementById('approvals') as HTMLElement).hidden);
     await page.close();
 });
