@@ -15,6 +15,10 @@ silently comes from two places). Keys, environment variables and flags:
     run_dir         FLOWER_RUN_DIR           -r, --run-dir / -
     store           FLOWER_STORE             - / store
     project         FLOWER_PROJECT           - / project
+    allow           FLOWER_ALLOW             - / allow           (tool rules the work agent may use unasked)
+    mode            FLOWER_MODE              - / mode            (the CLI's permission mode)
+    approvals.wait  FLOWER_APPROVALS_WAIT    - / approvalsWait   (seconds a question waits for the person)
+    approvals.unattended FLOWER_APPROVALS_UNATTENDED - / approvalsUnattended  (deny or wait, after that)
 
 `ANTHROPIC_MODEL` is the Claude Code CLI's own variable: flower reads it so that the model in use
 is shown, and passes the same name on. A file's relative `run_dir` is relative to the workspace;
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .core.approvals import DEFAULT_ALLOW, DEFAULT_MODE, MODES, narrows
 from .core.errors import FlowerError
 from .core.shared import is_postgres_url, safe_url
 from .core.texts import Said, say
@@ -54,8 +59,9 @@ class UntrustedSetting(SettingsError):
         FlowerError.__init__(self, "settings_untrusted", where=where, name=key, why=why, env=ENV[key], folder=str(folder))
 
 
-UNTRUSTED_KEYS = {"store": "untrusted_store"}
-"""Keys an untrusted folder's file may never set (D10): they name a URL or credentials. Its run_dir must stay inside."""
+UNTRUSTED_KEYS = {"store": "untrusted_store", "mode": "untrusted_mode"}
+"""Keys an untrusted folder's file may never set (D10): a URL or credentials, or how permissions work. Its run_dir
+must stay inside the folder, and its `allow` may only narrow the default, never widen it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +82,12 @@ class Settings:
     run_dir: str = "runs"
     store: str = "sqlite"
     project: str | None = None
+    allow: list[str] = field(default_factory=lambda: list(DEFAULT_ALLOW))
+    """Tool rules (Claude Code syntax) the work agent may use without asking; anything else is asked (issue 24)."""
+    mode: str = DEFAULT_MODE
+    approvals_wait: float | None = None
+    """Seconds a tool question waits for the person (None: as long as it takes), then `approvals_unattended` applies."""
+    approvals_unattended: str = "deny"
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def run_dir_path(self, base: str | os.PathLike[str]) -> Path:
@@ -113,6 +125,27 @@ def _store(value: object) -> str:
     return value.strip()
 
 
+def _rules(value: object) -> list[str]:
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(r, str) and r.strip() for r in items):
+        raise ValueError
+    return [r.strip() for r in items if r.strip()]
+
+
+def _mode(value: object) -> str:
+    if value not in MODES:
+        raise ValueError
+    assert isinstance(value, str)
+    return value
+
+
+def _unattended(value: object) -> str:
+    if value not in ("deny", "wait"):
+        raise ValueError
+    assert isinstance(value, str)
+    return value
+
+
 def _name(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError
@@ -130,13 +163,18 @@ KEYS: dict[str, tuple[Callable[[object], Any], str]] = {
     "run_dir": (_name, 'a directory, e.g. run_dir = "runs"'),
     "store": (_store, 'sqlite or a postgresql:// URL, e.g. store = "postgresql://me@db.example.org/flower"'),
     "project": (_name, 'a project name, e.g. project = "my-app"'),
+    "allow": (_rules, 'a list of tool rules, e.g. allow = ["Read", "Edit", "Bash(npm test:*)"]'),
+    "mode": (_mode, "one of " + ", ".join(MODES) + ', e.g. mode = "acceptEdits"'),
+    "approvals_wait": (_positive_number, "seconds > 0, e.g. [approvals] wait = 600"),
+    "approvals_unattended": (_unattended, 'deny or wait, e.g. [approvals] unattended = "deny"'),
 }
 """Each key: its check (raises ValueError) and what is expected, said in the error line."""
 
 ENV = {
     "rounds": "FLOWER_ROUNDS", "trim": "FLOWER_TRIM", "handoff_at": "FLOWER_HANDOFF_AT", "model": MODEL_ENV,
     "fallback_model": "FLOWER_FALLBACK_MODEL", "max_cost": "FLOWER_MAX_COST", "isolated": "FLOWER_ISOLATED",
-    "run_dir": "FLOWER_RUN_DIR", "store": "FLOWER_STORE", "project": "FLOWER_PROJECT",
+    "run_dir": "FLOWER_RUN_DIR", "store": "FLOWER_STORE", "project": "FLOWER_PROJECT", "allow": "FLOWER_ALLOW",
+    "mode": "FLOWER_MODE", "approvals_wait": "FLOWER_APPROVALS_WAIT", "approvals_unattended": "FLOWER_APPROVALS_UNATTENDED",
 }
 """Key → the environment variable that sets it."""
 
@@ -162,6 +200,15 @@ def _checked(key: str, value: object, where: str) -> Any:
         return check(value)
     except ValueError:
         raise SettingsError(where, key, expected, safe_url(value) if isinstance(value, str) else value) from None
+
+
+def _flat(table: dict[str, Any]) -> dict[str, Any]:
+    """A settings table with its `[approvals]` sub-table as `approvals_<key>` keys."""
+    flat = {k: v for k, v in table.items() if not (k == "approvals" and isinstance(v, dict))}
+    sub = table.get("approvals")
+    if isinstance(sub, dict):
+        flat.update({f"approvals_{k}": v for k, v in sub.items()})
+    return flat
 
 
 def settings_file(workspace: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]] | None:
@@ -191,6 +238,8 @@ def _untrusted(workspace: str | os.PathLike[str], where: str, values: dict[str, 
     for key, why in UNTRUSTED_KEYS.items():
         if key in values:
             raise UntrustedSetting(where, key, say(why), folder)
+    if "allow" in values and not narrows(values["allow"], DEFAULT_ALLOW):
+        raise UntrustedSetting(where, "allow", say("untrusted_allow", allowed=", ".join(DEFAULT_ALLOW)), folder)
     if "run_dir" in values:
         target = Path(os.path.realpath(values["run_dir"]))  # symlinks resolved: a link out of the folder counts
         if target != folder and folder not in target.parents:
@@ -212,7 +261,7 @@ def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | No
     if found is not None:
         path, table = found
         where = str(path) if path.name == FILE else f"{path} [tool.flower]"
-        for key, value in table.items():
+        for key, value in _flat(table).items():
             values[key] = _checked(key, value, where)
             sources[key] = str(path)
         if "run_dir" in values:
@@ -222,7 +271,8 @@ def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | No
     for key, name in ENV.items():
         raw = env.get(name)
         if raw is not None and raw.strip():
-            values[key] = _checked(key, raw.strip() if KEYS[key][0] in (_name, _store) else _from_env(raw), f"${name}")
+            values[key] = _checked(key, raw.strip() if KEYS[key][0] in (_name, _store, _rules, _mode, _unattended)
+                                   else _from_env(raw), f"${name}")
             sources[key] = f"${name}"
     for key, value in (overrides or {}).items():
         if value is not None:
