@@ -42,8 +42,11 @@ MODEL_ENV = "ANTHROPIC_MODEL"
 class SettingsError(FlowerError):
     """A setting that cannot be used: which file (or variable, or option), which key, and what is expected."""
 
-    def __init__(self, where: str, key: str, expected: str, got: object) -> None:
+    def __init__(self, where: str, key: str, expected: str, got: object, *, file: str | None = None) -> None:
         super().__init__("settings_bad", where=where, name=key, expected=expected, got=repr(got))
+        self.where, self.setting = where, key
+        self.file = file
+        """The settings file the value came from (None: a variable, a flag or an option), for a front-end to open."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,26 +110,40 @@ def _name(value: object) -> str:
     return value.strip()
 
 
-KEYS: dict[str, tuple[Callable[[object], Any], str]] = {
-    "rounds": (_positive_int, "a whole number >= 1, e.g. rounds = 10"),
-    "trim": (_boolean, "true or false, e.g. trim = true"),
-    "handoff_at": (_positive_int, "a number of tokens >= 1, e.g. handoff_at = 120000"),
-    "model": (_name, 'a model name, e.g. model = "claude-sonnet-4-5"'),
-    "fallback_model": (_name, 'a model name, e.g. fallback_model = "claude-haiku-4-5"'),
-    "max_cost": (_positive_number, "US dollars > 0, e.g. max_cost = 20"),
-    "isolated": (_boolean, "true or false, e.g. isolated = false"),
-    "run_dir": (_name, 'a directory, e.g. run_dir = "runs"'),
-    "store": (_store, 'sqlite or a postgresql:// URL, e.g. store = "postgresql://me@db.example.org/flower"'),
-    "project": (_name, 'a project name, e.g. project = "my-app"'),
-}
-"""Each key: its check (raises ValueError) and what is expected, said in the error line."""
+@dataclass(frozen=True)
+class Key:
+    """One setting: its check, what is expected of it, the variable and the editor option that set it."""
 
-ENV = {
-    "rounds": "FLOWER_ROUNDS", "trim": "FLOWER_TRIM", "handoff_at": "FLOWER_HANDOFF_AT", "model": MODEL_ENV,
-    "fallback_model": "FLOWER_FALLBACK_MODEL", "max_cost": "FLOWER_MAX_COST", "isolated": "FLOWER_ISOLATED",
-    "run_dir": "FLOWER_RUN_DIR", "store": "FLOWER_STORE", "project": "FLOWER_PROJECT",
+    check: Callable[[object], Any]
+    """Returns the value to use, or raises ValueError."""
+    expected: str
+    """What is expected, said in the error line."""
+    env: str
+    option: str | None = None
+    """Its name in the editor's options (`initializationOptions`, protocol.md); None: not an editor option."""
+
+
+KEYS: dict[str, Key] = {
+    "rounds": Key(_positive_int, "a whole number >= 1, e.g. rounds = 10", "FLOWER_ROUNDS", "rounds"),
+    "trim": Key(_boolean, "true or false, e.g. trim = true", "FLOWER_TRIM", "trim"),
+    "handoff_at": Key(_positive_int, "a number of tokens >= 1, e.g. handoff_at = 120000", "FLOWER_HANDOFF_AT", "handoffAt"),
+    "model": Key(_name, 'a model name, e.g. model = "claude-sonnet-4-5"', MODEL_ENV, "model"),
+    "fallback_model": Key(_name, 'a model name, e.g. fallback_model = "claude-haiku-4-5"', "FLOWER_FALLBACK_MODEL",
+                          "fallbackModel"),
+    "max_cost": Key(_positive_number, "US dollars > 0, e.g. max_cost = 20", "FLOWER_MAX_COST", "maxCost"),
+    "isolated": Key(_boolean, "true or false, e.g. isolated = false", "FLOWER_ISOLATED", "isolated"),
+    "run_dir": Key(_name, 'a directory, e.g. run_dir = "runs"', "FLOWER_RUN_DIR"),
+    "store": Key(_store, 'sqlite or a postgresql:// URL, e.g. store = "postgresql://me@db.example.org/flower"',
+                 "FLOWER_STORE", "store"),
+    "project": Key(_name, 'a project name, e.g. project = "my-app"', "FLOWER_PROJECT", "project"),
 }
+"""Every key flower reads: the one schema the settings file, the environment, the flags and the editor's options are checked by."""
+
+ENV = {key: k.env for key, k in KEYS.items()}
 """Key → the environment variable that sets it."""
+
+OPTIONS = {k.option: key for key, k in KEYS.items() if k.option is not None}
+"""Editor option (camelCase, as `initializationOptions` names it) → key."""
 
 
 def _from_env(raw: str) -> object:
@@ -142,14 +159,15 @@ def _from_env(raw: str) -> object:
     return text
 
 
-def _checked(key: str, value: object, where: str) -> Any:
+def _checked(key: str, value: object, where: str, file: Path | None = None) -> Any:
+    source = None if file is None else str(file)
     if key not in KEYS:
-        raise SettingsError(where, key, "one of " + ", ".join(KEYS), value)
-    check, expected = KEYS[key]
+        raise SettingsError(where, key, "one of " + ", ".join(KEYS), value, file=source)
     try:
-        return check(value)
+        return KEYS[key].check(value)
     except ValueError:
-        raise SettingsError(where, key, expected, safe_url(value) if isinstance(value, str) else value) from None
+        got = safe_url(value) if isinstance(value, str) else value
+        raise SettingsError(where, key, KEYS[key].expected, got, file=source) from None
 
 
 def settings_file(workspace: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]] | None:
@@ -161,14 +179,14 @@ def settings_file(workspace: str | os.PathLike[str]) -> tuple[Path, dict[str, An
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise SettingsError(str(path), "(the file)", "readable TOML", str(exc)) from None
+            raise SettingsError(str(path), "(the file)", "readable TOML", str(exc), file=str(path)) from None
         if path.name == FILE:
             return path, data
         table = data.get("tool", {}).get("flower") if isinstance(data.get("tool"), dict) else None
         if table is None:
             continue
         if not isinstance(table, dict):
-            raise SettingsError(str(path), "tool.flower", "a table: [tool.flower]", table)
+            raise SettingsError(str(path), "tool.flower", "a table: [tool.flower]", table, file=str(path))
         return path, table
     return None
 
@@ -188,14 +206,14 @@ def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | No
         path, table = found
         where = str(path) if path.name == FILE else f"{path} [tool.flower]"
         for key, value in table.items():
-            values[key] = _checked(key, value, where)
+            values[key] = _checked(key, value, where, path)
             sources[key] = str(path)
         if "run_dir" in values:
             values["run_dir"] = os.path.abspath(Path(workspace) / values["run_dir"])  # the file's dir, not the cwd
     for key, name in ENV.items():
         raw = env.get(name)
         if raw is not None and raw.strip():
-            values[key] = _checked(key, raw.strip() if KEYS[key][0] in (_name, _store) else _from_env(raw), f"${name}")
+            values[key] = _checked(key, raw.strip() if KEYS[key].check in (_name, _store) else _from_env(raw), f"${name}")
             sources[key] = f"${name}"
     for key, value in (overrides or {}).items():
         if value is not None:
