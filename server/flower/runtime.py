@@ -84,7 +84,7 @@ class _Attempt:
 
 @dataclass
 class Budget:
-    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (issue #15)."""
+    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (`max_cost`)."""
 
     cap: float | None = None
     spent: float = 0.0
@@ -113,7 +113,7 @@ class BudgetSpent(FlowerError):
 
 
 SETTING_SOURCES: list[Literal["user", "project", "local"]] = ["user", "project", "local"]
-"""What agents load as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude (issue #15)."""
+"""What agents load as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude (unless `isolated`)."""
 
 
 def tokens_of(usage: dict[str, Any]) -> int:
@@ -284,7 +284,7 @@ class Runtime:
             session_store=self.store,
             session_store_flush="eager",
             env=self.env,
-            # The user's Claude Code setup applies unless isolated (issue #15); the judge's spec blocks writes either way.
+            # The user's Claude Code setup applies unless isolated; the judge's spec blocks writes either way.
             setting_sources=[] if self.isolated else list(SETTING_SOURCES),
             model=agent.model or self.model,
             fallback_model=self.fallback_model,

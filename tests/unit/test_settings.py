@@ -1,4 +1,4 @@
-"""One place for settings (issue #15): flag > environment > file > default, sources shown, bad input named."""
+"""One place for settings: flag > environment > file > default, sources shown, bad input named."""
 
 from __future__ import annotations
 

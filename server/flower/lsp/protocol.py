@@ -189,7 +189,7 @@ class VerdictState:
 
 @attrs.define
 class Cost:
-    """What was spent, in USD (issue #15)."""
+    """What was spent, in USD, and the spending cap (`maxCost`)."""
 
     wake: float
     """Spent by this server's current (or last) wake in the folder: every step, round and judge."""
