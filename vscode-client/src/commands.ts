@@ -342,7 +342,8 @@ export class Commands {
             }
             this.log.warn(`${server.folder.name}: ${call.method}: ${message}`);
             const problem = server.status?.settings ?? null;
-            if (code === p.FLOWER_ERROR && problem !== null) {
+            const reason: unknown = e instanceof ResponseError ? (e.data as { key?: unknown } | undefined)?.key : undefined;
+            if (code === p.FLOWER_ERROR && reason === 'settings_bad' && problem !== null) {
                 this.showSettingsProblem(server, problem); // the same line, with the way to fix it
                 return;
             }
