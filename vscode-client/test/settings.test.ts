@@ -98,6 +98,7 @@ test("Open Settings on the server's settings error opens the setting where the v
     // A single folder's settings are its workspace's; only a multi-root workspace has folder settings of its own.
     assert.deepEqual(settingsFix(PROBLEM, { workspaceFolderValue: 0 }, false), { kind: 'setting', id: 'flower.rounds', scope: 'workspace' });
     assert.deepEqual(settingsFix(PROBLEM, { workspaceValue: 3, workspaceFolderValue: 0 }, true), { kind: 'setting', id: 'flower.rounds', scope: 'folder' });
+    assert.deepEqual(settingsFix(PROBLEM, { globalValue: 0, workspaceValue: null }, false), { kind: 'setting', id: 'flower.rounds', scope: 'user' }, 'null is unset, as for explicit');
 });
 
 test('Open Settings opens the settings file when it is the source, and nothing for a variable', () => {

@@ -60,9 +60,11 @@ export type SettingScope = 'folder' | 'workspace' | 'user';
  */
 export function settingsFix(problem: SettingsProblem, inspected: Inspected | undefined, multiRoot: boolean): SettingsFix {
     if (problem.option !== null) {
-        const scope: SettingScope = multiRoot && inspected?.workspaceFolderValue !== undefined
-            ? 'folder'
-            : inspected?.workspaceFolderValue !== undefined || inspected?.workspaceValue !== undefined ? 'workspace' : 'user';
+        // The scope `explicit` took the value from (null counts as unset there too).
+        const has = (value: unknown): boolean => value !== undefined && value !== null;
+        const scope: SettingScope = has(inspected?.workspaceFolderValue)
+            ? (multiRoot ? 'folder' : 'workspace')
+            : has(inspected?.workspaceValue) ? 'workspace' : 'user';
         return { kind: 'setting', id: `flower.${problem.option}`, scope };
     }
     return problem.file !== null ? { kind: 'file', path: problem.file, key: problem.key } : null;
