@@ -99,7 +99,7 @@ class _Attempt:
 
 @dataclass
 class Budget:
-    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (issue #15)."""
+    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (`max_cost`)."""
 
     cap: float | None = None
     spent: float = 0.0
