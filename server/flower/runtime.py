@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,20 +16,28 @@ from typing import Any, Literal
 
 from claude_agent_sdk import (
     AssistantMessage,
+    CanUseToolShadowedWarning,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     CLINotFoundError,
     MirrorErrorMessage,
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    PermissionUpdate,
     ProcessError,
     ResultError,
     ResultMessage,
     SessionStoreEntry,
     SystemMessage,
     TextBlock,
+    ToolPermissionContext,
     ToolUseBlock,
     project_key_for_directory,
 )
+from claude_agent_sdk.types import PermissionRuleValue
 
+from .core.approvals import Approval, Approvals, describe, tool_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.identity import workspace_identity
@@ -46,6 +56,8 @@ log = logging.getLogger("flower")
 # A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
 # the same failure, printed by logging's last resort with no handler of ours, would only repeat it as noise.
 logging.getLogger("claude_agent_sdk._internal.transcript_mirror_batcher").addHandler(logging.NullHandler())
+# The work agent's allowed tools are meant to pass unasked; can_use_tool is for everything else (issue 24).
+warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
 CREDENTIAL_ENV = (
@@ -65,6 +77,8 @@ class AgentSpec:
     model: str | None = None
     permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] = "default"
     disallowed_tools: list[str] = field(default_factory=list)
+    follows_settings: bool = False
+    """Its allowed tools and permission mode are the person's `allow` and `mode` settings (the work agent)."""
 
 
 @dataclass
@@ -85,7 +99,7 @@ class _Attempt:
 
 @dataclass
 class Budget:
-    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (issue #15)."""
+    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (`max_cost`)."""
 
     cap: float | None = None
     spent: float = 0.0
@@ -214,6 +228,9 @@ class Runtime:
         isolated: bool = False,
         budget: Budget | None = None,
         trust: Trust | None = None,
+        allow: list[str] | None = None,
+        mode: str | None = None,
+        approvals: Approvals | None = None,
     ):
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
@@ -240,6 +257,10 @@ class Runtime:
         """The model the CLI last reported using (its init message, assistant messages)."""
         self.trust = trust or decide(self.workspace, {**os.environ, **self.env})
         """Whether the folder's own configuration may run (D10): decided once, for every agent of this Runtime."""
+        self.allow, self.mode = allow, mode
+        """The person's `allow` rules and permission `mode` for agents that follow the settings (None: the agent's own)."""
+        self.approvals = approvals
+        """Where a tool call outside the rules is asked (None: it is denied on the spot, as the CLI does unasked)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -286,19 +307,31 @@ class Runtime:
             return []
         return list(SETTING_SOURCES if self.trust.trusted else UNTRUSTED_SOURCES)
 
-    def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None]) -> ClaudeAgentOptions:
+    def permissions(self, agent: AgentSpec) -> tuple[list[str], str]:
+        """The agent's allowed tool rules (with what the person allowed always) and permission mode."""
+        allowed = list(self.allow if agent.follows_settings and self.allow is not None else agent.allowed_tools)
+        mode = self.mode if agent.follows_settings and self.mode is not None else agent.permission_mode
+        if self.approvals is not None and mode != "dontAsk":
+            allowed += [r for r in self.approvals.always if r not in allowed and tool_of(r) not in agent.disallowed_tools]
+        return allowed, mode
+
+    def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None], step: str | None = None) -> ClaudeAgentOptions:
         """SDK options: the workspace as cwd, our store mirrored eagerly, resume through the store (D2)."""
         sources = self.setting_sources()
+        allowed, mode = self.permissions(agent)
+        # A tool call the rules leave to a prompt is put to the person (dontAsk: the agent may use nothing else).
+        asks = self.approvals is not None and mode != "dontAsk"
         # An untrusted folder's CLAUDE.md is still read (D10), but by flower: the CLI reads it only with "project".
         memory = project_memory(self.workspace) if sources == UNTRUSTED_SOURCES else ""
         append = "\n\n".join(part for part in (agent.instructions, memory) if part)
         return ClaudeAgentOptions(
             cwd=str(self.workspace),
             system_prompt={"type": "preset", "preset": "claude_code", "append": append} if append else None,
-            allowed_tools=list(agent.allowed_tools),
+            allowed_tools=allowed,
             disallowed_tools=list(agent.disallowed_tools),
             max_turns=agent.max_turns,
-            permission_mode=agent.permission_mode,
+            permission_mode=mode,  # type: ignore[arg-type]  # checked against MODES by the settings
+            can_use_tool=functools.partial(self._can_use_tool, step or agent.name) if asks else None,
             resume=resume,
             session_store=self.store,
             session_store_flush="eager",
@@ -395,7 +428,7 @@ class Runtime:
             await self._reconcile(resume)
         refused = self.raw_store.refused
         try:
-            async with ClaudeSDKClient(self.options(agent, resume, stderr.append)) as client:
+            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step)) as client:
                 await client.query(prompt)
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
@@ -417,6 +450,28 @@ class Runtime:
         if not out.text:
             out.text = "\n".join(texts)
         return out
+
+    async def _can_use_tool(self, step: str, tool: str, tool_input: dict[str, Any],
+                            context: ToolPermissionContext) -> PermissionResult:
+        """The CLI's permission prompt, put to the person through the approvals (issue 24); never allowed by a timeout."""
+        assert self.approvals is not None
+        summary, kind, detail = describe(tool, tool_input)
+        suggested = [r for u in context.suggestions if u.type == "addRules" and u.behavior == "allow" for r in u.rules or []]
+        rules = [r.tool_name + (f"({r.rule_content})" if r.rule_content else "") for r in suggested]
+        approval = Approval(id=context.tool_use_id or f"{tool}-{time.time()}", step=step, tool=tool, input=tool_input,
+                            summary=summary, detail_kind=kind, detail=detail, suggestions=rules)
+        decision = await self.approvals.decide(approval)
+        if decision.choice == "deny":
+            return PermissionResultDeny(message=decision.reason(tool))
+        if decision.choice == "allow":
+            return PermissionResultAllow()
+        # Always: the CLI keeps its suggested rule in .claude/settings.local.json, as Claude Code does; flower
+        # remembers it too, for this workspace's later runs (an untrusted folder's CLI does not read that file).
+        keep = rules or [tool]
+        self.approvals.always.extend(r for r in keep if r not in self.approvals.always)
+        values = suggested or [PermissionRuleValue(tool_name=tool)]
+        return PermissionResultAllow(updated_permissions=[
+            PermissionUpdate(type="addRules", rules=values, behavior="allow", destination="localSettings")])
 
     async def sweep(self) -> None:
         """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""

@@ -47,7 +47,7 @@ class FlowerService:
         self.trust = trust or decide(self.workspace, {**os.environ, **(env or {})})
         """Whether the folder's own Claude Code settings and MCP servers may run, for every agent of every wake (D10)."""
         self.budget = Budget(max_cost)
-        """The current (or last) wake's spending: a new one per wake, since the cap is per wake (issue #15)."""
+        """The current (or last) wake's spending: a new one per wake, since the cap (`max_cost`) is per wake."""
         self.ask: Ask | None = None
         """Set by a front-end to put clarify questions to the person; None means nobody is there."""
         self.sessions = Sessions.open(self.run_dir, trim=trim, store=store, workspace=self.workspace, project=project)

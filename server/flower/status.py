@@ -53,7 +53,7 @@ class VerdictState:
 
 @dataclass(frozen=True, kw_only=True)
 class Cost:
-    """What was spent, in USD: by the current (or last) wake in this process, and by the whole task (issue #15)."""
+    """What was spent, in USD: by the current (or last) wake in this process, and by the whole task."""
 
     wake: float = 0.0
     task: float = 0.0

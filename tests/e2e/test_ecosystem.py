@@ -182,4 +182,21 @@ async def test_the_editor_reads_the_settings_file_under_its_options_and_names_a_
     assert raised.value.message == f"{bad / '.flower.toml'}: rounds must be a whole number >= 1, e.g. rounds = 10 (got 0)"
     assert not (bad / "需求.md").exists()
     [status] = (await client.request(p.STATUS, {"folder": uri(bad)}))["folders"]
-    assert status["running"] is False  # the folder still answers
+    assert status["running"] is False  # the folder still answers, and says what is wrong before any wake
+    assert status["settings"] == {"message": raised.value.message, "key": "rounds", "option": None,
+                                  "file": str(bad / ".flower.toml")}
+    [status] = (await client.request(p.STATUS, {"folder": uri(good)}))["folders"]
+    assert status["settings"] is None
+
+
+async def test_a_bad_editor_option_is_the_folders_settings_error_not_dropped(
+        servers: Any, env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    (tmp_path / ".flower.toml").write_text("handoff_at = 90000\n")
+    client = await servers(tmp_path, options={"handoffAt": 0, "model": "m"})
+    [status] = (await client.request(p.STATUS, {"folder": uri(tmp_path)}))["folders"]
+    line = "flower.handoffAt: handoff_at must be a number of tokens >= 1, e.g. handoff_at = 120000 (got 0)"
+    assert status["settings"] == {"message": line, "key": "handoff_at", "option": "handoffAt", "file": None}
+    with pytest.raises(JsonRpcException) as raised:
+        await client.request(p.WAKE, {"folder": uri(tmp_path), "text": "build a calculator"})
+    assert raised.value.code == p.FLOWER_ERROR and raised.value.message == line
+    assert not (tmp_path / "需求.md").exists() and not (tmp_path / "runs").exists()

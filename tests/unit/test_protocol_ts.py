@@ -13,6 +13,7 @@ import attrs
 
 from conftest import ROOT
 from flower.lsp import protocol as p
+from flower.settings import OPTIONS
 
 TS = ROOT / "vscode-client" / "src" / "protocol.ts"
 
@@ -70,3 +71,7 @@ def test_error_codes_match() -> None:
     source = _source()
     for name in ("UNKNOWN_FOLDER", "WORKSPACE_BUSY", "FLOWER_ERROR", "MISSING_CREDENTIALS"):
         assert re.search(rf"export const {name} = {getattr(p, name)};", source), name
+
+
+def test_the_clients_initialization_options_are_the_settings_schemas_editor_options() -> None:
+    assert _interfaces()["InitializationOptions"] == list(OPTIONS)

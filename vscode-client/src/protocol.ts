@@ -72,6 +72,8 @@ export interface FolderStatus {
     model: string | null;
     /** What this wake and the whole task have cost, and the cap. */
     cost: Cost;
+    /** A setting the server cannot use (its wakes are refused until it is fixed), null when all are fine. */
+    settings: SettingsProblem | null;
     /** The folder's own Claude Code settings and .mcp.json servers run for its agents (D10). */
     trusted: boolean;
     /** Who decided, one sentence in the window's language. */
@@ -87,6 +89,18 @@ export interface WaitingFor {
     since: number;
     /** The open question when `what` is approval: the `flower/approve` params. */
     approval: ApproveParams | null;
+}
+
+/** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */
+export interface SettingsProblem {
+    /** The server's one line: the file, variable or setting, the key, what is expected and what it got. */
+    message: string;
+    /** The key as the settings file names it (`handoff_at`). */
+    key: string;
+    /** The `initializationOptions` key (= the setting `flower.<option>`) the bad value came from, or null. */
+    option: string | null;
+    /** The settings file (`.flower.toml`, `pyproject.toml`) the bad value came from, or null. */
+    file: string | null;
 }
 
 /** What the pruner does with an entry when its session resumes (S23, S25). */
@@ -369,32 +383,32 @@ export const FLOWER_ERROR = -32012;
 /** No API key and no `claude login`: offer "Set API Key…". */
 export const MISSING_CREDENTIALS = -32013;
 
-/** The server options `initialize` reads from `initializationOptions` (protocol.md). */
+/**
+ * The server options `initialize` reads from `initializationOptions` (protocol.md): the settings
+ * `flower.<option>` as the person set them, unchecked; the server checks them and says what is wrong.
+ */
 export interface InitializationOptions {
-    rounds?: number;
-    trim?: boolean;
-    handoffAt?: number;
+    rounds?: unknown;
+    trim?: unknown;
+    handoffAt?: unknown;
     /** The model agents run with (`--model`). */
-    model?: string;
+    model?: unknown;
     /** The model the CLI falls back to when the first is overloaded (`--fallback-model`). */
-    fallbackModel?: string;
+    fallbackModel?: unknown;
     /** The spending cap per wake in USD (`--max-cost`). */
-    maxCost?: number;
+    maxCost?: unknown;
     /** Run agents without the user's CLAUDE.md, settings and MCP servers (`--isolated`). */
-    isolated?: boolean;
-    /** Where the task's store lives: `sqlite` or a `postgresql://` URL (issue 14). */
-    store?: string;
-    /** The project's name in a team store (issue 14). */
-    project?: string;
-    // The approval settings (issue 24) go as the person set them; the server checks them.
-    /** Tool rules the agents may use without asking (Claude Code syntax): string[]. */
+    isolated?: unknown;
+    /** Where the task's store lives: `sqlite` or a `postgresql://` URL (D9). */
+    store?: unknown;
+    /** The project's name in a team store (D9). */
+    project?: unknown;
+    /** Tool rules the work agent may use without asking, e.g. `["Read", "Edit", "Bash(npm test:*)"]` (issue 24). */
     allow?: unknown;
-    /** The CLI's permission mode (`acceptEdits` by default on the server): string. */
+    /** The CLI's permission mode (default `acceptEdits`). */
     mode?: unknown;
-    /** Seconds to wait for an answer before `approvalsUnattended` applies; null: as long as it takes. */
+    /** Seconds a tool question waits for the person; unset: as long as it takes. */
     approvalsWait?: unknown;
-    /** What happens when nobody answers in time: `deny` or `wait`. */
+    /** After that: `deny` (the model is told the person was away) or `wait`. */
     approvalsUnattended?: unknown;
-    /** VS Code's workspace trust covers the folders: their own hooks, env and MCP servers run (D10). */
-    trusted?: boolean;
 }

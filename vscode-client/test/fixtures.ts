@@ -26,6 +26,7 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         elsewhere: false,
         model: null,
         cost: { wake: 0, task: 0, max: null },
+        settings: null,
         trusted: true,
         trust: "the editor's workspace trust",
         waitingFor: null,

@@ -65,7 +65,7 @@ def add_run_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def add_agent_settings(parser: argparse.ArgumentParser) -> None:
-    """`--model`, `--fallback-model`, `--isolated`: how agents run (issue #15)."""
+    """`--model`, `--fallback-model`, `--isolated`: how agents run."""
     parser.add_argument("--model", metavar="NAME", help="the model agents run on (default: $ANTHROPIC_MODEL, else Claude Code's default)")
     parser.add_argument("--fallback-model", metavar="NAME", help="the model to fall back to when the first one is overloaded")
     parser.add_argument("--isolated", action="store_true", default=None,

@@ -43,7 +43,7 @@ class StepResult:
     window: int | None = None
     """The model's context window as the CLI reported it for this run, so a later process's gauge knows it."""
     model: str | None = None
-    """The model the CLI reported for this run (issue #15: `flower status` shows the model in use)."""
+    """The model the CLI reported for this run (`flower status` shows the model in use)."""
     said: Said | None = field(default=None, compare=False, repr=False)
     """`error` as a catalog sentence (`{key, fields}` in the row), for a front-end to show in the person's language (D4)."""
 

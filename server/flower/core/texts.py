@@ -63,7 +63,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "handoff: the context grew too large, work goes on in a new session; document {path}",
         "zh": "交接: 上下文太大,换新会话继续;交接文档 {path}",
     },
-    # -- the flower path, sharper (issue #16): the handoff note the outgoing work session writes (S26) --
+    # -- the flower path: the handoff note the outgoing work session writes (S26) --
     "handoff_fallback": {
         "en": "the work session could not write its handoff note ({error}); flower wrote it from 需求.md, 目标.md and its last words",
         "zh": "干活会话没能写出交接说明({error});flower 改用 需求.md、目标.md 和它最后的话写成交接文档",
@@ -137,7 +137,7 @@ CATALOG: dict[str, dict[str, str]] = {
               "升级 flower(pip install -U flower)后再用;文件保持原样未动。",
     },
     "db_cannot_open": {"en": "cannot open {db}: {reason}", "zh": "无法打开 {db}: {reason}"},
-    # -- a full disk or a read-only run_dir under sessions.db (issue 13, many writers / disk full) --------
+    # -- a full disk or a read-only run_dir under sessions.db (many writers, a full disk) --------------
     "db_full": {
         "en": "cannot write {db} ({reason}): the disk may be full.\n"
               "Free some space, then run flower again: the session is kept and resumes where it stopped.",
@@ -207,7 +207,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "上次唤醒没做完就被打断了:在这里运行 `flower` 接着做",
     },
     "status_goals": {"en": "goals {done}/{total} done", "zh": "目标 {done}/{total} 条已完成"},
-    # -- the Claude Code ecosystem: settings, model and spending cap (issue #15) -------------------
+    # -- the Claude Code ecosystem: settings, model and spending cap ------------------------------
     "settings_bad": {
         "en": "{where}: {name} must be {expected} (got {got})",
         "zh": "{where}: {name} 应为 {expected}(现在是 {got})",
@@ -279,7 +279,7 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
 真用的时候: export ANTHROPIC_API_KEY=…; cd 你的项目; flower "要做的事"
 """,
     },
-    # -- the shared PostgreSQL store (--store postgresql://…, D9, issue #14) -------------------------
+    # -- the shared PostgreSQL store (--store postgresql://…, D9) -----------------------------------
     "store_bad_url": {
         "en": "--store {url} is not a usable store ({reason}): give `sqlite` or postgresql://user@host/database",
         "zh": "--store {url} 不是可用的存储({reason}): 请给 `sqlite` 或 postgresql://user@host/database",
@@ -336,6 +336,9 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
               "(a flag or ${env}), or trust the folder: flower trust {folder}",
         "zh": "{where}: 未被信任的文件夹的文件不能设置 {name}({why});请自己设置(参数或 ${env}),或信任这个文件夹: flower trust {folder}",
     },
+    "untrusted_mode": {"en": "it says how tools are permitted", "zh": "它决定工具如何被允许"},
+    "untrusted_allow": {"en": "it may only narrow the tools allowed ({allowed}), not widen them",
+                        "zh": "它只能缩小允许的工具({allowed}),不能扩大"},
     "untrusted_store": {"en": "it names where tasks and their transcripts are stored", "zh": "它指定任务和记录存放的位置"},
     "untrusted_run_dir": {"en": "it resolves outside the folder, to {path}", "zh": "它指向文件夹之外: {path}"},
     "status_trusted": {"en": "trusted   {answer} ({why})", "zh": "信任     {answer}({why})"},

@@ -9,7 +9,6 @@ when a step's `$/progress` token must first be created with a round trip to the 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import itertools
 import logging
@@ -46,7 +45,7 @@ from ..core.text import clip, tool_label
 from ..core.trust import decide, why
 from ..history import History, Item, UnknownSession, Verdicts
 from ..service import FlowerService
-from ..settings import Settings, SettingsError, load
+from ..settings import KEYS, OPTIONS, Settings, SettingsError, load
 from ..status import WakeOutcome, to_json
 from . import protocol as p
 
@@ -85,45 +84,26 @@ class Run:
     """The person's sentence that started it, sent as a `user` transcript entry right after the run begins."""
 
 
-@dataclass
-class Options:
-    """Per-server settings from `initializationOptions` (all optional): they override the settings file (flower.settings)."""
-
-    rounds: int | None = None
-    trim: bool | None = None
-    handoff_at: int | None = None
-    model: str | None = None
-    fallback_model: str | None = None
-    max_cost: float | None = None
-    isolated: bool | None = None
-    store: str | None = None
-    project: str | None = None
-
-    def given(self) -> dict[str, object]:
-        """The options the client sent (None = not sent: the environment, the file or the default decides)."""
-        return dataclasses.asdict(self)
-
-
-OPTION_LABELS = {f.name: "initializationOptions." + camel for f, camel in zip(
-    dataclasses.fields(Options), ("rounds", "trim", "handoffAt", "model", "fallbackModel", "maxCost", "isolated",
-                                  "store", "project"), strict=True)}
-"""Setting key → the initialization option that sets it (a value's source in status, and in error lines)."""
+OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
+"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
 
 
 class Folder:
     """A workspace folder: the lineage key (P2), with its own service and `runs/`."""
 
-    def __init__(self, ls: FlowerServer, uri: str, name: str, path: Path, locale: str, options: Options,
+    def __init__(self, ls: FlowerServer, uri: str, name: str, path: Path, locale: str, options: dict[str, object],
                  editor_trust: bool = False):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
         self.settings_error: SettingsError | None = None
         """A settings file (or variable, or option) that cannot be used: every wake answers with it until fixed."""
         self.trust = decide(path, editor=editor_trust)
         try:
-            settings = load(path, options.given(), labels=OPTION_LABELS, trusted=self.trust.trusted)
+            settings = load(path, options, labels=OPTION_LABELS, trusted=self.trust.trusted)
         except SettingsError as exc:
             log.warning("%s: %s", uri, exc)
             settings, self.settings_error = Settings(), exc
+        self.settings_problem = None if self.settings_error is None else _problem(self.settings_error, locale)
+        """The same, as status shows it (a client tells the person at once, not only at their next wake)."""
         self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale, trust=self.trust)
         self.svc.ask = self._ask
         self._unsubscribe = self.svc.subscribe(self._on_event)
@@ -168,7 +148,7 @@ class Folder:
             step=s.get("step"), waiting=wait, interrupted=s["interrupted"], elsewhere=s["elsewhere"],
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
             model=s["model"], cost=p.Cost(s["cost"]["wake"], s["cost"]["task"], s["cost"]["max"]),
-            trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
+            settings=self.settings_problem, trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
@@ -505,3 +485,10 @@ class Folder:
         if verdicts.count:
             self._verdicts[session_id] = verdicts.verdicts
             self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts.verdicts))
+
+
+def _problem(error: SettingsError, locale: str) -> p.SettingsProblem:
+    """A settings error as status carries it: the line, and where to fix it (the editor setting or the file)."""
+    key = KEYS.get(error.setting)
+    option = key.option if key is not None and error.where == OPTION_LABELS.get(error.setting) else None
+    return p.SettingsProblem(error.text(locale), error.setting, option, error.file)

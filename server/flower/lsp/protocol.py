@@ -189,7 +189,7 @@ class VerdictState:
 
 @attrs.define
 class Cost:
-    """What was spent, in USD (issue #15)."""
+    """What was spent, in USD, and the spending cap (`maxCost`)."""
 
     wake: float
     """Spent by this server's current (or last) wake in the folder: every step, round and judge."""
@@ -197,6 +197,20 @@ class Cost:
     """Spent by the whole task so far (the sum of its manifest rows, every process)."""
     max: float | None
     """The spending cap of one wake (`maxCost`), or null."""
+
+
+@attrs.define
+class SettingsProblem:
+    """A setting the folder's server cannot use: its wakes are refused with `message` until it is fixed."""
+
+    message: str
+    """The one line: the file, variable or editor setting, the key, what is expected and what it got."""
+    key: str
+    """The setting's key as the settings file names it (e.g. `handoff_at`)."""
+    option: str | None
+    """The `initializationOptions` key the bad value came from (e.g. `handoffAt`), or null."""
+    file: str | None
+    """The settings file the bad value came from (`.flower.toml` or `pyproject.toml`), or null."""
 
 
 @attrs.define
@@ -239,6 +253,8 @@ class FolderStatus:
     """The model in use: from the settings, else the one the CLI last reported; null if unknown (the CLI's default)."""
     cost: Cost = attrs.field(factory=lambda: Cost(0.0, 0.0, None))
     """What this wake and the whole task have spent, and the cap."""
+    settings: SettingsProblem | None = None
+    """A setting that cannot be used (wakes are refused until it is fixed), or null."""
     trusted: bool = False
     """The folder's own Claude Code settings and .mcp.json servers run for its agents (D10)."""
     trust: str = ""

@@ -23,8 +23,9 @@ from pygls.uris import to_fs_path
 from ..core.errors import FlowerError, MissingCredentials
 from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
+from ..settings import OPTIONS
 from . import protocol as p
-from .folders import CLOSE_TIMEOUT, Folder, Options
+from .folders import CLOSE_TIMEOUT, Folder
 from .framing import FlowerProtocol
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class FlowerServer(LanguageServer):
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"
-        self.options = Options()
+        self.options: dict[str, object] = {}
+        """`initializationOptions` as setting key → value (checked per folder, with its settings file)."""
         self.editor_trust = False
         """The client said its workspace is trusted (VS Code's workspace trust, D10): then so are its folders."""
         self._closing: set[asyncio.Task[None]] = set()
@@ -315,45 +317,25 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
         print(ls.loop_watch.report(), file=sys.stderr, flush=True)
 
 
-def _options(raw: Any) -> Options:
-    """`initializationOptions` (protocol.md): rounds, trim, handoffAt, model, fallbackModel, maxCost, isolated, store, project.
+def _options(raw: Any) -> dict[str, object]:
+    """`initializationOptions` (protocol.md) as setting key → value, unchecked: `settings.load` is the one validator.
 
-    A value of the wrong type, and any other key, is ignored with a warning; the settings file decides instead.
+    A bad value is the folder's settings error, said to the person like a bad settings file; an unknown key is
+    ignored with a warning; null, and a blank string (a text setting the editor's UI cleared), is not given.
     """
-    options = Options()
+    if raw is None:
+        return {}
     if not isinstance(raw, dict):
-        return options
-    checks: dict[str, tuple[str, Callable[[Any], bool]]] = {
-        "rounds": ("rounds", _positive_int), "trim": ("trim", _bool), "handoffAt": ("handoff_at", _positive_int),
-        "model": ("model", _name), "fallbackModel": ("fallback_model", _name), "isolated": ("isolated", _bool),
-        "maxCost": ("max_cost", lambda v: _number(v) and v > 0), "store": ("store", _name), "project": ("project", _name),
-    }
-    for key, value in raw.items():
-        if key not in checks:
-            log.warning("initializationOptions: ignoring unknown %s", key)
-        elif value is not None:
-            field, ok = checks[key]
-            if ok(value):
-                setattr(options, field, float(value) if field == "max_cost" else value)
-            else:
-                log.warning("initializationOptions: ignoring %s=%r", key, value)
-    return options
-
-
-def _bool(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+        log.warning("initializationOptions: ignoring %s (an object is expected)", type(raw).__name__)
+        return {}
+    given: dict[str, object] = {}
+    for option, value in raw.items():
+        key = OPTIONS.get(option)
+        if key is None:
+            log.warning("initializationOptions: ignoring unknown %s", option)
+        elif value is not None and not (isinstance(value, str) and not value.strip()):
+            given[key] = value
+    return given
 
 
 __all__ = ["FlowerServer", "converter_factory", "server"]

@@ -1,7 +1,7 @@
-"""flower's PostgreSQL ``SessionStore`` on asyncpg, shared by every machine of a team (DESIGN D9, issue #14).
+"""flower's PostgreSQL ``SessionStore`` on asyncpg, shared by every machine of a team (DESIGN D9).
 
 One schema (default ``flower``) holds the transcripts, their entries (the SDK's JSON as written, never altered:
-S23a), the summaries folded on demand, and the team tables the shared backend (stores/shared.py) keeps the
+D2), the summaries folded on demand, and the team tables the shared backend (stores/shared.py) keeps the
 lineage, manifest rows and lock holders in. A batch is one transaction keyed by a client token, and entries by
 their uuid, so a batch re-sent after a lost commit is stored once. During an outage appends queue in memory, in
 order, and are written when the database answers again (the CLI's own JSONL still holds them if this process dies).
@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS {s}.entries (
     transcript bigint NOT NULL REFERENCES {s}.transcripts ON DELETE CASCADE,
     uuid       text,
     plain      boolean NOT NULL,        -- body is the stdlib's JSON (orjson could not encode the entry)
-    body       bytea NOT NULL           -- the entry's JSON as written (S23a)
+    body       bytea NOT NULL           -- the entry's JSON as written (D2)
 );
 -- Stored out of line uncompressed: pglz made appends 2.4x and loads 3x slower for 1.6x less disk (benchmarks/store.py).
 ALTER TABLE {s}.entries ALTER COLUMN body SET STORAGE EXTERNAL;

@@ -52,7 +52,7 @@ _SCHEMA_V1 = (
         UNIQUE (project_key, session_id, subpath)
     )""",
     "CREATE INDEX IF NOT EXISTS transcripts_by_mtime ON transcripts (mtime)",
-    # body: the entry's JSON, never rewritten (S23a). Written by earlier flowers as TEXT
+    # body: the entry's JSON, never rewritten (D2). Written by earlier flowers as TEXT
     # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode.
     """CREATE TABLE IF NOT EXISTS entries (
         seq        INTEGER PRIMARY KEY, -- append order, across processes

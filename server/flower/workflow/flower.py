@@ -153,7 +153,7 @@ class FlowerPath:
         self.rt.check_credentials()  # before anything is counted or written
         with WorkspaceLock(self.rt.run_dir):
             # A kill before the store mirror's first write leaves a session only in the CLI's own file; the sweep
-            # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7, issue 13),
+            # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7),
             # and with it the sessions no resume reconciles: killed judge rounds (S14), sessions never named.
             await self.rt.sweep()
             lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)

@@ -22,7 +22,7 @@ JUDGE = AgentSpec(
         "followed by the unmet goals and what is missing."
     ),
     allowed_tools=["Read", "Glob", "Grep"],
-    # Removed outright, whatever the user's or project's settings.json allows (issue #15): the judge reads, never writes.
+    # Removed outright, whatever the user's or project's settings.json allows: the judge reads, never writes.
     disallowed_tools=["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"],
 )
 _VERDICT = re.compile(r"VERDICT:\s*(PASS|FAIL)\b(.*)", re.IGNORECASE | re.DOTALL)
