@@ -457,3 +457,61 @@ test('10 a bad setting: the server\'s own line in a notification whose Open Sett
     assert.equal(model.requests.length, 0, 'no model request: every wake was refused');
   }, { settings: { 'flower.handoffAt': 0 } });
 });
+
+test('11 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the card is back and answering it continues the run; flower.notify os', TIME, async () => {
+  const ws = tempDir('ws-approve');
+  // A notify-send that records what it was given: flower.notify "os" runs the first one on PATH.
+  const bin = tempDir('bin-approve');
+  const told = path.join(bin, 'told.txt');
+  fs.writeFileSync(path.join(bin, 'notify-send'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${told}'\n`, { mode: 0o755 });
+  const said = () => (fs.existsSync(told) ? fs.readFileSync(told, 'utf8') : '');
+  await scenario('11-approve', 'approve', [ws], async (ed, model) => {
+    await showTranscript(ed);
+    await start(ed);
+    // The first Bash call: a card in the transcript (the view is visible, so no notification).
+    const first = ed.view().locator('[data-testid="approval"][data-state="open"]').first();
+    await first.waitFor({ timeout: secs(120) });
+    assert.equal(await first.getAttribute('data-tool'), 'Bash');
+    assert.match(await first.locator('[data-testid="approval-summary"]').innerText(), /echo APPROVED_\$\(\(6\*7\)\)/);
+    await until(async () => (await ed.gauge().textContent())?.includes('flower: waiting for you'), 'the gauge to say flower: waiting for you', secs(20));
+    assert.equal(await ed.toast(/asks to use Bash/).count(), 0, 'no notification while the card is on screen');
+    const asked = model.requests.length;
+    assert.ok(!model.requests.some((r) => r.text.includes('APPROVED_42')), 'nothing ran before the answer');
+    await until(() => said().includes('allow Bash'), 'the desktop notification of the question', secs(20));
+    await ed.shot('11-approve-card');
+    await first.locator('[data-testid="approval-allow"]').click();
+    // The command ran: its output, which only the shell could make, is on the model's wire.
+    const ran = await until(() => model.requests.slice(asked).find((r) => r.text.includes('APPROVED_42')), 'the tool result APPROVED_42 at the model', secs(60));
+    assert.ok(ran);
+    const closed = ed.view().locator(`[data-testid="approval"][data-state="closed"]`).first();
+    await closed.waitFor({ timeout: secs(20) });
+    assert.equal(await closed.getAttribute('data-decision'), 'allow');
+    await until(async () => !(await ed.gauge().textContent())?.includes('waiting for you'), 'the gauge to stop waiting', secs(20));
+
+    // The transcript hidden (the Explorer in the side bar): the second question comes as a notification.
+    await ed.command('View: Show Explorer');
+    await ed.page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: secs(10) });
+    model.release();
+    const toast = ed.toast(/asks to use Bash/);
+    await toast.waitFor({ timeout: secs(60) });
+    assert.match(await toast.innerText(), /echo SECOND_/);
+    for (const button of ['Allow', 'Deny…']) assert.equal(await toast.locator('.monaco-button', { hasText: button }).count(), 1, button);
+    await ed.shot('11-approve-notification');
+
+    // Reload Window with the question open: it comes back (from the server's status) and answering it continues the run.
+    await ed.reload();
+    await showTranscript(ed);
+    const again = ed.view().locator('[data-testid="approval"][data-state="open"]').first();
+    await again.waitFor({ timeout: secs(60) });
+    assert.match(await again.locator('[data-testid="approval-summary"]').innerText(), /echo SECOND_/);
+    await until(async () => (await ed.gauge().textContent())?.includes('flower: waiting for you'), 'the gauge to say waiting for you after the reload', secs(20));
+    assert.ok(!model.requests.some((r) => r.text.includes('SECOND_48')), 'the second command has not run');
+    await ed.shot('11-approve-after-reload');
+    await again.locator('[data-testid="approval-allow"]').click();
+    await until(() => model.requests.find((r) => r.text.includes('SECOND_48')), 'the tool result SECOND_48 at the model', secs(60));
+    await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    await until(() => /is done/.test(said()), 'the desktop notification of the wake that ended', secs(30));
+    await ed.shot('11-approve-done');
+  }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os' }, env: { PATH: `${bin}:${process.env.PATH}` } });
+  removeDirs([bin]);
+});

@@ -233,7 +233,7 @@ export async function closeBrowser() {
 }
 
 /** Environment of code-server: nothing of the person's credentials, the CLI pointed at the scripted model. */
-function editorEnv(/** @type {Model} */ model, /** @type {Record<string, string>} */ dirs, /** @type {boolean} */ withKey) {
+function editorEnv(/** @type {Model} */ model, /** @type {Record<string, string>} */ dirs, /** @type {boolean} */ withKey, /** @type {Record<string, string>} */ extra = {}) {
   /** @type {Record<string, string>} */
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
@@ -251,13 +251,13 @@ function editorEnv(/** @type {Model} */ model, /** @type {Record<string, string>
     XDG_CACHE_HOME: dirs.cache,
   });
   if (withKey) env.ANTHROPIC_API_KEY = API_KEY;
-  return env;
+  return { ...env, ...extra };
 }
 
 /**
  * @typedef {{
  *   model: Model, open: string, name: string, withKey?: boolean, locale?: string,
- *   settings?: Record<string, unknown>,
+ *   settings?: Record<string, unknown>, env?: Record<string, string>,
  * }} EditorOptions
  */
 
@@ -290,7 +290,7 @@ export class Editor {
   }
 
   async launch() {
-    const { model, open, withKey = true, locale, settings = {} } = this.opts;
+    const { model, open, withKey = true, locale, settings = {}, env = {} } = this.opts;
     const root = tempDir(this.opts.name);
     for (const d of ['user', 'config', 'data', 'cache', 'claude']) {
       this.dirs[d] = path.join(root, d);
@@ -326,7 +326,7 @@ export class Editor {
       '--disable-getting-started-override', '--ignore-last-opened'];
     if (locale) args.push('--locale', locale);
     args.push(open);
-    this.proc = startGroup(CODE_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'], env: editorEnv(model, this.dirs, withKey) });
+    this.proc = startGroup(CODE_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'], env: editorEnv(model, this.dirs, withKey, env) });
     this.proc.stdout?.on('data', (d) => { this.output += d; });
     this.proc.stderr?.on('data', (d) => { this.output += d; });
     const base = `http://127.0.0.1:${port}`;
