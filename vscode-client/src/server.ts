@@ -391,7 +391,7 @@ export class FolderServer implements vscode.Disposable {
         this.restartPending = false;
         this.settle?.(false);
         this.setServerState('stopped');
-        this.keeper.patch({ running: false, step: null, waiting: null });
+        this.keeper.patch({ running: false, step: null, waiting: null, waitingFor: null });
         this.hooks.stopped(this);
         return { action: CloseAction.DoNotRestart, handled: true, message: 'the server keeps stopping: not restarted again' };
     }
@@ -472,7 +472,7 @@ export class FolderServer implements vscode.Disposable {
             if (!n.running) this.progressToken = null;
             this.patch({
                 running: n.running,
-                ...(n.running ? {} : { step: null, waiting: null }),
+                ...(n.running ? {} : { step: null, waiting: null, waitingFor: null }),
                 ...(n.woke !== null ? { woke: n.woke } : {}),
             });
             this.emitter.fire({ type: 'state', n });
