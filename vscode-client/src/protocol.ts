@@ -74,6 +74,8 @@ export interface FolderStatus {
     cost: Cost;
     /** A setting the server cannot use (its wakes are refused until it is fixed), null when all are fine. */
     settings: SettingsProblem | null;
+    /** The person (a tool approval, a clarifying question) or the API (an outage) the run waits for, or null. */
+    waitingFor: WaitingFor | null;
     /** The folder's own Claude Code settings and .mcp.json servers run for its agents (D10). */
     trusted: boolean;
     /** Who decided, one sentence in the window's language. */
@@ -165,7 +167,35 @@ export interface HistoryResult {
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
-// -- server → client request --------------------------------------------------------------
+/** `flower/answer`: answer a folder's open tool question by its id (e.g. after Reload Window). */
+export interface AnswerParams {
+    folder: string;
+    id: string;
+    decision: string;
+    message?: string | null;
+}
+export interface AnswerResult {
+    folder: string;
+    id: string;
+    /** False: it was already answered (another window, the unattended rule), or is not open. */
+    accepted: boolean;
+}
+export const answer = new RequestType<AnswerParams, AnswerResult, void>('flower/answer');
+
+/** What a tool call would do: the command, a unified diff, the URL, or the input as JSON. */
+export interface ApprovalDetail {
+    kind: 'command' | 'diff' | 'url' | 'input';
+    text: string;
+}
+
+/** What the run waits for, since when (Unix time). */
+export interface WaitingFor {
+    what: 'approval' | 'question' | 'outage';
+    since: number;
+    approval?: ApproveParams | null;
+}
+
+// -- server → client requests -------------------------------------------------------------
 
 export interface AskParams {
     folder: string;
@@ -176,7 +206,38 @@ export interface AskResult {
 }
 export const ask = new RequestType<AskParams, AskResult, void>('flower/ask');
 
+/** A tool call outside `flower.allow`, waiting for the person (issue 24). */
+export interface ApproveParams {
+    folder: string;
+    /** The tool call's id: `flower/answer` and `flower/approved` name the question by it. */
+    id: string;
+    step: string;
+    tool: string;
+    input: Record<string, unknown>;
+    /** One line: the command, the path, the URL. */
+    summary: string;
+    detail: ApprovalDetail;
+    /** Rules the CLI suggests keeping for "always", e.g. `Bash(npm test:*)`. */
+    suggestions: string[];
+    since: number;
+}
+export interface ApproveResult {
+    decision: 'allow' | 'allowAlways' | 'deny';
+    /** With deny: the sentence the model receives. */
+    message?: string | null;
+}
+export const approve = new RequestType<ApproveParams, ApproveResult, void>('flower/approve');
+
 // -- server → client notifications --------------------------------------------------------
+
+/** A tool question is closed (answered in some window, or by the unattended rule): close its card. */
+export interface ApprovedNotification {
+    folder: string;
+    id: string;
+    decision: 'allow' | 'allowAlways' | 'deny';
+    by: 'person' | 'unattended';
+}
+export const approved = new NotificationType<ApprovedNotification>('flower/approved');
 
 export interface StateNotification {
     folder: string;
