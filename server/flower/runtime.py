@@ -470,8 +470,10 @@ class Runtime:
         keep = rules or [tool]
         self.approvals.always.extend(r for r in keep if r not in self.approvals.always)
         values = suggested or [PermissionRuleValue(tool_name=tool)]
+        # "session" applies it to this CLI at once (an untrusted folder's CLI does not load the local file it is kept in).
         return PermissionResultAllow(updated_permissions=[
-            PermissionUpdate(type="addRules", rules=values, behavior="allow", destination="localSettings")])
+            PermissionUpdate(type="addRules", rules=values, behavior="allow", destination=where)
+            for where in ("session", "localSettings")])
 
     async def sweep(self) -> None:
         """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""

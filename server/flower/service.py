@@ -6,10 +6,12 @@ import asyncio
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from .core import goals, texts
+from .core.approvals import Approvals
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
@@ -20,7 +22,7 @@ from .core.resilience import Resilience
 from .core.trust import Trust, decide
 from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
-from .status import WINDOW, Cost, Judged, Status, VerdictState, WaitState, WakeOutcome, at_rest
+from .status import WINDOW, Cost, Judged, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest
 from .workflow.base import step_of
 from .workflow.flower import WORK, Ask, FlowerPath
 
@@ -35,7 +37,8 @@ class FlowerService:
                  resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW,
                  model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
                  max_cost: float | None = None, settings: Settings | None = None, store: str | None = None,
-                 project: str | None = None, trust: Trust | None = None):
+                 project: str | None = None, trust: Trust | None = None, allow: list[str] | None = None,
+                 mode: str | None = None, approvals: Approvals | None = None):
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
         self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
@@ -46,6 +49,11 @@ class FlowerService:
         """The settings these values were read from (shown by status), when a front-end read them."""
         self.trust = trust or decide(self.workspace, {**os.environ, **(env or {})})
         """Whether the folder's own Claude Code settings and MCP servers may run, for every agent of every wake (D10)."""
+        self.allow, self.mode = allow, mode
+        self.approvals = approvals or Approvals()
+        """Tool calls outside `allow`, put to the person: front-ends add their askers (issue 24)."""
+        self._question_since: float | None = None
+        self._offline_since: float | None = None
         self.budget = Budget(max_cost)
         """The current (or last) wake's spending: a new one per wake, since the cap (`max_cost`) is per wake."""
         self.ask: Ask | None = None
@@ -77,7 +85,8 @@ class FlowerService:
         return cls(workspace, run_dir, locale=locale, trim=settings.trim, rounds=settings.rounds, env=env,
                    handoff_at=settings.handoff_at, model=settings.model, fallback_model=settings.fallback_model,
                    isolated=settings.isolated, max_cost=settings.max_cost, settings=settings, store=settings.store,
-                   project=settings.project, trust=trust)
+                   project=settings.project, trust=trust, allow=settings.allow, mode=settings.mode,
+                   approvals=Approvals(settings.approvals_wait, "wait" if settings.approvals_unattended == "wait" else "deny"))
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -100,6 +109,7 @@ class FlowerService:
             case Verdict(round=n, passed=passed, reasons=reasons):
                 self._verdict = VerdictState(round=n, passed=passed, reasons=reasons)
             case Waiting():
+                self._offline_since = event.offline_since if event.reason == "offline" else None
                 self._waiting = WaitState(reason=event.reason, seconds=event.seconds, attempt=event.attempt,
                                           max_attempts=event.max_attempts)
         emit_to(self._listeners, event)
@@ -173,7 +183,7 @@ class FlowerService:
         self.budget, self._woken = Budget(self.max_cost), True
         rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env,
                      model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget,
-                     trust=self.trust)
+                     trust=self.trust, allow=self.allow, mode=self.mode, approvals=self.approvals)
         rt.listeners.append(self._emit)
         self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
@@ -193,7 +203,24 @@ class FlowerService:
             self._runtime = None
 
     async def _ask(self, question: str) -> str | None:
-        return await self.ask(question) if self.ask else None
+        if self.ask is None:
+            return None
+        self._question_since = time.time()
+        try:
+            return await self.ask(question)
+        finally:
+            self._question_since = None
+
+    def waiting_for(self) -> WaitingFor | None:
+        """What the run waits for now: the person (an approval, a question) before the API (an outage)."""
+        approval = self.approvals.waiting()
+        if approval is not None:
+            return WaitingFor(what="approval", since=approval.since, approval=approval)
+        if self._question_since is not None:
+            return WaitingFor(what="question", since=self._question_since)
+        if self._waiting is not None and self._waiting.reason == "offline" and self._offline_since is not None:
+            return WaitingFor(what="outage", since=self._offline_since)
+        return None
 
     # -- status ----------------------------------------------------------------------------
     def _stored_context(self, session_id: str) -> int | None:
@@ -229,7 +256,7 @@ class FlowerService:
         return dataclasses.replace(
             st, context=context, window=self.window, running=self.running, step=self._step,
             interrupted=not self.running and st.interrupted, elsewhere=not self.running and st.elsewhere,
-            waiting=self._waiting, verdict=self._verdict, handoff_at=self.handoff_at,
+            waiting=self._waiting, waiting_for=self.waiting_for(), verdict=self._verdict, handoff_at=self.handoff_at,
             model=self.model or seen or self._model_seen or st.model,
             # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
             cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .core import goals
+from .core.approvals import Approval
 from .core.lineage import Lineage
 from .core.lock import wake_mark
 from .core.manifest import Manifest
@@ -40,6 +41,16 @@ class WaitState:
     seconds: float
     attempt: int
     max_attempts: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingFor:
+    """What the run waits for, since when: the person (a tool approval, a clarifying question) or the API (an outage)."""
+
+    what: Literal["approval", "question", "outage"]
+    since: float
+    approval: Approval | None = None
+    """The open tool question, for a front-end that attaches while it waits (issue 24)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +91,7 @@ class Status:
     running: bool = False
     step: str | None = None
     waiting: WaitState | None = None
+    waiting_for: WaitingFor | None = None
     verdict: VerdictState | None = None
     handoff_at: int = int(WINDOW * 0.6)
     """Context size (tokens) of the work session above which work moves to a new session (S26)."""

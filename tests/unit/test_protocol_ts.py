@@ -50,11 +50,12 @@ def _payload_classes() -> dict[str, type]:
 def test_every_request_and_notification_has_one_typed_constant() -> None:
     requests = _constants("RequestType")
     notifications = _constants("NotificationType")
-    assert set(requests) == {*p.PARAMS, p.ASK}, set(requests) ^ {*p.PARAMS, p.ASK}
+    assert set(requests) == {*p.PARAMS, p.ASK, p.APPROVE}, set(requests) ^ {*p.PARAMS, p.ASK, p.APPROVE}
     assert set(notifications) == set(p.NOTIFICATIONS), set(notifications) ^ set(p.NOTIFICATIONS)
     for method, cls in p.PARAMS.items():
         assert requests[method] == cls.__name__, method
     assert requests[p.ASK] == p.AskParams.__name__
+    assert requests[p.APPROVE] == p.ApproveParams.__name__
     for method, cls in p.NOTIFICATIONS.items():
         assert notifications[method] == cls.__name__, method
 

@@ -74,21 +74,12 @@ export interface FolderStatus {
     cost: Cost;
     /** A setting the server cannot use (its wakes are refused until it is fixed), null when all are fine. */
     settings: SettingsProblem | null;
+    /** The person (a tool approval, a clarifying question) or the API (an outage) the run waits for, or null. */
+    waitingFor: WaitingFor | null;
     /** The folder's own Claude Code settings and .mcp.json servers run for its agents (D10). */
     trusted: boolean;
     /** Who decided, one sentence in the window's language. */
     trust: string;
-    /** What the run waits for from the person, null when nothing (issue 24). */
-    waitingFor: WaitingFor | null;
-}
-
-/** What a run waits for: an approval (with its question), a clarifying question, an outage. */
-export interface WaitingFor {
-    what: 'approval' | 'question' | 'outage';
-    /** Unix time (s) since when. */
-    since: number;
-    /** The open question when `what` is approval: the `flower/approve` params. */
-    approval: ApproveParams | null;
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */
@@ -176,16 +167,35 @@ export interface HistoryResult {
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
-/** The answer to a pending approval by its id (after a reload the original request belonged to the old connection). */
+/** `flower/answer`: answer a folder's open tool question by its id (e.g. after Reload Window). */
 export interface AnswerParams {
     folder: string;
     id: string;
-    decision: Decision;
+    decision: string;
     message?: string | null;
 }
-export const answer = new RequestType<AnswerParams, unknown, void>('flower/answer');
+export interface AnswerResult {
+    folder: string;
+    id: string;
+    /** False: it was already answered (another window, the unattended rule), or is not open. */
+    accepted: boolean;
+}
+export const answer = new RequestType<AnswerParams, AnswerResult, void>('flower/answer');
 
-// -- server → client request --------------------------------------------------------------
+/** What a tool call would do: the command, a unified diff, the URL, or the input as JSON. */
+export interface ApprovalDetail {
+    kind: 'command' | 'diff' | 'url' | 'input';
+    text: string;
+}
+
+/** What the run waits for, since when (Unix time). */
+export interface WaitingFor {
+    what: 'approval' | 'question' | 'outage';
+    since: number;
+    approval?: ApproveParams | null;
+}
+
+// -- server → client requests -------------------------------------------------------------
 
 export interface AskParams {
     folder: string;
@@ -196,39 +206,38 @@ export interface AskResult {
 }
 export const ask = new RequestType<AskParams, AskResult, void>('flower/ask');
 
-/** What an approval shows besides its one-line summary. */
-export interface ApprovalDetail {
-    /** `diff`: a unified diff (lines starting `+`, `-`, ` `). */
-    kind: 'command' | 'diff' | 'url' | 'input';
-    text: string;
-}
-
-/** A tool call outside the rules, asked of the person (issue 24). */
+/** A tool call outside `flower.allow`, waiting for the person (issue 24). */
 export interface ApproveParams {
     folder: string;
-    /** The tool call's id. */
+    /** The tool call's id: `flower/answer` and `flower/approved` name the question by it. */
     id: string;
-    step: string | null;
+    step: string;
     tool: string;
-    input: { [key: string]: Json };
+    input: Record<string, unknown>;
     /** One line: the command, the path, the URL. */
     summary: string;
     detail: ApprovalDetail;
-    /** The rules the CLI suggests for "always" (Claude Code syntax, e.g. `Bash(npm test:*)`). */
+    /** Rules the CLI suggests keeping for "always", e.g. `Bash(npm test:*)`. */
     suggestions: string[];
-    /** Unix time (s) the question was asked. */
     since: number;
 }
-/** The person's answer; an answer that does not parse is a denial on the server. */
-export type Decision = 'allow' | 'allowAlways' | 'deny';
 export interface ApproveResult {
-    decision: Decision;
-    /** With deny: the sentence the model receives as the reason. */
+    decision: 'allow' | 'allowAlways' | 'deny';
+    /** With deny: the sentence the model receives. */
     message?: string | null;
 }
 export const approve = new RequestType<ApproveParams, ApproveResult, void>('flower/approve');
 
 // -- server → client notifications --------------------------------------------------------
+
+/** A tool question is closed (answered in some window, or by the unattended rule): close its card. */
+export interface ApprovedNotification {
+    folder: string;
+    id: string;
+    decision: 'allow' | 'allowAlways' | 'deny';
+    by: 'person' | 'unattended';
+}
+export const approved = new NotificationType<ApprovedNotification>('flower/approved');
 
 export interface StateNotification {
     folder: string;
@@ -362,15 +371,6 @@ export interface NoticeNotification {
     text: string;
 }
 export const notice = new NotificationType<NoticeNotification>('flower/notice');
-
-/** An approval closed: answered here, in another window, or by the unattended rule. */
-export interface ApprovedNotification {
-    folder: string;
-    id: string;
-    decision: Decision;
-    by: 'person' | 'unattended';
-}
-export const approved = new NotificationType<ApprovedNotification>('flower/approved');
 
 // -- error codes --------------------------------------------------------------------------
 

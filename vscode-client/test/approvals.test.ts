@@ -107,3 +107,18 @@ test(`closed cards are kept compact, the newest ${KEEP_CLOSED}, in the order ask
     a.ask(approval({ id: 'open', since: 200 }));
     assert.deepEqual(a.all().map((c) => c.id), ['t2', 't3', 't4', 'open']);
 });
+
+test('an answer the server did not accept (not open any more) closes the card undecided; a close that came first stands', () => {
+    const a = new Approvals();
+    a.ask(approval());
+    a.answer({ id: 'toolu_01', decision: 'allow', message: null });
+    a.gone('toolu_01');
+    assert.equal(a.get('toolu_01')?.state, 'closed');
+    assert.equal(a.get('toolu_01')?.decision, null);
+    assert.equal(a.ask(approval()), false);
+    const b = new Approvals();
+    b.ask(approval());
+    b.closed({ folder: FOLDER, id: 'toolu_01', decision: 'deny', by: 'unattended' });
+    b.gone('toolu_01');
+    assert.equal(b.get('toolu_01')?.decision, 'deny');
+});

@@ -27,9 +27,9 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         model: null,
         cost: { wake: 0, task: 0, max: null },
         settings: null,
+        waitingFor: null,
         trusted: true,
         trust: "the editor's workspace trust",
-        waitingFor: null,
         ...over,
     };
 }

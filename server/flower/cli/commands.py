@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.approvals import Approval, Decision
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
 from ..core.shared import is_postgres_url
@@ -23,6 +24,7 @@ from .trust import settle
 
 if TYPE_CHECKING:
     from ..runtime import Sessions
+    from ..service import FlowerService
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -82,7 +84,10 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         if keyboard is not None:
             asker = Asker(keyboard, console)
             svc.ask = asker
+            svc.approvals.askers.append(asker.approve)
             tasks.append(asyncio.create_task(listen(keyboard, svc, asker)))
+        else:
+            unattended(svc, settings, console)
         try:
             result = await (svc.new(text) if new else svc.wake(text or None))
         finally:
@@ -95,6 +100,8 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         raise
     finally:
         await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
+    if keyboard is not None:
+        console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)
     if result.ok:
         verdict = result.verdict
         done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
@@ -105,6 +112,22 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         return EXIT_FAILED
     console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("run_unfinished"))
     return EXIT_FAILED
+
+
+def unattended(svc: FlowerService, settings: Settings, console: Console) -> None:
+    """Without a terminal nobody can answer a tool question: the unattended rule applies at once, said in one line.
+
+    Unless the person set `approvals.wait` themselves: then they expect an answer from elsewhere (issue 24).
+    """
+    if settings.sources.get("approvals_wait", "default") == "default":
+        svc.approvals.wait = 0.0
+
+    def said(approval: Approval, decision: Decision | None) -> None:
+        if decision is not None and decision.by == "unattended":
+            console.line(console.style(console.text("approval_unattended", tool=approval.tool, summary=approval.summary), "33"),
+                         sys.stderr)
+
+    svc.approvals.on_change.append(said)
 
 
 async def store_ready(sessions: Sessions, locale: str) -> None:

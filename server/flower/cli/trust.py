@@ -11,9 +11,7 @@ from ..core import trust
 from ..core.trust import Trust
 from .args import UsageError
 from .console import Console
-from .keyboard import Keyboard, prompt
-
-YES = ("y", "yes", "是", "好")
+from .keyboard import YES, Keyboard, prompt
 
 
 async def settle(workspace: Path, console: Console, keyboard: Keyboard | None) -> Trust:

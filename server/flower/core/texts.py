@@ -37,6 +37,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "What should it do? One sentence is enough; Enter to start (Ctrl-C to quit)",
         "zh": "要做什么? 一句话就够,回车开始(Ctrl-C 退出)",
     },
+    "approve_prompt": {"en": "Allow {tool}: {summary}? [y]es/[a]lways/[N]o:", "zh": "允许 {tool}: {summary}? [y]是/[a]总是/[N]否:"},
+    "approval_unattended": {
+        "en": "denied {tool}: {summary} (nobody here to approve it; the model was told and carries on). "
+              "To let it run unasked, add it to allow in .flower.toml",
+        "zh": "已拒绝 {tool}: {summary}(这里没人能批准;已告诉模型,它会继续做能做的)。要不问就运行,把它加到 .flower.toml 的 allow",
+    },
     "answer_prompt": {"en": "Your answer (Enter = let it assume)", "zh": "回答(直接回车 = 让它自己假设)"},
     "nobody": {
         "en": "(nobody at a terminal to answer; it will make reasonable assumptions)",

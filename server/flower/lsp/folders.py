@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ..core.approvals import Approval, Decision
 from ..core.banner import kilo, label
 from ..core.errors import FlowerError
 from ..core.events import (
@@ -106,6 +107,8 @@ class Folder:
         """The same, as status shows it (a client tells the person at once, not only at their next wake)."""
         self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale, trust=self.trust)
         self.svc.ask = self._ask
+        self.svc.approvals.askers.append(self._approve)
+        self.svc.approvals.on_change.append(self._approval_changed)
         self._unsubscribe = self.svc.subscribe(self._on_event)
         self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw)
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -149,6 +152,7 @@ class Folder:
             verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
             model=s["model"], cost=p.Cost(s["cost"]["wake"], s["cost"]["task"], s["cost"]["max"]),
             settings=self.settings_problem, trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
+            waiting_for=self._waiting_for(),
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
@@ -329,6 +333,37 @@ class Folder:
         """The person's sentence, as a transcript entry of role `user`."""
         self._ensure_pump()
         self._queue.put_nowait(("said", text))
+
+    def _waiting_for(self) -> p.WaitingFor | None:
+        found = self.svc.waiting_for()
+        if found is None:
+            return None
+        approval = self._approve_params(found.approval) if found.approval is not None else None
+        return p.WaitingFor(found.what, found.since, approval)
+
+    def _approve_params(self, a: Approval) -> p.ApproveParams:
+        return p.ApproveParams(self.uri, a.id, a.step, a.tool, a.input, a.summary, p.ApprovalDetail(a.detail_kind, a.detail),
+                               list(a.suggestions), a.since)
+
+    async def _approve(self, approval: Approval) -> Decision | None:
+        """Put a tool question to the person through `flower/approve`; None when the client cannot ask (issue 24)."""
+        try:
+            raw = await self.ls.protocol.send_request_async(p.APPROVE, p.to_wire(self._approve_params(approval)))
+        except JsonRpcException as exc:
+            log.info("flower/approve not answered by the client (%s): the approvals rule decides", exc.message)
+            return None
+        decision = Decision.parse(raw)
+        if not (isinstance(raw, dict) and raw.get("decision") == decision.choice):
+            log.warning("flower/approve: the client's answer %r is not {\"decision\": allow|allowAlways|deny}; a denial", raw)
+        return decision
+
+    def answer(self, approval_id: str, raw: dict[str, object]) -> p.AnswerResult:
+        """`flower/answer`: the person's answer to the open question `approval_id`, from any window."""
+        return p.AnswerResult(self.uri, approval_id, self.svc.approvals.answer(approval_id, Decision.parse(raw)))
+
+    def _approval_changed(self, approval: Approval, decision: Decision | None) -> None:
+        if decision is not None:  # closed: every window's card for it closes (the first answer won)
+            self.notify(p.APPROVED, p.ApprovedNotification(self.uri, approval.id, decision.choice, decision.by))
 
     async def _ask(self, question: str) -> str | None:
         """Put a clarify question to the person through `flower/ask`; None when the client cannot answer."""

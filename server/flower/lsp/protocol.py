@@ -28,6 +28,11 @@ STATUS = "flower/status"
 HISTORY = "flower/history"
 ASK = "flower/ask"
 """Server → client request: a clarify question the person answers."""
+APPROVE = "flower/approve"
+"""Server → client request: a tool call outside the rules, for the person to allow or deny (issue 24)."""
+ANSWER = "flower/answer"
+"""Client → server: the answer to an open tool question by its id (a window that attached after it was asked)."""
+APPROVED = "flower/approved"
 
 STATE = "flower/state"
 BANNER = "flower/banner"
@@ -138,6 +143,28 @@ class NewResult:
 
 
 @attrs.define
+class AnswerParams:
+    """`flower/answer`: answer the folder's open tool question `id` (e.g. from a window reloaded while it waited)."""
+
+    folder: str
+    id: str
+    decision: str
+    """`allow`, `allowAlways` or `deny`; anything else is a denial."""
+    message: str | None = None
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "id": "toolu_01", "decision": "allow"}'
+
+
+@attrs.define
+class AnswerResult:
+    """Whether the answer closed the question (false: it was already answered, or is not open)."""
+
+    folder: str
+    id: str
+    accepted: bool
+
+
+@attrs.define
 class StatusParams:
     """`flower/status`: what each folder is doing; answered at once, also while a workflow streams."""
 
@@ -214,6 +241,52 @@ class SettingsProblem:
 
 
 @attrs.define
+class ApprovalDetail:
+    """What a tool call would do, to show before it runs."""
+
+    kind: Literal["command", "diff", "url", "input"]
+    text: str
+    """The command; a unified diff (lines `+`, `-`, ` `) for Write/Edit; the URL; the input as JSON."""
+
+
+@attrs.define
+class ApproveParams:
+    """`flower/approve` (server → client): a tool call outside `allow` waits for the person (issue 24)."""
+
+    folder: str
+    id: str
+    """The tool call's id: an answer (here, or by `flower/answer` from any window) finds its question by it."""
+    step: str
+    tool: str
+    input: dict[str, Any]
+    summary: str
+    """One line: the command, the path, the URL."""
+    detail: ApprovalDetail
+    suggestions: list[str]
+    """The rules the CLI suggests keeping for "always" (Claude Code syntax, e.g. `Bash(npm test:*)`)."""
+    since: float
+    """Unix time the question was asked."""
+
+
+@attrs.define
+class ApproveResult:
+    """The person's answer; one that does not parse is a denial, never an allow."""
+
+    decision: Literal["allow", "allowAlways", "deny"]
+    message: str | None = None
+    """With deny: the sentence the model receives as the reason."""
+
+
+@attrs.define
+class WaitingFor:
+    """What the run waits for now, since when (`approval`: the open question is in `approval`)."""
+
+    what: Literal["approval", "question", "outage"]
+    since: float
+    approval: ApproveParams | None = None
+
+
+@attrs.define
 class FolderStatus:
     """Everything the status bar and sidebar show for one folder."""
 
@@ -255,6 +328,8 @@ class FolderStatus:
     """What this wake and the whole task have spent, and the cap."""
     settings: SettingsProblem | None = None
     """A setting that cannot be used (wakes are refused until it is fixed), or null."""
+    waiting_for: WaitingFor | None = None
+    """The person (a tool approval, a clarifying question) or the API (an outage) the run waits for, or null."""
     trusted: bool = False
     """The folder's own Claude Code settings and .mcp.json servers run for its agents (D10)."""
     trust: str = ""
@@ -335,6 +410,16 @@ class AskResult:
 
 
 # -- server → client: notifications ------------------------------------------------------------
+@attrs.define
+class ApprovedNotification:
+    """`flower/approved`: a tool question is closed (answered in some window, or by the unattended rule): close its card."""
+
+    folder: str
+    id: str
+    decision: Literal["allow", "allowAlways", "deny"]
+    by: Literal["person", "unattended"]
+
+
 @attrs.define
 class StateNotification:
     """`flower/state`: a wake began (`running: true`) or ended (`running: false`, with how it ended)."""
@@ -644,7 +729,8 @@ def to_wire(payload: Any) -> Any:
     return redact(CONVERTER.unstructure(payload))
 
 
-PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams}
+PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams,
+          ANSWER: AnswerParams}
 """Each request method's params class."""
 
 NOTIFICATIONS = {
@@ -652,6 +738,6 @@ NOTIFICATIONS = {
     STEP_START: StepStartNotification, STEP_END: StepEndNotification, SESSION: SessionNotification,
     TRANSCRIPT: TranscriptNotification, PRUNED: PrunedNotification, CONTEXT: ContextNotification,
     WAIT: WaitNotification, VERDICT: VerdictNotification, QUESTION: QuestionNotification,
-    HANDOFF: HandoffNotification, NOTICE: NoticeNotification,
+    HANDOFF: HandoffNotification, NOTICE: NoticeNotification, APPROVED: ApprovedNotification,
 }
 """Each notification method's payload class (server → client)."""

@@ -290,6 +290,13 @@ async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
     return await ls.folder(params.folder).new(params.text)
 
 
+@server.feature(p.ANSWER)
+@answers(p.ANSWER, p.AnswerParams)
+async def answer(ls: FlowerServer, params: p.AnswerParams) -> p.AnswerResult:
+    """Answer a folder's open tool question by its id, from any client (first answer wins; issue 24)."""
+    return ls.folder(params.folder).answer(params.id, {"decision": params.decision, "message": params.message})
+
+
 @server.feature(p.STATUS)
 def status(ls: FlowerServer, params: Any) -> Any:
     """Every folder's (or one folder's) status, answered at once even while a workflow streams."""

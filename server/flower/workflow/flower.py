@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import goals, requirements, texts
+from ..core.approvals import DEFAULT_ALLOW
 from ..core.banner import banner, header
 from ..core.durable import move_aside, stamp, write_atomic
 from ..core.errors import FlowerError
@@ -88,8 +89,9 @@ HANDOFF_PROMPT = (
 WORKER = AgentSpec(
     "worker",
     instructions="You are a careful coding agent working in the user's workspace.",
-    allowed_tools=["Read", "Write", "Edit", "Glob", "Grep", "Bash"],
+    allowed_tools=list(DEFAULT_ALLOW),
     permission_mode="acceptEdits",
+    follows_settings=True,  # the person's `allow` and `mode` (issue 24); anything else is asked
 )
 CLARIFIER = AgentSpec("clarifier", instructions="You clarify requirements before work starts.",
                       allowed_tools=["Read", "Write", "Glob"], permission_mode="acceptEdits")

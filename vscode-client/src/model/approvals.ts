@@ -5,7 +5,10 @@
  * messages between the extension and the page about them. An answer that does not parse is
  * never sent: the page's message is checked here.
  */
-import type { ApprovedNotification, ApproveParams, Decision, FolderStatus } from '../protocol';
+import type { ApprovedNotification, ApproveParams, ApproveResult, FolderStatus } from '../protocol';
+
+/** The person's choice; anything else is never sent (the server would take it as a denial). */
+export type Decision = ApproveResult['decision'];
 
 /** One line of a card's detail; `diff` lines are marked added, removed or context. */
 export interface DetailLine {
@@ -193,6 +196,17 @@ export class Approvals {
         if (n.decision !== 'deny') c.message = null;
         this.trim();
         return true;
+    }
+
+    /** The server says the question is not open (closed meanwhile, or gone with its process): the card closes undecided. */
+    gone(id: string): void {
+        const c = this.cards.get(id);
+        this.done.add(id);
+        if (c === undefined || c.state === 'closed') return;
+        c.state = 'closed';
+        c.decision = null;
+        c.message = null;
+        this.trim();
     }
 
     /** The wake ended or the server is gone: nothing can be pending any more; open cards go. */

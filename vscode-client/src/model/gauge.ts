@@ -130,7 +130,7 @@ export function waitsForPerson(status: FolderStatus): boolean {
 /** The tooltip's line for what the run waits for. */
 export function waitingLine(w: WaitingFor | null): string | null {
     if (w === null) return null;
-    if (w.what === 'approval') return w.approval === null ? 'waiting for you: a tool approval' : `waiting for you: allow ${w.approval.tool}: ${w.approval.summary}?`;
+    if (w.what === 'approval') return w.approval == null ? 'waiting for you: a tool approval' : `waiting for you: allow ${w.approval.tool}: ${w.approval.summary}?`;
     return w.what === 'question' ? 'waiting for you: a question' : null;
 }
 

@@ -106,7 +106,13 @@ export class ApprovalsView implements vscode.Disposable {
             return;
         }
         try {
-            await server.request(p.answer, { folder: server.uri, id: a.id, decision: a.decision, message: a.message });
+            const result = await server.request(p.answer, { folder: server.uri, id: a.id, decision: a.decision, message: a.message });
+            if (!result.accepted) {
+                // Answered first elsewhere (its flower/approved closes the card with that decision) or not open any more.
+                this.log.info(`${server.folder.name}: flower/answer ${a.id}: not open any more`);
+                if (approvals.get(a.id)?.state === 'sent') approvals.gone(a.id);
+                this.changed(server);
+            }
         } catch (e) {
             const message = e instanceof Error ? e.message : String(e);
             this.log.warn(`${server.folder.name}: flower/answer ${a.id}: ${message}`);

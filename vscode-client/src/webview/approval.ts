@@ -4,8 +4,7 @@
  * Deny… buttons; Deny… asks for an optional sentence. Text only, like every row: each string
  * goes in with textContent. A closed card stays as one line with the decision that won.
  */
-import type { ApprovalCard, ApprovalLabels, ApprovalsToPage, DecideFromPage } from '../model/approvals';
-import type { Decision } from '../protocol';
+import type { ApprovalCard, ApprovalLabels, ApprovalsToPage, DecideFromPage, Decision } from '../model/approvals';
 
 /** Render the cards of each `approvals` message into `root`; answers go out through `send`. */
 export function mountApprovals(root: HTMLElement, send: (m: DecideFromPage) => void): (m: ApprovalsToPage) => void {
