@@ -458,7 +458,7 @@ test('10 a bad setting: the server\'s own line in a notification whose Open Sett
   }, { settings: { 'flower.handoffAt': 0 } });
 });
 
-test('11 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the card is back and answering it continues the run; flower.notify os', TIME, async () => {
+test('11 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the card is back and answering it continues the run; flower.notify os', { timeout: secs(300) }, async () => {
   const ws = tempDir('ws-approve');
   // A notify-send that records what it was given: flower.notify "os" runs the first one on PATH.
   const bin = tempDir('bin-approve');

@@ -251,7 +251,10 @@ function editorEnv(/** @type {Model} */ model, /** @type {Record<string, string>
     XDG_CACHE_HOME: dirs.cache,
   });
   if (withKey) env.ANTHROPIC_API_KEY = API_KEY;
-  return { ...env, ...extra };
+  // The extension host otherwise takes a login shell's environment (VS Code's resolveShellEnv), whose
+  // PATH Debian's /etc/profile resets: a scenario's own variables (a PATH first with its tools) would
+  // never reach the extension. VSCODE_CLI=1 is what makes VS Code skip that resolution.
+  return Object.keys(extra).length === 0 ? env : { ...env, ...extra, VSCODE_CLI: '1' };
 }
 
 /**

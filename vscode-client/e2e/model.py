@@ -122,10 +122,10 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
     if name == "approve":
         # flower.allow without Bash (issue 24): each Bash call is a question to the person. The
         # outputs (APPROVED_42, SECOND_48) exist only once the shell ran the commands: in what the
-        # model received they prove the tool ran. The second question is held until the harness has
+        # model received they prove the tool ran (`sh -c`: acceptEdits runs a bare `echo` unasked). The second question is held until the harness has
         # hidden the transcript (it then comes as a notification) and survives a Reload Window.
-        first = reply(say("Checking the shell."), tool_use("Bash", {"command": "echo APPROVED_$((6*7))", "description": "Print a marker"}), **big)
-        second = reply(say("One more check."), tool_use("Bash", {"command": "echo SECOND_$((6*8))", "description": "Print another marker"}),
+        first = reply(say("Checking the shell."), tool_use("Bash", {"command": 'sh -c "echo APPROVED_$((6*7))"', "description": "Print a marker"}), **big)
+        second = reply(say("One more check."), tool_use("Bash", {"command": 'sh -c "echo SECOND_$((6*8))"', "description": "Print another marker"}),
                        hold=True, **big)
         return path(ws, work=[first, second, *finish(ws, big)])
     if name in ("bench", "settings"):  # settings: a bad setting refuses every wake, the model is never asked

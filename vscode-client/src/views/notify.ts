@@ -60,7 +60,7 @@ export class Notifier implements vscode.Disposable {
         const found = (program: string): string | null => findProgram(program, process.env.PATH, executable);
         const command = desktopCommand(process.platform, title, body, found);
         if (command === null) {
-            this.log.info('flower.notify is "os" but neither notify-send nor osascript is on PATH: no desktop notification');
+            this.log.info(`flower.notify is "os" but neither notify-send nor osascript is on PATH (${process.env.PATH ?? ''}): no desktop notification`);
             return;
         }
         try {
