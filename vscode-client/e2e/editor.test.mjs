@@ -458,7 +458,7 @@ test('10 a bad setting: the server\'s own line in a notification whose Open Sett
   }, { settings: { 'flower.handoffAt': 0 } });
 });
 
-test('11 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the card is back and answering it continues the run; flower.notify os', { timeout: secs(300) }, async () => {
+test('11 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the question is asked again and answering it continues the run; flower.notify os', { timeout: secs(300) }, async () => {
   const ws = tempDir('ws-approve');
   // A notify-send that records what it was given: flower.notify "os" runs the first one on PATH.
   const bin = tempDir('bin-approve');
@@ -498,11 +498,13 @@ test('11 a tool outside flower.allow: the card in the transcript → Allow → t
     for (const button of ['Allow', 'Deny…']) assert.equal(await toast.locator('.monaco-button', { hasText: button }).count(), 1, button);
     await ed.shot('11-approve-notification');
 
-    // Reload Window with the question open: it comes back (from the server's status) and answering it continues the run.
+    // Reload Window with the question open: it is asked again — a stdio server ends with the window, the cut-off
+    // wake continues (resumeOnStartup always) and the model retries; an engine keeps the question, which comes
+    // back from FolderStatus.waitingFor — and answering it continues the run.
     await ed.reload();
     await showTranscript(ed);
     const again = ed.view().locator('[data-testid="approval"][data-state="open"]').first();
-    await again.waitFor({ timeout: secs(60) });
+    await again.waitFor({ timeout: secs(90) });
     assert.match(await again.locator('[data-testid="approval-summary"]').innerText(), /echo SECOND_/);
     await until(async () => (await ed.gauge().textContent())?.includes('flower: waiting for you'), 'the gauge to say waiting for you after the reload', secs(20));
     assert.ok(!model.requests.some((r) => r.text.includes('SECOND_48')), 'the second command has not run');
@@ -512,6 +514,6 @@ test('11 a tool outside flower.allow: the card in the transcript → Allow → t
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
     await until(() => /is done/.test(said()), 'the desktop notification of the wake that ended', secs(30));
     await ed.shot('11-approve-done');
-  }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os' }, env: { PATH: `${bin}:${process.env.PATH}` } });
+  }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os', 'flower.resumeOnStartup': 'always' }, env: { PATH: `${bin}:${process.env.PATH}` } });
   removeDirs([bin]);
 });

@@ -69,6 +69,11 @@ def begin(ws: Path, usage: dict[str, int]) -> Reply:
                  **usage)
 
 
+def refused(body: dict[str, Any]) -> bool:
+    """The request's last message is a tool call whose permission request failed (its asker went away)."""
+    return "Tool permission request failed" in json.dumps(body.get("messages", [])[-1:], ensure_ascii=False)
+
+
 def never() -> Reply:
     """A reply held for good: the step is mid-reply until the harness cancels or reloads it away."""
     return Reply(blocks=[say("(never sent: the step was cut off while waiting)")], hold=True)
@@ -127,7 +132,17 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
         first = reply(say("Checking the shell."), tool_use("Bash", {"command": 'sh -c "echo APPROVED_$((6*7))"', "description": "Print a marker"}), **big)
         second = reply(say("One more check."), tool_use("Bash", {"command": 'sh -c "echo SECOND_$((6*8))"', "description": "Print another marker"}),
                        hold=True, **big)
-        return path(ws, work=[first, second, *finish(ws, big)])
+        # A Reload Window ends a stdio server and its wake with the question open: the resumed wake's
+        # model asks again (retry). Only while SECOND_48 is not in the conversation: where the question
+        # outlives the reload (the engine) and is answered, the model goes on to finish instead.
+        retry = reply(say("Trying that check again."), tool_use("Bash", {"command": 'sh -c "echo SECOND_$((6*8))"', "description": "Print another marker"}),
+                      **big)
+        retry.match = lambda body: "SECOND_48" not in json.dumps(body) and not refused(body)
+        # The old server's CLI, its permission stream closed by the reload, goes on with its turn for a
+        # moment: it gets one reply that ends the turn, so the script is left for the resumed wake.
+        orphan = text("(the window went away: stopping here)", **big)
+        orphan.match = refused
+        return path(ws, work=[first, second, orphan, retry, *finish(ws, big)])
     if name in ("bench", "settings"):  # settings: a bad setting refuses every wake, the model is never asked
         return []
     raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, store, "
