@@ -27,6 +27,7 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 
@@ -126,6 +127,26 @@ SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id
 WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ?
 ORDER BY e.seq
 """
+
+
+# Newest first from `before` on: the index on (transcript) ends with the rowid, so this walks it backwards.
+_TAIL = """
+SELECT e.seq, e.body FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
+"""
+
+
+def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -> int | None:
+    """The context size of the session's last real model round, read backwards a page at a time (never the whole session)."""
+    before = 1 << 62
+    for limit in tail_pages():
+        rows = conn.execute(_TAIL, (project_key, session_id, before, limit)).fetchall()
+        found = context_of(decode_bodies([body for _, body in reversed(rows)]))
+        if found is not None or len(rows) < limit:
+            return found
+        before = rows[-1][0]
+    return None  # unreachable: tail_pages never ends
 
 
 class SessionStoreError(FlowerError, ValueError):
@@ -448,6 +469,10 @@ class SqliteSessionStore(SessionStore):
         # A transcript row exists only once an entry was stored in it.
         return decode_bodies(bodies) if bodies else None
 
+    async def last_context(self, project_key: str, session_id: str) -> int | None:
+        """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
+        return await self._call(lambda conn: _last_context(conn, project_key, session_id))
+
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
         rows = await self._read(
@@ -509,10 +534,19 @@ class SqliteSessionStore(SessionStore):
         rows = self._read_only(_LOAD, _key3(key))
         return decode_bodies([r[0] for r in rows]) if rows else None
 
+    def last_context_sync(self, project_key: str, session_id: str) -> int | None:
+        """``last_context`` for synchronous callers (a status answered at once): read-only, never creates the file."""
+        return self._read_only_with(lambda conn: _last_context(conn, project_key, session_id), None)
+
     def _read_only(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """The rows of one query on a read-only connection; none while no store was written."""
+        rows: list[Any] = self._read_only_with(lambda conn: conn.execute(sql, params).fetchall(), [])
+        return rows
+
+    def _read_only_with(self, work: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        """``work`` on a read-only connection; ``empty`` while no store was written."""
         if not self.path.exists():
-            return []
+            return empty
         # mode=ro: never creates the file, never writes to it.
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
@@ -523,10 +557,10 @@ class SqliteSessionStore(SessionStore):
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if version > len(self.migrations):
                 raise _too_new(self.path, version, len(self.migrations))
-            return conn.execute(sql, params).fetchall()
+            return work(conn)
         except sqlite3.OperationalError as err:
             if "no such table" in str(err):  # an empty file: no store written yet
-                return []
+                return empty
             raise
         except sqlite3.DatabaseError as err:
             if _is_not_a_database(err):
