@@ -144,6 +144,20 @@ async def test_last_context_never_reads_the_whole_session(store: PostgresSession
     assert store.last_context_sync(KEY["project_key"], KEY["session_id"]) == 12
 
 
+async def test_latest_seq_and_entries_after_read_one_session_from_a_point(pg_url: str) -> None:
+    async with PostgresSessionStore(pg_url, keys={"-work-proj": "git:example.org/team/proj"}) as store:
+        pk, sid = KEY["project_key"], KEY["session_id"]
+        assert await store.latest_seq(pk, sid) == 0 and await store.entries_after(pk, sid, 0) == []
+        await store.append(KEY, [e("a"), e("b")])
+        await store.append({**KEY, "session_id": "s2"}, [e("x")])
+        first = await store.latest_seq(pk, sid)
+        await store.append(KEY, [e("c"), e(), e("s", text="cut emoji \ud83d")])
+        assert await store.latest_seq(pk, sid) > first
+        assert await store.entries_after(pk, sid, 0) == [e("a"), e("b"), e("c"), e(), e("s", text="cut emoji \ud83d")]
+        assert await store.entries_after(pk, sid, first) == [e("c"), e(), e("s", text="cut emoji \ud83d")]
+        assert await store.latest_seq("git:example.org/other", sid) == 0
+
+
 def one_line(exc: StoreError) -> str:
     line = exc.text("en")
     assert "\n" not in line

@@ -244,3 +244,17 @@ async def test_last_context_never_reads_the_whole_session(tmp_path: Path) -> Non
             await store.load(KEY)
         assert await store.last_context(KEY["project_key"], KEY["session_id"]) == 12
         assert store.last_context_sync(KEY["project_key"], KEY["session_id"]) == 12
+
+
+async def test_latest_seq_and_entries_after_read_one_session_from_a_point(store: SqliteSessionStore) -> None:
+    pk, sid = KEY["project_key"], KEY["session_id"]
+    assert await store.latest_seq(pk, sid) == 0 and await store.entries_after(pk, sid, 0) == []
+    await store.append(KEY, [e("a"), e("b")])
+    await store.append({**KEY, "session_id": "s2"}, [e("x")])
+    first = await store.latest_seq(pk, sid)
+    await store.append(KEY, [e("c"), e()])
+    assert await store.latest_seq(pk, sid) > first
+    assert await store.entries_after(pk, sid, 0) == [e("a"), e("b"), e("c"), e()]
+    assert await store.entries_after(pk, sid, first) == [e("c"), e()]
+    assert await store.entries_after(pk, sid, await store.latest_seq(pk, sid)) == []
+    assert await store.latest_seq("-other", sid) == 0

@@ -126,6 +126,17 @@ WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND 
 AND e.seq < $3 ORDER BY e.seq DESC LIMIT $4
 """
 
+_LATEST = """
+SELECT coalesce(max(e.seq), 0) FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+"""
+
+_AFTER = """
+SELECT e.plain, e.body FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+AND e.seq > $3 ORDER BY e.seq
+"""
+
 _TOUCH = """
 INSERT INTO {s}.transcripts AS t (project_key, session_id, subpath, mtime) VALUES ($1, $2, $3, $4)
 ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = t.mtime RETURNING id
@@ -353,12 +364,16 @@ class PostgresSessionStore(SessionStore):
                 await conn.execute(self.sql("UPDATE {s}.transcripts SET mtime = greatest($2::bigint, mtime + 1) WHERE id = $1"),
                                    tid, now)
 
-    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        """All entries of `key` in append order (streamed from a cursor), or None if it was never written."""
+    async def _flushed(self) -> None:
+        """Write what waits in memory first: a read must see the newest entries (StoreOffline if it cannot)."""
         if self._pending:
             await self._drain(self.outage_wait)
             if self._pending:
                 raise StoreOffline("store_offline", url=self.path, seconds=f"{self.outage_wait:.0f}", reason="queued batches")
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """All entries of `key` in append order (streamed from a cursor), or None if it was never written."""
+        await self._flushed()
         k3 = self._key3(key)
 
         async def fetch(conn: Conn) -> list[bytes | str]:
@@ -373,10 +388,7 @@ class PostgresSessionStore(SessionStore):
 
     async def last_context(self, project_key: str, session_id: str) -> int | None:
         """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
-        if self._pending:  # what waits in memory is the newest: written first, as load() does
-            await self._drain(self.outage_wait)
-            if self._pending:
-                raise StoreOffline("store_offline", url=self.path, seconds=f"{self.outage_wait:.0f}", reason="queued batches")
+        await self._flushed()
         pk = self.keys.get(project_key, project_key)
         return await self._with(functools.partial(self._last_context, pk=pk, session_id=session_id))
 
@@ -390,6 +402,19 @@ class PostgresSessionStore(SessionStore):
                 return found
             before = rows[-1][0]
         return None  # unreachable: tail_pages never ends
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        return int(await self._with(lambda conn: conn.fetchval(self.sql(_LATEST), pk, session_id)))
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after `seq` (see `latest_seq`), in append order."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        rows = await self._with(lambda conn: conn.fetch(self.sql(_AFTER), pk, session_id, seq))
+        return decode_bodies([r[1].decode() if r[0] else r[1] for r in rows])
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of `project_key` with their mtimes (epoch ms)."""

@@ -137,6 +137,18 @@ AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
 """
 
 
+_LATEST = """
+SELECT coalesce(max(e.seq), 0) FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+"""
+
+_AFTER = """
+SELECT e.body FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+AND e.seq > ? ORDER BY e.seq
+"""
+
+
 def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -> int | None:
     """The context size of the session's last real model round, read backwards a page at a time (never the whole session)."""
     before = 1 << 62
@@ -472,6 +484,16 @@ class SqliteSessionStore(SessionStore):
     async def last_context(self, project_key: str, session_id: str) -> int | None:
         """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
         return await self._call(lambda conn: _last_context(conn, project_key, session_id))
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+        rows = await self._read(_LATEST, (project_key, session_id))
+        return int(rows[0][0])
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after ``seq`` (see ``latest_seq``), in append order."""
+        rows = await self._read(_AFTER, (project_key, session_id, seq))
+        return decode_bodies([r[0] for r in rows])
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
