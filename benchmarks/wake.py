@@ -289,6 +289,88 @@ def more(t: Transcript, count: int, sid: str, cwd: Path) -> tuple[list[bytes], l
     return lines, stored
 
 
+@dataclasses.dataclass
+class Prepared:
+    """One workspace with its grown work session, and how to put it back as a clean wake left it."""
+
+    ws: Path
+    config: Path
+    sid: str
+    jsonl: Path
+    killed: list[bytes]
+    """The lines the CLI's own file holds after a kill and the store lacks."""
+    snapshot: Path
+
+    def restore(self, kill: bool) -> None:
+        """runs/ and the CLI's config dir as the clean wake left them (plus the killed lines, for a wake after a kill)."""
+        for live, kept in ((self.ws / "runs", self.snapshot / "runs"), (self.config, self.snapshot / "config")):
+            shutil.rmtree(live)
+            shutil.copytree(kept, live)
+        if kill:
+            with self.jsonl.open("ab") as f:
+                f.write(b"".join(line + b"\n" for line in self.killed))
+
+
+async def prepare(root: Path, model: TimedModel, args: argparse.Namespace, pythonpath: str | None) -> Prepared:
+    """A real first run of the flower path, its work session grown with the builder's shapes, one clean wake to its end.
+
+    `pythonpath`: run another checkout's flower (its `server/` dir), for a before/after in the same run.
+    """
+    ws, config, home, logs = root / "ws", root / "claude-config", root / "home", root / "logs"
+    for d in (ws, config, home, logs):
+        d.mkdir(parents=True)
+    run_dir = ws / "runs"
+    env = flower_env(model, config, home, root, pythonpath)
+    model.push(*first_run(ws))
+    await run_to_end([str(FLOWER), "build a calculator"], ws, env, logs / "first.log")
+    sid = json.loads((run_dir / "lineage.json").read_bytes())["steps"][WORK]
+    key = {"project_key": project_key_for_directory(ws), "session_id": sid}
+    jsonl = config / "projects" / key["project_key"] / f"{sid}.jsonl"
+    t = transcript(args.whole_grow)
+    async with SqliteSessionStore(run_dir / "sessions.db") as store:
+        real = await store.load(key) or []  # type: ignore[arg-type]
+        t.parent = chained(real)
+        lines, grown = more(t, args.whole_entries - len(real), sid, ws)
+        for i in range(0, len(grown), 1000):
+            await store.append(key, grown[i:i + 1000])  # type: ignore[arg-type]
+    with jsonl.open("ab") as f:
+        f.write(b"".join(line + b"\n" for line in lines))
+    print(f"{root.name}: work session {len(real) + len(grown)} stored entries, the CLI's own file "
+          f"{jsonl.stat().st_size / 1e6:.1f} MB")
+    del lines, grown, real
+
+    # One clean wake to its end: runs/ (lineage, manifest, the sweep's memory) as a clean wake leaves them.
+    model.push(text("carried on"), text("Checked every goal.\nVERDICT: PASS"))
+    before = len(model.conversation)
+    await run_to_end([str(FLOWER)], ws, env, logs / "setup-wake.log")
+    print(f"{root.name}: a whole wake resumed it, {len(model.conversation[before].messages)} messages in its first request")
+    async with SqliteSessionStore(run_dir / "sessions.db") as store:
+        t.parent = chained(await store.load(key) or [])  # type: ignore[arg-type]
+    t.clock = datetime.now(UTC) + timedelta(minutes=1)  # newer than anything stored: the killed run's
+    killed, _ = more(t, KILLED, sid, ws)
+    snapshot = root / "snapshot"
+    shutil.copytree(run_dir, snapshot / "runs")
+    shutil.copytree(config, snapshot / "config")
+    return Prepared(ws, config, sid, jsonl, killed, snapshot)
+
+
+def flower_env(model: TimedModel, config: Path, home: Path, tmpdir: Path, pythonpath: str | None) -> dict[str, str]:
+    """`cli_env`, with another checkout's flower first on the path when given."""
+    env = cli_env(model, config, home, tmpdir)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+async def stored_uuids(prepared: Prepared) -> set[str]:
+    """The uuids the work session holds in the store now."""
+    key = {"project_key": project_key_for_directory(prepared.ws), "session_id": prepared.sid}
+    async with SqliteSessionStore(prepared.ws / "runs" / "sessions.db") as store:
+        return {u for e in await store.load(key) or [] if isinstance(u := e.get("uuid"), str)}  # type: ignore[arg-type]
+
+
 async def whole_process(args: argparse.Namespace) -> int:
     """From launching `flower` (the console script, a subprocess) until the resumed work session's first request reaches
     the scripted model: a clean wake, a wake after a kill, and the CLI's own `claude -p --resume <id> continue` on the same
@@ -297,104 +379,70 @@ async def whole_process(args: argparse.Namespace) -> int:
     The session: a real first run of the flower path (clarify → goals → work → judge) against the scripted model, its work
     session grown with the builder's shapes to `--whole-entries` stored entries (the CLI's own file holding every line, as
     one long CLI run leaves it), then one real clean wake run to its end (so runs/ is as a clean wake leaves it). "After a
-    kill": the CLI's own file holds `KILLED` more entries than the store (written, never mirrored).
+    kill": the CLI's own file holds `KILLED` more entries than the store (written, never mirrored). `--compare DIR` runs
+    another checkout's flower (DIR = its `server/`) on a workspace of its own, prepared alike, in the same rounds.
     Targets: clean ≤ 1.3× the CLI, after a kill ≤ 1.4×, flower's Python RSS at the first request ≤ 200 MB.
     """
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        ws, config, home, logs = root / "ws", root / "claude-config", root / "home", root / "logs"
-        for d in (ws, config, home, logs):
-            d.mkdir()
-        run_dir = ws / "runs"
         model = TimedModel()
         await model.start()
         try:
-            env = cli_env(model, config, home, root)
-            model.push(*first_run(ws))
-            await run_to_end([str(FLOWER), "build a calculator"], ws, env, logs / "first.log")
-            sid = json.loads((run_dir / "lineage.json").read_bytes())["steps"][WORK]
-            key = {"project_key": project_key_for_directory(ws), "session_id": sid}
-            jsonl = config / "projects" / key["project_key"] / f"{sid}.jsonl"
-            t = transcript(args.grow)
-            async with SqliteSessionStore(run_dir / "sessions.db") as store:
-                real = await store.load(key) or []  # type: ignore[arg-type]
-                t.parent = chained(real)
-                lines, grown = more(t, args.whole_entries - len(real), sid, ws)
-                for i in range(0, len(grown), 1000):
-                    await store.append(key, grown[i:i + 1000])  # type: ignore[arg-type]
-            with jsonl.open("ab") as f:
-                f.write(b"".join(line + b"\n" for line in lines))
-            size = jsonl.stat().st_size / 1e6
-            print(f"work session: {len(real) + len(grown)} stored entries, the CLI's own file {size:.1f} MB")
-            del lines, grown, real
-
-            # One clean wake to its end: runs/ (lineage, manifest, the sweep's memory) as a clean wake leaves them.
-            model.push(text("carried on"), text("Checked every goal.\nVERDICT: PASS"))
-            before = len(model.conversation)
-            await run_to_end([str(FLOWER)], ws, env, logs / "setup-wake.log")
-            print(f"a whole wake resumed it: {len(model.conversation[before].messages)} messages in its first request")
-            async with SqliteSessionStore(run_dir / "sessions.db") as store:
-                t.parent = chained(await store.load(key) or [])  # type: ignore[arg-type]
-            t.clock = datetime.now(UTC) + timedelta(minutes=1)  # newer than anything stored: the killed run's
-            killed, lost = more(t, KILLED, sid, ws)
-
-            snapshot = root / "snapshot"
-            shutil.copytree(run_dir, snapshot / "runs")
-            shutil.copytree(config, snapshot / "config")
-
-            def restore(kill: bool) -> None:
-                for live, kept in ((run_dir, snapshot / "runs"), (config, snapshot / "config")):
-                    shutil.rmtree(live)
-                    shutil.copytree(kept, live)
-                if kill:
-                    with jsonl.open("ab") as f:
-                        f.write(b"".join(line + b"\n" for line in killed))
-
-            cases = {
-                "clean": ([str(FLOWER)], False),
-                "after a kill": ([str(FLOWER)], True),
-                "claude -p --resume": ([str(CLAUDE), "-p", "--resume", sid, "continue"], False),
-            }
+            variants = {"": await prepare(root / "this", model, args, None)}
+            if args.compare:
+                variants[" (compare)"] = await prepare(root / "compare", model, args, str(Path(args.compare).resolve()))
+            main = variants[""]
+            cases: dict[str, tuple[Prepared, list[str], bool, str | None]] = {}
+            for label, prepared in variants.items():
+                path = str(Path(args.compare).resolve()) if label else None
+                cases[f"clean{label}"] = (prepared, [str(FLOWER)], False, path)
+                cases[f"after a kill{label}"] = (prepared, [str(FLOWER)], True, path)
+            cases["claude -p --resume"] = (main, [str(CLAUDE), "-p", "--resume", main.sid, "continue"], False, None)
+            logs = root / "logs"
+            logs.mkdir()
             samples: dict[str, list[Sample]] = {name: [] for name in cases}
             if args.profile is not None:  # each flower case once under cProfile, stopped by Ctrl-C at its first request
-                for name, (argv, kill) in list(cases.items())[:2]:
-                    restore(kill)
+                for name in ("clean", "after a kill"):
+                    prepared, argv, kill, path = cases[name]
+                    prepared.restore(kill)
                     out = Path(args.profile).resolve() / f"{name.replace(' ', '-')}.prof"
-                    sample = await until_first_request([sys.executable, "-m", "cProfile", "-o", str(out), *argv], ws, env,
-                                                       model, logs / "profile.log", stop=signal.SIGINT)
+                    env = flower_env(model, prepared.config, prepared.ws.parent / "home", root, path)
+                    sample = await until_first_request([sys.executable, "-m", "cProfile", "-o", str(out), *argv],
+                                                       prepared.ws, env, model, logs / "profile.log", stop=signal.SIGINT)
                     print(f"{name}: {sample.seconds:.2f} s under cProfile, written to {out}")
                 return 0
             for n in range(args.runs + 1):  # the first round unmeasured: cold caches
-                for name, (argv, kill) in cases.items():
-                    restore(kill)
-                    tmpdir = root / f"tmp-{n}-{len(samples[name])}"
+                for name, (prepared, argv, kill, path) in cases.items():
+                    prepared.restore(kill)
+                    tmpdir = root / f"tmp-{n}-{len(samples[name])}"  # the SDK's claude-resume-* dirs: none left over
                     tmpdir.mkdir()
-                    sample = await until_first_request(argv, ws, {**env, "TMPDIR": str(tmpdir)}, model,
-                                                       logs / f"{name.replace(' ', '-')}-{n}.log")
+                    env = flower_env(model, prepared.config, prepared.ws.parent / "home", tmpdir, path)
+                    sample = await until_first_request(argv, prepared.ws, env, model, logs / f"{name.replace(' ', '-')}-{n}.log")
                     shutil.rmtree(tmpdir, ignore_errors=True)
                     if sample.messages < 100:
                         raise RuntimeError(f"{name}: the first request carried {sample.messages} messages, not the session")
+                    if kill and n == 0 and not {u for line in prepared.killed if isinstance(
+                            u := orjson.loads(line).get("uuid"), str)} <= await stored_uuids(prepared):
+                        raise RuntimeError(f"{name}: the wake did not import what only the CLI's file held")
                     if n:
                         samples[name].append(sample)
-                    if kill and n == 0:
-                        async with SqliteSessionStore(run_dir / "sessions.db") as store:
-                            have = {e.get("uuid") for e in await store.load(key) or []}  # type: ignore[arg-type]
-                        if not all(e["uuid"] in have for e in lost if "uuid" in e):
-                            raise RuntimeError("after a kill: the wake did not import what only the CLI's file held")
         finally:
             await model.stop()
 
     cli = statistics.median(s.seconds for s in samples["claude -p --resume"])
     print(f"whole wake, launch to the resumed session's first request, medians of {args.runs} interleaved runs:")
     met = True
-    for name, target in (("clean", 1.3), ("after a kill", 1.4)):
+    for name in cases:
+        if name == "claude -p --resume":
+            continue
+        target = 1.3 if name.startswith("clean") else 1.4
         secs = statistics.median(s.seconds for s in samples[name])
         rss = statistics.median(s.rss_mb or 0 for s in samples[name])
-        ok = secs / cli <= target and rss <= 200
-        met = met and ok
-        print(f"  flower, {name:<13} {secs:5.2f} s  flower/CLI {secs / cli:4.2f}x (target <= {target}x)"
+        if name in ("clean", "after a kill"):
+            met = met and secs / cli <= target and rss <= 200
+        print(f"  flower, {name:<23} {secs:5.2f} s  flower/CLI {secs / cli:4.2f}x (target <= {target}x)"
               f"   flower's Python RSS at that request {rss:4.0f} MB (target <= 200)")
-    print(f"  claude -p --resume    {cli:5.2f} s")
+    print(f"  claude -p --resume              {cli:5.2f} s")
     print(f"targets {'met' if met else 'NOT met'}")
     return 0
 
@@ -405,8 +453,10 @@ async def main() -> int:
     ap.add_argument("--entries", type=int, default=20_000, help="runtime case: the session's entries")
     ap.add_argument("--whole-entries", type=int, default=20_010, help="whole case: the work session's stored entries")
     ap.add_argument("--grow", type=float, default=2.5, help="length factor of the larger tool results")
+    ap.add_argument("--whole-grow", type=float, default=1.45, help="whole case: the length factor (the file ~62 MB)")
     ap.add_argument("--repeat", type=int, default=5, help="runtime case: wakes of each kind, taking turns (the best is kept)")
     ap.add_argument("--runs", type=int, default=7, help="whole case: runs of each kind, interleaved (medians)")
+    ap.add_argument("--compare", metavar="SERVER_DIR", help="whole case: also run another checkout's flower (its server/ dir)")
     ap.add_argument("--profile", metavar="DIR", help="whole case: profile each flower case once into DIR, measure nothing")
     ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip the resume through PostgreSQL")
     args = ap.parse_args()

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -36,11 +36,12 @@ from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
-from .stores.postgres import PostgresSessionStore
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
-from .stores.shared import open_shared
 from .stores.sqlite import SqliteSessionStore
+
+if TYPE_CHECKING:  # asyncpg is imported only by a wake on a shared store
+    from .stores.postgres import PostgresSessionStore
 
 log = logging.getLogger("flower")
 # A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
@@ -142,6 +143,8 @@ class Sessions:
         if store is None or store.strip().lower() in ("", "sqlite"):
             raw = SqliteSessionStore(run_dir / "sessions.db")
         else:
+            from .stores.shared import open_shared
+
             where = workspace if workspace is not None else os.getcwd()
             raw = open_shared(store, run_dir, project_key(where), workspace_identity(where, project))
         return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
@@ -154,7 +157,7 @@ class Sessions:
 
     async def ready(self) -> None:
         """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
-        if isinstance(self.raw, PostgresSessionStore):
+        if not isinstance(self.raw, SqliteSessionStore):
             await self.raw.open()
 
     def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:

@@ -218,6 +218,11 @@ def _without_gc(decode: Callable[[], T]) -> T:
         gc.enable()
 
 
+def _decode(body: bytes | str) -> Any:
+    """One stored body: a BLOB by orjson, a TEXT row (stdlib json wrote it) by the stdlib."""
+    return orjson.loads(body) if type(body) is bytes else json.loads(body)
+
+
 def decode_bodies(bodies: list[bytes | str]) -> list[Any]:
     """The entries of stored ``bodies`` in order: BLOB rows by orjson, TEXT rows by the stdlib (for readers of sessions.db)."""
     loads = orjson.loads
@@ -471,15 +476,19 @@ class SqliteSessionStore(SessionStore):
         # entries' objects are built about twice as fast there as in a worker thread (measured
         # with orjson and the stdlib alike, CPython 3.11), and the GIL would keep the event
         # loop waiting for the worker all the same. A WAL read waits for no writer.
-        if self._conn is not None and self._lock.acquire(blocking=False):
+        conn = self._conn
+        if conn is not None and self._lock.acquire(blocking=False):
             try:
-                bodies = fetch(self._conn)
+                # Each row decoded as it is fetched: the bodies of a large session are never all held
+                # beside their entries (tens of MB less at the peak of a wake).
+                entries = _without_gc(lambda: [_decode(r[0]) for r in conn.execute(_LOAD, k3)])
             finally:
                 self._lock.release()
         else:
             bodies = await self._call(fetch)
+            entries = decode_bodies(bodies)
         # A transcript row exists only once an entry was stored in it.
-        return decode_bodies(bodies) if bodies else None
+        return entries or None
 
     async def last_context(self, project_key: str, session_id: str) -> int | None:
         """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
