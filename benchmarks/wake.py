@@ -355,12 +355,11 @@ async def prepare(root: Path, model: TimedModel, args: argparse.Namespace, pytho
 
 
 def flower_env(model: TimedModel, config: Path, home: Path, tmpdir: Path, pythonpath: str | None) -> dict[str, str]:
-    """`cli_env`, with another checkout's flower first on the path when given."""
+    """`cli_env`, with another checkout's flower first on the path when given (else this process's PYTHONPATH, if any:
+    `PYTHONPATH=<a copy>/server` keeps the code measured fixed while the worktree changes)."""
     env = cli_env(model, config, home, tmpdir)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    else:
-        env.pop("PYTHONPATH", None)
     return env
 
 

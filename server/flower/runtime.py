@@ -34,6 +34,7 @@ from .core.events import AssistantText, ContextSize, Event, Listener, SessionSta
 from .core.identity import workspace_identity
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
+from .core.memory import give_back
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
 from .stores.prune import PruningSessionStore
@@ -364,6 +365,8 @@ class Runtime:
         try:
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append)) as client:
                 await client.query(prompt)
+                if resume:  # the materialised session is freed by now; the CLI works meanwhile
+                    give_back()
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
