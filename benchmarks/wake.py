@@ -29,6 +29,7 @@ import random
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -370,6 +371,61 @@ async def stored_uuids(prepared: Prepared) -> set[str]:
         return {u for e in await store.load(key) or [] if isinstance(u := e.get("uuid"), str)}  # type: ignore[arg-type]
 
 
+def wall(code: str, env: dict[str, str], repeat: int = 5) -> float:
+    """Median seconds of a fresh interpreter running `code`."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+async def breakdown(prepared: Prepared, env: dict[str, str]) -> None:
+    """Where a clean wake's time goes before its CLI starts, each part measured alone in this process (medians of 5)."""
+    from claude_agent_sdk._internal.session_resume import _write_jsonl  # the SDK's own materialisation write
+
+    from flower.core.context import context_of
+    from flower.stores.prune import PruningSessionStore
+
+    prepared.restore(False)
+    start = wall("pass", env)
+    parts = {
+        "Python start": start,
+        "import flower.cli": wall("import flower.cli", env) - start,
+        "import claude_agent_sdk (mcp, pydantic)": wall("import claude_agent_sdk", env) - start,
+        "imports of a wake (service, runtime, SDK)": wall("import flower.cli.commands, flower.service", env) - start,
+    }
+    key = {"project_key": project_key_for_directory(prepared.ws), "session_id": prepared.sid}
+    times: dict[str, list[float]] = {}
+
+    def timed(name: str, t0: float) -> float:
+        now = time.perf_counter()
+        times.setdefault(name, []).append(now - t0)
+        return now
+
+    async with SqliteSessionStore(prepared.ws / "runs" / "sessions.db") as store:
+        view = PruningSessionStore(store)
+        for _ in range(5):
+            t0 = time.perf_counter()
+            await store.last_context(key["project_key"], key["session_id"])
+            t0 = timed("context, read from the end (now)", t0)
+            context_of(await store.load(key))  # type: ignore[arg-type]
+            t0 = timed("context, by loading the session (before)", t0)
+            entries = await store.load(key)  # type: ignore[arg-type]
+            t0 = timed("the resume's load (orjson, 20k entries)", t0)
+            result = view.prune(entries or [])
+            t0 = timed("pruning it", t0)
+            with tempfile.TemporaryDirectory() as out:
+                _write_jsonl(Path(out) / "s.jsonl", result.entries)
+                timed("the SDK writing it out (stdlib json.dumps per entry)", t0)
+            del entries, result
+    parts.update({name: statistics.median(ts) for name, ts in times.items()})
+    print("where a wake's time goes, each part alone (medians of 5):")
+    for name, secs in parts.items():
+        print(f"  {name:<55} {secs:5.3f} s")
+
+
 async def whole_process(args: argparse.Namespace) -> int:
     """From launching `flower` (the console script, a subprocess) until the resumed work session's first request reaches
     the scripted model: a clean wake, a wake after a kill, and the CLI's own `claude -p --resume <id> continue` on the same
@@ -425,6 +481,7 @@ async def whole_process(args: argparse.Namespace) -> int:
                         raise RuntimeError(f"{name}: the wake did not import what only the CLI's file held")
                     if n:
                         samples[name].append(sample)
+            await breakdown(main, flower_env(model, main.config, main.ws.parent / "home", root, None))
         finally:
             await model.stop()
 
