@@ -29,12 +29,12 @@ from typing import Any, Protocol
 from claude_agent_sdk import project_key_for_directory
 
 from .core import shared
+from .core.context import context_of
 from .core.errors import FlowerError
 from .core.lineage import Lineage
 from .core.manifest import Manifest, parse_name
 from .core.redact import cut
 from .core.text import clip, tool_label
-from .runtime import context_of
 from .stores.postgres import CONNECT_TIMEOUT_S, PostgresSessionStore
 from .stores.prune import PruningSessionStore
 from .stores.sqlite import SqliteSessionStore, decode_bodies

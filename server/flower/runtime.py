@@ -9,10 +9,10 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -38,19 +38,22 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import PermissionRuleValue
 
 from .core.approvals import Approval, Approvals, describe, tool_of
+from .core.context import tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.identity import workspace_identity
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
+from .core.memory import give_back
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
 from .core.trust import Trust, decide, project_memory
-from .stores.postgres import PostgresSessionStore
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
-from .stores.shared import open_shared
 from .stores.sqlite import SqliteSessionStore
+
+if TYPE_CHECKING:  # asyncpg is imported only by a wake on a shared store
+    from .stores.postgres import PostgresSessionStore
 
 log = logging.getLogger("flower")
 # A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
@@ -136,24 +139,6 @@ folder's .claude/settings*.json (hooks, env, apiKeyHelper, permissions) nor its 
 flower then puts in the prompt itself (it is text)."""
 
 
-def tokens_of(usage: dict[str, Any]) -> int:
-    """Context size of one API response: input + cache read + cache creation tokens."""
-    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-
-
-def context_of(entries: Sequence[Mapping[str, object]] | None) -> int | None:
-    """Context size of a transcript: input + cache read + cache creation of its last real assistant message."""
-    for entry in reversed(entries or []):
-        message = entry.get("message") if entry.get("type") == "assistant" else None
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
-            continue
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            # One API response is several entries repeating one usage; the last one is enough (dedup by id).
-            return tokens_of(usage)
-    return None
-
-
 def project_key(workspace: str | os.PathLike[str]) -> str:
     """The SDK's project key of a workspace: its sessions are stored under it (S12: the path is the key)."""
     return project_key_for_directory(Path(os.path.abspath(workspace)))
@@ -179,6 +164,8 @@ class Sessions:
         if store is None or store.strip().lower() in ("", "sqlite"):
             raw = SqliteSessionStore(run_dir / "sessions.db")
         else:
+            from .stores.shared import open_shared
+
             where = workspace if workspace is not None else os.getcwd()
             raw = open_shared(store, run_dir, project_key(where), workspace_identity(where, project))
         return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
@@ -191,7 +178,7 @@ class Sessions:
 
     async def ready(self) -> None:
         """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
-        if isinstance(self.raw, PostgresSessionStore):
+        if not isinstance(self.raw, SqliteSessionStore):
             await self.raw.open()
 
     def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
@@ -204,7 +191,7 @@ class Sessions:
 
     def context(self, workspace: str | os.PathLike[str], session_id: str) -> int | None:
         """The session's last-round context size read back from sessions.db now (sync, read-only); None if unknown."""
-        return context_of(self.raw.load_sync({"project_key": project_key(workspace), "session_id": session_id}))
+        return self.raw.last_context_sync(project_key(workspace), session_id)
 
     async def close(self) -> None:
         """Close the database connection (the next use reopens it)."""
@@ -272,8 +259,8 @@ class Runtime:
         return await self.sessions.entries(self.workspace, session_id)
 
     async def context_size(self, session_id: str) -> int | None:
-        """The session's last-round context size in tokens, read back from sessions.db; None if unknown."""
-        return context_of(await self.entries(session_id))
+        """The session's last-round context size in tokens, read back from the end of sessions.db; None if unknown."""
+        return await self.raw_store.last_context(self.project_key, session_id)
 
     async def close(self) -> None:
         """Close the session store if this Runtime opened it."""
@@ -430,6 +417,8 @@ class Runtime:
         try:
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step)) as client:
                 await client.query(prompt)
+                if resume:  # the materialised session is freed by now; the CLI works meanwhile
+                    give_back()
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
