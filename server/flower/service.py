@@ -96,8 +96,9 @@ class FlowerService:
             self.window, self._window_seen = self._runtime.window, True  # the gauge follows the model actually used
         self._waiting = None
         if isinstance(event, (Banner, SessionStarted, StepStarted, StepEnded, Verdict)):
-            self._dirty = True  # the lineage or the manifest moved: read them again now, off the loop
-            self._poke()
+            self._dirty = True  # the lineage or the manifest moved: a front-end that keeps a snapshot reads them now
+            if self._reading is not None:
+                self._poke()
         match event:
             case StepStarted(step=step):
                 self._step = step
@@ -219,7 +220,10 @@ class FlowerService:
         return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work))
 
     async def refresh(self) -> None:
-        """Read status's records again, off the event loop; callers at the same time share one read."""
+        """Read status's records again, off the event loop; callers at the same time share one read.
+
+        From the first call on, this service's own events start such a read too (`snapshot` stays current).
+        """
         if self._reading is None or self._reading.done():
             self._reading = asyncio.ensure_future(self._refresh())
         await asyncio.shield(self._reading)
@@ -246,23 +250,30 @@ class FlowerService:
         if self._reading is not None and not self._reading.done():
             return
         if self._dirty or time.monotonic() - self._read_at > STALE_S:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:  # no event loop to keep free (a script): read here
-                self._dirty = False
-                self._rest = self._read_rest()
-                self._read_at = time.monotonic()
-                return
             self._reading = asyncio.ensure_future(self._refresh())
 
     def status(self) -> Status:
-        """Everything a front-end shows, answered at once from memory: never a read, never a wait (no model request).
+        """Everything a front-end shows, the records read now where their change stamps moved (no model request).
 
-        The records' part is the last snapshot `refresh` read in a worker thread; a status starts the next one when
-        an event of this service or the snapshot's age says it may be stale. `context` is the work session's size
-        seen in this process, or else its last round read back from the store, so a fresh process shows the gauge.
+        For a terminal or a script; a server that must never wait on a store answers with `snapshot()` instead.
+        `context` is the work session's size seen in this process, or else its last round read back from the store,
+        so a fresh process shows the gauge before any wake.
+        """
+        self._dirty, self._rest, self._unreachable = False, self._read_rest(), None
+        self._read_at = time.monotonic()
+        return self._view()
+
+    def snapshot(self) -> Status:
+        """`status()` answered at once from memory: never a read, never a wait, whatever the store does (D9).
+
+        The records' part is the last snapshot `refresh` read in a worker thread; this starts the next one when an
+        event of this service or the snapshot's age says it may be stale. While a read has hung for SLOW_S, or the
+        last one failed, `unreachable` says so.
         """
         self._poke()
+        return self._view()
+
+    def _view(self) -> Status:
         rest = self._rest
         st = rest.status if rest is not None else Status(
             workspace=str(self.workspace), run_dir=str(self.run_dir), woke=0, started=False, steps={}, goals=[])

@@ -164,7 +164,7 @@ class Folder:
     # -- commands --------------------------------------------------------------------------
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory: no read, no model request, no waiting."""
-        s = self.svc.status()
+        s = self.svc.snapshot()
         wait = None
         if s.waiting is not None:
             now = time.time()
