@@ -31,7 +31,6 @@ from .core.manifest import Manifest
 from .core.records import Records
 from .core.redact import cut
 from .core.text import clip, tool_label
-from .runtime import context_of
 from .stores.base import Store
 from .stores.opener import open_store
 from .stores.prune import prune
@@ -223,7 +222,7 @@ class History:
     async def latest_seq(self) -> int:
         """The highest entry position in the store, 0 when there is none or it cannot be read now."""
         try:
-            return await self.store.latest_seq()
+            return await self.store.newest_seq()
         except Exception:  # a store not answering: no entries known yet, the next page says more
             return 0
 
@@ -304,8 +303,8 @@ class History:
             batch = max(16, min(5000, int((limit + 1 - len(out)) / max(shown, 0.05) * 1.2)))
 
     async def context(self, session_id: str) -> int | None:
-        """A session's last context size in tokens (its last real model round), read from the store."""
-        return context_of(await self.store.session(self.project_key, session_id))
+        """A session's last context size in tokens (its last real model round), read backwards from the store's newest entry."""
+        return await self.store.last_context(self.project_key, session_id)
 
     # -- the pruner's verdicts (on the event loop) --------------------------------------------------
     def verdicts(self, session_id: str, count: int | None = None) -> asyncio.Future[Verdicts]:

@@ -7,7 +7,7 @@ import collections
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,10 +28,12 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 
+from .core.context import tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
+from .core.memory import give_back
 from .core.records import Records
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
@@ -115,24 +117,6 @@ SETTING_SOURCES: list[Literal["user", "project", "local"]] = ["user", "project",
 """What agents load as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude (issue #15)."""
 
 
-def tokens_of(usage: dict[str, Any]) -> int:
-    """Context size of one API response: input + cache read + cache creation tokens."""
-    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-
-
-def context_of(entries: Sequence[Mapping[str, object]] | None) -> int | None:
-    """Context size of a transcript: input + cache read + cache creation of its last real assistant message."""
-    for entry in reversed(entries or []):
-        message = entry.get("message") if entry.get("type") == "assistant" else None
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
-            continue
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            # One API response is several entries repeating one usage; the last one is enough (dedup by id).
-            return tokens_of(usage)
-    return None
-
-
 def project_key(workspace: str | os.PathLike[str]) -> str:
     """The SDK's project key of a workspace: its sessions are stored under it (S12: the path is the key)."""
     return project_key_for_directory(Path(os.path.abspath(workspace)))
@@ -183,7 +167,7 @@ class Sessions:
 
     def context(self, workspace: str | os.PathLike[str], session_id: str) -> int | None:
         """The session's last-round context size read back from sessions.db now (sync, read-only); None if unknown."""
-        return context_of(self.raw.load_sync({"project_key": project_key(workspace), "session_id": session_id}))
+        return self.raw.last_context_sync(project_key(workspace), session_id)
 
     async def close(self) -> None:
         """Close the database connection (the next use reopens it)."""
@@ -243,8 +227,8 @@ class Runtime:
         return await self.sessions.entries(self.workspace, session_id)
 
     async def context_size(self, session_id: str) -> int | None:
-        """The session's last-round context size in tokens, read back from sessions.db; None if unknown."""
-        return context_of(await self.entries(session_id))
+        """The session's last-round context size in tokens, read back from the end of sessions.db; None if unknown."""
+        return await self.raw_store.last_context(self.project_key, session_id)
 
     async def close(self) -> None:
         """Close the session store if this Runtime opened it."""
@@ -379,6 +363,8 @@ class Runtime:
         try:
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append)) as client:
                 await client.query(prompt)
+                if resume:  # the materialised session is freed by now; the CLI works meanwhile
+                    give_back()
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops

@@ -22,6 +22,7 @@ from flower.stores.postgres import SCHEMA_VERSION, PostgresSessionStore, StoreEr
 from flower.stores.prune import PruningSessionStore
 from flower.stores.shared import open_shared
 from pg import PASSWORD, PASSWORD_USER, READER, PgServer, free_port
+from rounds import assistant, session_ending_in_a_long_tool_run, user
 
 KEY = {"project_key": "-work-proj", "session_id": "s1"}
 
@@ -110,6 +111,55 @@ async def test_a_batch_whose_commit_was_lost_is_not_stored_twice(store: Postgres
         store._pending.append(token_batch)
         await store._drain(5)
     assert await store.load(KEY) == [title, {"type": "x"}]
+
+
+@pytest.mark.parametrize("tail", [0, 16, 5000])
+async def test_last_context_is_the_last_real_round_read_from_the_end(pg_url: str, tail: int) -> None:
+    # Stored under the identity (D9): asked by the local key, as the runtime asks.
+    async with PostgresSessionStore(pg_url, keys={"-work-proj": "git:example.org/team/proj"}) as store:
+        other = {**KEY, "session_id": "s2"}
+        entries = session_ending_in_a_long_tool_run(tail)
+        for i in range(0, len(entries), 7):  # another session's rounds in between: only s1's count
+            await store.append(KEY, entries[i:i + 7])
+            await store.append(other, [assistant(f"o{i}", (50_000, 0, 0))])
+        await store.append({**KEY, "subpath": "subagents/agent-1"}, [assistant("sub", (70_000, 0, 0))])
+        assert await store.last_context("-work-proj", "s1") == 15
+        assert store.last_context_sync("-work-proj", "s1") == 15
+        assert await store.last_context("-work-proj", "s2") == 50_000
+        assert await store.last_context("-work-proj", "nope") is None
+        assert await store.last_context("git:example.org/other", "s1") is None
+        await store.append({**KEY, "session_id": "s3"}, [user("u"), assistant("syn", (5, 0, 0), model="<synthetic>")])
+        assert await store.last_context("-work-proj", "s3") is None
+
+
+async def test_last_context_never_reads_the_whole_session(store: PostgresSessionStore) -> None:
+    await store.append(KEY, [user(f"old{i}") for i in range(200)])
+    await store.append(KEY, [assistant("a", (3, 4, 5)), user("last")])
+    # Spoil the oldest rows: a read of the whole session fails on them, one from the end never reaches them.
+    conn = await asyncpg.connect(store.url)  # the store has no raw-SQL door: a connection of the test's own
+    try:
+        await conn.execute(store.sql("UPDATE {s}.entries SET body = 'not json'::bytea WHERE seq IN"
+                                     " (SELECT seq FROM {s}.entries ORDER BY seq LIMIT 100)"))
+    finally:
+        await conn.close()
+    with pytest.raises(ValueError):
+        await store.load(KEY)
+    assert await store.last_context(KEY["project_key"], KEY["session_id"]) == 12
+    assert store.last_context_sync(KEY["project_key"], KEY["session_id"]) == 12
+
+
+async def test_latest_seq_and_entries_after_read_one_session_from_a_point(pg_url: str) -> None:
+    async with PostgresSessionStore(pg_url, keys={"-work-proj": "git:example.org/team/proj"}) as store:
+        pk, sid = KEY["project_key"], KEY["session_id"]
+        assert await store.latest_seq(pk, sid) == 0 and await store.entries_after(pk, sid, 0) == []
+        await store.append(KEY, [e("a"), e("b")])
+        await store.append({**KEY, "session_id": "s2"}, [e("x")])
+        first = await store.latest_seq(pk, sid)
+        await store.append(KEY, [e("c"), e(), e("s", text="cut emoji \ud83d")])
+        assert await store.latest_seq(pk, sid) > first
+        assert await store.entries_after(pk, sid, 0) == [e("a"), e("b"), e("c"), e(), e("s", text="cut emoji \ud83d")]
+        assert await store.entries_after(pk, sid, first) == [e("c"), e(), e("s", text="cut emoji \ud83d")]
+        assert await store.latest_seq("git:example.org/other", sid) == 0
 
 
 def one_line(exc: StoreError) -> str:

@@ -34,8 +34,20 @@ class Store(SessionStore, Protocol):
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """`load` for synchronous callers (read-only)."""
 
-    async def latest_seq(self) -> int:
-        """The highest entry position, 0 when there is none."""
+    async def last_context(self, project_key: str, session_id: str) -> int | None:
+        """The session's last-round context size, read backwards from its newest entry; None if unknown."""
+
+    def last_context_sync(self, project_key: str, session_id: str) -> int | None:
+        """`last_context` for synchronous callers (read-only)."""
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after `seq`, in append order."""
+
+    async def newest_seq(self) -> int:
+        """The highest entry position of the whole store, 0 when there is none."""
 
     async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
         """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""

@@ -7,7 +7,6 @@ from pathlib import Path
 from ..core.identity import workspace_identity
 from ..core.records import FileRecords, Records
 from .base import Store
-from .shared import open_shared
 from .sqlite import SqliteSessionStore
 
 
@@ -21,4 +20,6 @@ def open_store(run_dir: Path, store: str | None, workspace: Path, local_key: str
     """
     if store is None or store.strip().lower() in ("", "sqlite"):
         return SqliteSessionStore(run_dir / "sessions.db"), FileRecords(run_dir)
+    from .shared import open_shared  # asyncpg is imported only for a shared store: a wake on sessions.db needs none
+
     return open_shared(store, run_dir, local_key, workspace_identity(workspace, project))

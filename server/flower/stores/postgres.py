@@ -37,6 +37,7 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
@@ -124,6 +125,24 @@ CREATE TABLE IF NOT EXISTS {s}.wakes (
 _LOAD = """
 SELECT e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id
 WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = $3 ORDER BY e.seq
+"""
+
+# Newest first from `before` on, along the (transcript, seq) index.
+_TAIL = """
+SELECT e.seq, e.plain, e.body FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+AND e.seq < $3 ORDER BY e.seq DESC LIMIT $4
+"""
+
+_LATEST = """
+SELECT coalesce(max(e.seq), 0) FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+"""
+
+_AFTER = """
+SELECT e.plain, e.body FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+AND e.seq > $3 ORDER BY e.seq
 """
 
 _TOUCH = """
@@ -353,12 +372,16 @@ class PostgresSessionStore(SessionStore):
                 await conn.execute(self.sql("UPDATE {s}.transcripts SET mtime = greatest($2::bigint, mtime + 1) WHERE id = $1"),
                                    tid, now)
 
-    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        """All entries of `key` in append order (streamed from a cursor), or None if it was never written."""
+    async def _flushed(self) -> None:
+        """Write what waits in memory first: a read must see the newest entries (StoreOffline if it cannot)."""
         if self._pending:
             await self._drain(self.outage_wait)
             if self._pending:
                 raise StoreOffline("store_offline", url=self.path, seconds=f"{self.outage_wait:.0f}", reason="queued batches")
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """All entries of `key` in append order (streamed from a cursor), or None if it was never written."""
+        await self._flushed()
         k3 = self._key3(key)
 
         async def fetch(conn: Conn) -> list[bytes | str]:
@@ -370,6 +393,36 @@ class PostgresSessionStore(SessionStore):
 
         bodies = await self._with(fetch)
         return decode_bodies(bodies) if bodies else None
+
+    async def last_context(self, project_key: str, session_id: str) -> int | None:
+        """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        return await self._with(functools.partial(self._last_context, pk=pk, session_id=session_id))
+
+    async def _last_context(self, conn: Conn, *, pk: str, session_id: str) -> int | None:
+        """Read backwards a page at a time, never the whole session (on a pooled connection or the link's)."""
+        before = 1 << 62
+        for limit in tail_pages():
+            rows = await conn.fetch(self.sql(_TAIL), pk, session_id, before, limit)
+            found = context_of(decode_bodies([r[2].decode() if r[1] else r[2] for r in reversed(rows)]))
+            if found is not None or len(rows) < limit:
+                return found
+            before = rows[-1][0]
+        return None  # unreachable: tail_pages never ends
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        return int(await self._with(lambda conn: conn.fetchval(self.sql(_LATEST), pk, session_id)))
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after `seq` (see `latest_seq`), in append order."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        rows = await self._with(lambda conn: conn.fetch(self.sql(_AFTER), pk, session_id, seq))
+        return decode_bodies([r[1].decode() if r[0] else r[1] for r in rows])
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of `project_key` with their mtimes (epoch ms)."""
@@ -429,8 +482,8 @@ class PostgresSessionStore(SessionStore):
         return [r[0] for r in rows]
 
     # -- reads for a view (History) -----------------------------------------------------------
-    async def latest_seq(self) -> int:
-        """The highest entry position, 0 when there is none."""
+    async def newest_seq(self) -> int:
+        """The highest entry position of the whole store, 0 when there is none."""
         found = await self._with(lambda conn: conn.fetchval(self.sql("SELECT coalesce(max(seq), 0) FROM {s}.entries")),
                                  READ_WAIT_S)
         return int(found)
@@ -480,6 +533,12 @@ class PostgresSessionStore(SessionStore):
         found = self.link().call(lambda conn: conn.fetchval(self.sql(
             "SELECT true FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = ''"), pk, session_id))
         return bool(found)
+
+    def last_context_sync(self, project_key: str, session_id: str) -> int | None:
+        """`last_context` for synchronous callers (sync, read-only), on the link's connection."""
+        pk = self.keys.get(project_key, project_key)
+        found: int | None = self.link().call(functools.partial(self._last_context, pk=pk, session_id=session_id))
+        return found
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """`load` for synchronous callers (sync, read-only)."""
