@@ -583,25 +583,25 @@ class SqliteSessionStore(SessionStore):
     # -- reads for a view (History): read-only connections in worker threads, never creating the file ------------
     async def newest_seq(self) -> int:
         """The highest entry position of the whole store, 0 when there is none (fast: the rowid's maximum)."""
-        rows = await asyncio.to_thread(self._read_only, "SELECT coalesce(max(seq), 0) FROM entries", ())
+        rows = await asyncio.to_thread(self._read_view, "SELECT coalesce(max(seq), 0) FROM entries", ())
         return int(rows[0][0]) if rows else 0
 
     async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
         """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""
-        rows = await asyncio.to_thread(self._read_only, _TRANSCRIPTS, (project_key, json.dumps(list(session_ids))))
+        rows = await asyncio.to_thread(self._read_view, _TRANSCRIPTS, (project_key, json.dumps(list(session_ids))))
         return [(int(t), str(sid), int(n)) for t, sid, n in rows]
 
     async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
         """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
         def work() -> list[tuple[int, int, Any]]:
-            rows = self._read_only(_PAGE, (json.dumps(list(transcripts)), before, limit))
+            rows = self._read_view(_PAGE, (json.dumps(list(transcripts)), before, limit))
             return [(r[0], r[1], e) for r, e in zip(rows, decode_bodies([r[2] for r in rows]), strict=True)]
 
         return await asyncio.to_thread(work)
 
     async def count(self, project_key: str, session_id: str) -> int:
         """How many entries a session's main transcript stores."""
-        rows = await asyncio.to_thread(self._read_only, _COUNT, (project_key, session_id))
+        rows = await asyncio.to_thread(self._read_view, _COUNT, (project_key, session_id))
         return int(rows[0][0]) if rows else 0
 
     async def session(self, project_key: str, session_id: str) -> list[Any]:
@@ -625,6 +625,15 @@ class SqliteSessionStore(SessionStore):
     def last_context_sync(self, project_key: str, session_id: str) -> int | None:
         """``last_context`` for synchronous callers (a status answered at once): read-only, never creates the file."""
         return self._read_only_with(lambda conn: _last_context(conn, project_key, session_id), None)
+
+    def _read_view(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """`_read_only` for a view: a file that is no database is said as one a view cannot read, left as it is."""
+        try:
+            return self._read_only(sql, params)
+        except SessionStoreError as err:
+            if err.key != "db_not_sqlite":
+                raise
+            raise SessionStoreError("db_unreadable", db=self.path, reason=err.said.fields.get("reason")) from err
 
     def _read_only(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """The rows of one query on a read-only connection; none while no store was written."""
