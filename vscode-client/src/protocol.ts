@@ -80,6 +80,8 @@ export interface FolderStatus {
     trusted: boolean;
     /** Who decided, one sentence in the window's language. */
     trust: string;
+    /** The task's store is not answering: one line saying so (the rest is what was read before); null while it answers. */
+    unreachable: string | null;
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */

@@ -334,6 +334,9 @@ class FolderStatus:
     """The folder's own Claude Code settings and .mcp.json servers run for its agents (D10)."""
     trust: str = ""
     """Who decided, as one sentence in the client's language (e.g. "the editor's workspace trust")."""
+    unreachable: str | None = None
+    """The task's store is not answering (a shared PostgreSQL down): one line saying so, in the editor's language; the
+    rest of this status is what was read before it stopped answering. Null while the store answers."""
 
 
 @attrs.define
@@ -557,7 +560,7 @@ class PrunedNotification:
     """The folder URI."""
     session_id: str
     """The session."""
-    verdicts: dict[str, str]
+    verdicts: dict[str, PrunedVerdict]
     """Entry uuid → `hidden` (not shown to the model), `rewritten` (body replaced) or `added` (synthesized). Entries not listed are kept as they are."""
 
 

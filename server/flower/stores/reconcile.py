@@ -44,14 +44,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
-from claude_agent_sdk.types import SessionKey
+from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from ..core.durable import write_atomic
 from ..core.errors import FlowerError
 from ..core.redact import redact
+from .base import Store
 
 __all__ = [
     "SWEPT_FILE", "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile",
@@ -246,7 +247,7 @@ def _read_from(path: Path, known: FileRead | None) -> tuple[int, bytes] | None:
         return None
 
 
-async def _import_file(store: Any, key: SessionKey, path: Path, known: FileRead | None) -> tuple[int, FileRead | None]:
+async def _import_file(store: Store, key: SessionKey, path: Path, known: FileRead | None) -> tuple[int, FileRead | None]:
     """Import what `path` gained since `known` and the store lacks; return how many, and how far the file is read now.
 
     Lines the CLI wrote after a read are mirrored after it too (it writes its file first), so what a file gained is
@@ -267,8 +268,8 @@ async def _import_file(store: Any, key: SessionKey, path: Path, known: FileRead 
     whole = data[: data.rfind(b"\n") + 1]  # a last line cut mid-write is read again once the file changes
     since = known.seq if start and known is not None else 0
     todo = missing(parse_jsonl(whole), await store.entries_after(key["project_key"], key["session_id"], since)) if whole else []
-    if todo:
-        await store.append(key, todo)
+    if todo:  # the CLI's own JSON objects: the SDK's TypedDict is a minimal view of them
+        await store.append(key, cast("list[SessionStoreEntry]", todo))
     seq = await store.latest_seq(key["project_key"], key["session_id"])
     offset = start + len(whole)
     if len(whole) >= TAIL or not start:
@@ -278,7 +279,7 @@ async def _import_file(store: Any, key: SessionKey, path: Path, known: FileRead 
     return len(todo), FileRead(now.size, now.mtime_ns, offset, seq, tail.hex())
 
 
-async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
+async def reconcile(store: Store, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
                     run_dir: Path | None = None, memory: dict[str, FileRead] | None = None) -> int:
     """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
 
@@ -398,7 +399,7 @@ def _load_swept(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-async def sweep(store: Any, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
+async def sweep(store: Store, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
     """`reconcile` every session whose CLI transcript changed since it was last read; return how many entries came in.
 
     A file counts as unchanged while its size and mtime are those remembered, and one that grew is read from
