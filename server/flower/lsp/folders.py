@@ -156,6 +156,11 @@ class Folder:
         seq, _ = await asyncio.gather(self.history.latest_seq(), self.svc.refresh())
         self._seq = max(self._seq, seq)
 
+    @property
+    def opened(self) -> bool:
+        """The folder's first read of its records is done."""
+        return self._opened.done()
+
     async def ready(self, wait: float = OPEN_WAIT) -> None:
         """Wait (bounded) for the folder's first read of its records; at once after that."""
         if not self._opened.done():
