@@ -283,6 +283,7 @@ class Folder:
             log.exception("closing %s", self.uri)
         finally:
             self._closed = True
+            self._opened.cancel()
             self._unsubscribe()
             self.history.close()
             if self._pump is not None:
