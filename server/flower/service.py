@@ -22,7 +22,7 @@ from .core.resilience import Resilience
 from .core.trust import Trust, decide
 from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
-from .status import WINDOW, Cost, Judged, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
+from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
 from .workflow.base import step_of
 from .workflow.flower import WORK, Ask, FlowerPath
 from .workflow.goal import judged
@@ -201,9 +201,8 @@ class FlowerService:
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
         try:
             ctx = await self._path.wake(text)
-            verdict = ctx.get("verdict")
-            return WakeOutcome(ok=ctx["_ok"], error=ctx.get("_error"), said=ctx.get("_said"), woke=ctx["_woke"],
-                               sessions=dict(ctx["_sessions"]), verdict=Judged(**verdict) if verdict else None)
+            return WakeOutcome(ok=ctx.ok, error=ctx.error, said=ctx.said, woke=ctx.woke, sessions=dict(ctx.sessions),
+                               verdict=ctx.verdict)
         except asyncio.CancelledError:
             cancelled = texts.say("cancelled")
             return WakeOutcome(ok=False, error=str(cancelled), said=cancelled)

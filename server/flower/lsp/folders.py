@@ -142,6 +142,11 @@ class Folder:
         seq, _ = await asyncio.gather(self.history.latest_seq(), self.svc.refresh())
         self._seq = max(self._seq, seq)
 
+    @property
+    def opened(self) -> bool:
+        """The folder's first read of its records is done."""
+        return self._opened.done()
+
     async def ready(self, wait: float = OPEN_WAIT) -> None:
         """Wait (bounded) for the folder's first read of its records; at once after that."""
         if not self._opened.done():
@@ -266,6 +271,7 @@ class Folder:
             log.exception("closing %s", self.uri)
         finally:
             self._closed = True
+            self._opened.cancel()
             self._unsubscribe()
             self.history.close()
             if self._pump is not None:

@@ -10,7 +10,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..core import goals, requirements, texts
 from ..core.approvals import DEFAULT_ALLOW
@@ -25,7 +24,8 @@ from ..core.records import clear_wake, mark_wake
 from ..core.text import clip
 from ..core.texts import say
 from ..runtime import AgentSpec, Runtime
-from .base import Step, Workflow, fail, step_of
+from ..status import Judged
+from .base import Context, Step, Workflow, step_of
 from .goal import with_goal
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ class FlowerPath:
         """Hand an event to the runtime's listeners (the service)."""
         self.rt.emit(event)
 
-    async def wake(self, text: str | None = None) -> dict[str, Any]:
+    async def wake(self, text: str | None = None) -> Context:
         """Run this wake to the end: `text` is the task on a first run and a wake sentence afterwards (S1, S15)."""
         self.rt.check_credentials()  # before anything is counted or written
         with WorkspaceLock(self.rt.run_dir, self.rt.records):
@@ -175,41 +175,41 @@ class FlowerPath:
             clear_wake(self.rt.records)
             return ctx
 
-    async def _wake(self, lineage: Lineage, used: bool, text: str | None) -> dict[str, Any]:
+    async def _wake(self, lineage: Lineage, used: bool, text: str | None) -> Context:
         """The wake's steps, under the lock and the wake marker."""
         if not used:
             requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
-        ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
+        ctx = Context.of(lineage.wake(), lineage.steps)
         sentence = text.strip() if used and text and text.strip() else None
         if used:
             context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
-            line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
-            self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
+            line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx.woke)
+            self.emit(Banner(text=line, woke=ctx.woke, context=context))
         if sentence:
             requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
             self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
-        ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
+        ctx.task = self.requirements_path.read_text(encoding="utf-8")
         ok = (await self.clarify(ctx, lineage, sentence)
               and await self.derive_goals(ctx, lineage, [sentence] if sentence else [])
               and await self.work(ctx, lineage, sentence))
-        ctx["_ok"] = ok and ctx["_ok"]
+        ctx["_ok"] = ok and ctx.ok
         return ctx
 
-    def start(self, ctx: dict[str, Any], lineage: Lineage, step: str, index: int) -> None:
+    def start(self, ctx: Context, lineage: Lineage, step: str, index: int) -> None:
         """The S19 header for a step about to run."""
         resumed = step_of(step) in lineage.steps
-        self.emit(Header(text=header(self.locale, step, index, 3, ctx["_woke"], resumed), step=step))
+        self.emit(Header(text=header(self.locale, step, index, 3, ctx.woke, resumed), step=step))
 
-    async def run(self, ctx: dict[str, Any], lineage: Lineage, step: Step, index: int, message: str | None = None,
+    async def run(self, ctx: Context, lineage: Lineage, step: Step, index: int, message: str | None = None,
                   name: str | None = None) -> StepResult:
         """Run one step under its header; a failure is recorded in ctx."""
         self.start(ctx, lineage, name or step.name, index)
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
         if not result.ok:
-            fail(ctx, say("step_failed", step=name or step.name, error=result.said or result.error))
+            ctx.fail(say("step_failed", step=name or step.name, error=result.said or result.error))
         return result
 
-    async def clarify(self, ctx: dict[str, Any], lineage: Lineage, sentence: str | None) -> bool:
+    async def clarify(self, ctx: Context, lineage: Lineage, sentence: str | None) -> bool:
         """Pin down the requirements, asking the person through the front-end; skipped when frozen (S16, S17)."""
         if requirements.complete(self.requirements_path):
             ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")  # frozen, still in ctx
@@ -226,10 +226,10 @@ class FlowerPath:
             self.emit(Question(text=result.text, step=CLARIFY))
             answer = await self.ask(result.text) if self.ask else None
             message = answer.strip() if answer and answer.strip() else NOBODY_TO_ASK
-        fail(ctx, say("step_failed", step=CLARIFY, error=say("requirements_incomplete", file=requirements.REQUIREMENTS_FILE)))
+        ctx.fail(say("step_failed", step=CLARIFY, error=say("requirements_incomplete", file=requirements.REQUIREMENTS_FILE)))
         return False
 
-    async def derive_goals(self, ctx: dict[str, Any], lineage: Lineage, said: list[str]) -> bool:
+    async def derive_goals(self, ctx: Context, lineage: Lineage, said: list[str]) -> bool:
         """Write `目标.md`; skipped when it exists, re-derived after sentences `said` (S15 place 3, S17).
 
         A first derivation reads `需求.md` itself; a re-derivation is told what was said and given the current
@@ -242,11 +242,11 @@ class FlowerPath:
                                      goals=_read(self.goals_path)) if said else GOALS_PROMPT
         result = await self.run(ctx, lineage, goals_step, 2, message)
         if result.ok and not goals.read(self.goals_path):
-            fail(ctx, say("step_failed", step=GOALS, error=say("no_goals", file=goals.GOALS_FILE)))
+            ctx.fail(say("step_failed", step=GOALS, error=say("no_goals", file=goals.GOALS_FILE)))
         ctx[GOALS] = result.text
-        return bool(ctx["_ok"])
+        return ctx.ok
 
-    async def work(self, ctx: dict[str, Any], lineage: Lineage, sentence: str | None) -> bool:
+    async def work(self, ctx: Context, lineage: Lineage, sentence: str | None) -> bool:
         """Work rounds under the judge (S14); the sentence said at wake is the session's next message (S15 place 1)."""
         if WORK not in lineage.steps:
             first = WORK_PROMPT
@@ -285,12 +285,12 @@ class FlowerPath:
             if not (gate.passed and not self.inbox.empty()):
                 break
             first = WORK_RESUME  # something was said during the last round: it gets its own rounds
-        ctx["verdict"] = {"passed": gate.passed, "rounds": gate.rounds, "reasons": gate.reasons}
-        if not gate.passed and ctx["_ok"]:
-            fail(ctx, say("judge_not_passed", rounds=gate.rounds, reasons=gate.reasons))
+        ctx.verdict = Judged(passed=gate.passed, rounds=gate.rounds, reasons=gate.reasons)
+        if not gate.passed and ctx.ok:
+            ctx.fail(say("judge_not_passed", rounds=gate.rounds, reasons=gate.reasons))
         return gate.passed
 
-    async def pending(self, ctx: dict[str, Any], lineage: Lineage, message: str) -> str:
+    async def pending(self, ctx: Context, lineage: Lineage, message: str) -> str:
         """Sentences said while running (`say`) land in all three places before the next work round (S15)."""
         said = []
         while not self.inbox.empty():
@@ -337,7 +337,7 @@ class FlowerPath:
         except OSError as e:
             log.warning("could not remove %s (%s)", self.mark_path, e)
 
-    async def hand_off(self, ctx: dict[str, Any], session: str, n: int) -> Path:
+    async def hand_off(self, ctx: Context, session: str, n: int) -> Path:
         """Ask the outgoing session for its handoff note (one turn, tools offered but none allowed) and write it under `notes/` (S26).
 
         Its cost is a manifest row of its own (`干活·交接#n`). A failed or empty answer falls back to a document
@@ -352,7 +352,7 @@ class FlowerPath:
             last = self.last_words.strip() or "(not recorded in this process)"
             note = f"{HANDOFF_FALLBACK.format(why=why)}\n\n## Where the work stands (the session's last words)\n\n{last}"
         path = _new_note(self.rt.workspace / "notes", (
-            f"# Handoff — wake {ctx['_woke']}, {time.strftime('%Y-%m-%d %H:%M')}\n\n"
+            f"# Handoff — wake {ctx.woke}, {time.strftime('%Y-%m-%d %H:%M')}\n\n"
             f"The work session {session} grew past {self.handoff_at} tokens of context; work continues in a new "
             "session seeded with this document. Edit it freely: the new session reads it as written.\n\n"
             f"{note}\n\n"
