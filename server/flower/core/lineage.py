@@ -40,6 +40,9 @@ class Lineage:
         self.workspace = os.path.abspath(workspace)
         self.woke = woke
         self.steps: dict[str, str] = dict(steps or {})
+        self.lost: dict[str, str] = {}
+        """Steps whose session the file named but the store no longer holds (S10), until the step records a new one:
+        what the journal saw of them is told to the step's fresh session (issue #22)."""
         self._lock = threading.Lock()
         self._dirty = True  # nothing of this object is known to be on disk yet
         self.persist = persist
@@ -83,12 +86,7 @@ class Lineage:
             log.info("lineage in %s belongs to %s, not %s; starting fresh",
                      path, data["workspace"], fresh.workspace)
             return fresh
-        steps = data["steps"]
-        if has_session is not None:
-            steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
-        lineage = cls(run_dir, workspace, woke=data["woke"], steps=steps)
-        lineage._dirty = steps != data["steps"]
-        return lineage
+        return cls._alive_only(run_dir, workspace, data, has_session)
 
     @classmethod
     def _load_shared(cls, fresh: Lineage, backend: shared.Shared, has_session: Callable[[str], bool] | None) -> Lineage:
@@ -107,10 +105,17 @@ class Lineage:
         if local is not None and (local["woke"], local["steps"]) != (data["woke"], data["steps"]):
             log.warning("following the lineage of %s in %s (wake %d), not the older %s here (wake %d)",
                         backend.identity, backend.where, data["woke"], fresh.path, local["woke"])
+        return cls._alive_only(fresh.run_dir, fresh.workspace, data, has_session)
+
+    @classmethod
+    def _alive_only(cls, run_dir: str | os.PathLike[str], workspace: str | os.PathLike[str], data: dict[str, Any],
+                    has_session: Callable[[str], bool] | None) -> Lineage:
+        """The lineage of `data` with only the steps whose session the store holds (S10); the others are `lost`."""
         steps = data["steps"]
         if has_session is not None:
             steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
-        lineage = cls(fresh.run_dir, fresh.workspace, woke=data["woke"], steps=steps)
+        lineage = cls(run_dir, workspace, woke=data["woke"], steps=steps)
+        lineage.lost = {step: sid for step, sid in data["steps"].items() if step not in steps}
         lineage._dirty = steps != data["steps"]
         return lineage
 
@@ -120,6 +125,7 @@ class Lineage:
             if self.steps.get(step) == session_id and not self._dirty:
                 return  # already on disk: the runtime reports the same id on every message
             self.steps[step] = session_id
+            self.lost.pop(step, None)
             self._dirty = True
             self._save_locked()
 
@@ -186,6 +192,7 @@ class Lineage:
             if self.backend is not None:  # the shared lineage is archived beside the files (S28)
                 write_atomic(_free_name(dest, LINEAGE_FILE), (json.dumps(self._as_dict_locked(), ensure_ascii=False, indent=2) + "\n").encode())
             self.steps.clear()
+            self.lost.clear()
             self.woke = 0
             self._dirty = True  # the fresh state is written by the next record()/wake()
             log.info("archived %s into %s", ", ".join(p.name for p in sources) or "nothing", dest)

@@ -1,0 +1,94 @@
+"""The early-kill race, made deterministic: killed the moment the second model request of a run arrives (issue #22).
+
+The model answered once with a tool call and the tool ran; the CLI (2.1.332) has written no transcript yet and the
+store mirror nothing. flower's journal saw the call and its result as they streamed by, so the next wake's first
+request to that step carries them (as the transcript, or as the note before the prompt): the model knows what it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from test_cli import TASK, flower, lineage, seed_frozen, start
+
+from flower import Runtime
+from flower.core.journal import NOTE_END, WHY_LOST
+from flower.testing import Reply, say, text, tool
+from flower.workflow.flower import CLARIFY_PROMPT, WORK_PROMPT
+from flowerscript import REQUIREMENTS, judge
+
+DRAFT = "# draft\n\nOnly the person's words so far; asked nothing yet.\n"
+
+
+def cli_transcripts(config: Path, sid: str) -> list[Path]:
+    """The CLI's own transcript files of a session under CLAUDE_CONFIG_DIR."""
+    return list((config / "projects").glob(f"*/{sid}.jsonl")) if (config / "projects").exists() else []
+
+
+def leave_as_the_race_does(config: Path, run_dir: Path) -> None:
+    """The state the race leaves, made certain: no CLI transcript file, a sessions.db with no tables yet.
+
+    Whether this machine's kill lands before the CLI's first transcript write is timing; what the race leaves is a
+    fact seen from outside (CLI 2.1.332), so it is set up here exactly, after a real kill at the same moment.
+    """
+    for path in (config / "projects").glob("*/*.jsonl"):
+        path.unlink()
+    for name in ("sessions.db", "sessions.db-wal", "sessions.db-shm"):
+        (run_dir / name).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("race", [False, True], ids=["as-killed", "race-state"])
+@pytest.mark.parametrize("step", ["clarify", "work"])
+async def test_killed_as_the_second_request_arrives_the_next_request_carries_the_first_answer(
+        model, env, workspace, run_dir, step, race):
+    if step == "work":
+        seed_frozen(workspace)
+        target, content, args, prompt, key = workspace / "calc.py", "print(1 + 2)\n", (), WORK_PROMPT, "干活"
+    else:
+        target, content, args, prompt, key = workspace / "draft.md", DRAFT, (TASK,), CLARIFY_PROMPT.split("\n")[0], "澄清"
+    first = tool("Write", {"file_path": str(target), "content": content})
+    model.push(first, Reply(blocks=[say("never sent")], hold=True))
+    proc = await start(*args, "-r", str(run_dir), env=env, cwd=workspace)
+    try:
+        await model.wait_for_requests(2, timeout=90)  # the Write ran: its result is in the second request
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # at once: the moment the second request arrives
+        await asyncio.wait_for(proc.wait(), 30)
+    model.release()
+    sid = lineage(run_dir)["steps"][key]
+    assert target.read_text() == content  # the tool's effect is on disk
+    call = first.blocks[0]
+    answered = model.conversation[1].tool_results()[0]
+    assert answered["tool_use_id"] == call["id"]
+    config = Path(env["CLAUDE_CONFIG_DIR"])
+    if race:
+        leave_as_the_race_does(config, run_dir)
+    stored = Runtime(workspace, run_dir).has_session(sid) or bool(cli_transcripts(config, sid))
+    assert not (race and stored)
+
+    before = len(model.conversation)
+    if step == "work":
+        model.push(text("calc.py is already written"), *judge())
+    else:
+        model.push(tool("Write", {"file_path": str(workspace / "需求.md"), "content": REQUIREMENTS}),
+                   text("requirements written"), text("goals skipped"))
+    done = await flower("-r", str(run_dir), env=env, cwd=workspace, timeout=120)
+    assert "Traceback" not in done.err + done.out
+    woken = model.conversation[before]
+    if stored:  # the CLI or the mirror got there first: the transcript carries it
+        assert woken.session_id == sid and call["id"] in [u["id"] for u in woken.tool_uses()]
+        return
+    # The race as seen from outside: neither the store nor (so) the sweep had the session; a new one starts.
+    assert woken.session_id != sid
+    assert prompt in woken.text
+    told = woken.text
+    assert WHY_LOST in told and NOTE_END in told
+    assert f"You called Write with {json.dumps(call['input'], ensure_ascii=False)}" in told
+    result_head = answered["content"] if isinstance(answered["content"], str) else answered["content"][0]["text"]
+    assert json.dumps(result_head, ensure_ascii=False)[1:40] in told  # the head of its result, as the CLI gave it
+    assert lineage(run_dir)["steps"][key] == woken.session_id  # the new session replaced the lost one (S11)
