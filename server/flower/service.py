@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .core import goals, texts
+from .core import goals, shared, taskfiles, texts
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
@@ -136,6 +136,9 @@ class FlowerService:
             lineage = Lineage.load(self.run_dir, self.workspace)
             extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
+            backend = shared.of(self.run_dir)
+            if backend is not None:  # the stored copies are archived too, or the next wake would restore them (D9)
+                taskfiles.archive(backend, into.relative_to(self.workspace).as_posix())
         self._context = self._verdict = None  # they were the archived task's
         self._emit(Notice(text=texts.text("archived", self.locale, path=into)))
         return await self.wake(text)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+from .taskfiles import TaskFiles
+
 
 def is_postgres_url(url: str) -> bool:
     """Whether `url` names a PostgreSQL database (`postgresql://…` or `postgres://…`)."""
@@ -31,8 +33,8 @@ def safe_url(url: str) -> str:
         return "<unparsable URL>"
 
 
-class Shared(Protocol):
-    """A task's records in a shared database, keyed by the workspace identity."""
+class Shared(TaskFiles, Protocol):
+    """A task's records in a shared database, keyed by the workspace identity; its files too (core/taskfiles.py)."""
 
     identity: str
     """The workspace identity (core/identity.py)."""

@@ -37,6 +37,23 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "flower stopped on an unexpected error ({what}); the full log is in {log}. Nothing was lost: wake this folder again to continue.",
         "zh": "flower 遇到意外错误而停下({what});完整日志在 {log}。什么都没丢:再次唤醒这个文件夹就接着做。",
     },
+    # -- the task's files travel with the task through a shared store (issue #22) --------------------------
+    "task_file_restored": {
+        "en": "restored {file} from the shared store (last written on {host})",
+        "zh": "已从共享存储恢复 {file}(最后写于 {host})",
+    },
+    "task_file_updated": {
+        "en": "{file} updated from the shared store (newer, written on {host}); the copy that was here is kept as {kept}",
+        "zh": "{file} 已按共享存储更新(较新,写于 {host});这里原来的那份保留为 {kept}",
+    },
+    "task_file_conflict_local": {
+        "en": "{file} was changed here and on {host}: the newer one here wins; the store's copy is kept as {kept}",
+        "zh": "{file} 在这里和 {host} 上都改过:以这里较新的为准;共享存储里的那份保留为 {kept}",
+    },
+    "task_file_conflict_store": {
+        "en": "{file} was changed here and on {host}: the newer one from {host} wins; the copy that was here is kept as {kept}",
+        "zh": "{file} 在这里和 {host} 上都改过:以 {host} 上较新的为准;这里原来的那份保留为 {kept}",
+    },
     # -- a task file missing or unreadable in a used folder (issue #22): the step that makes it runs again --
     "file_missing_resumed": {
         "en": "{file} is missing here; the {step} step continues its session to write it again",

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the tables below; a database marked with a higher one was set up by a newer flower."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
@@ -104,6 +104,22 @@ CREATE TABLE IF NOT EXISTS {s}.holders (
     host       text NOT NULL,
     pid        integer NOT NULL,
     started_at double precision NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {s}.task_files (
+    project    text NOT NULL,           -- the task's 需求.md, 目标.md, notes/handoff-*.md (issue #22, version 2)
+    name       text NOT NULL,           -- relative to the workspace; notes/archive/<stamp>/… after `flower --new`
+    body       bytea NOT NULL,
+    sha        text NOT NULL,
+    host       text NOT NULL,           -- the machine that wrote it last
+    updated_at double precision NOT NULL,
+    PRIMARY KEY (project, name)
+);
+CREATE TABLE IF NOT EXISTS {s}.task_files_seen (
+    project text NOT NULL,
+    place   text NOT NULL,              -- host:workspace path
+    name    text NOT NULL,
+    sha     text NOT NULL,              -- the copy last seen there
+    PRIMARY KEY (project, place, name)
 );
 CREATE TABLE IF NOT EXISTS {s}.wakes (
     project    text PRIMARY KEY,        -- a wake of the identity is under way, or was cut off (the shared wake.json)

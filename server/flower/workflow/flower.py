@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import goals, requirements, texts
+from ..core import goals, requirements, shared, taskfiles, texts
 from ..core.banner import banner, header
 from ..core.durable import move_aside, stamp, write_atomic
 from ..core.errors import FlowerError
@@ -159,6 +159,7 @@ class FlowerPath:
             # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7, issue 13),
             # and with it the sessions no resume reconciles: killed judge rounds (S14), sessions never named.
             await self.rt.sweep()
+            self.sync_files(restore=True)  # a machine whose workspace lacks the task's files gets them first (D9)
             lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
@@ -168,8 +169,10 @@ class FlowerPath:
                 ctx = await self._wake(lineage, used, text)
             except BaseException as exc:
                 if not isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) or self.stopped:
+                    self.sync_files(restore=False)
                     clear_wake(self.rt.run_dir)  # it ended (a failure, or the person stopped it): not cut off
                 raise
+            self.sync_files(restore=False)
             clear_wake(self.rt.run_dir)
             return ctx
 
@@ -194,6 +197,19 @@ class FlowerPath:
               and await self.work(ctx, lineage, sentence))
         ctx["_ok"] = ok and ctx["_ok"]
         return ctx
+
+    def sync_files(self, *, restore: bool) -> None:
+        """With a shared store, the task's files travel with it (core/taskfiles.py); a failure never stops the wake."""
+        backend = shared.of(self.rt.run_dir)
+        if backend is None:
+            return
+        try:
+            lines = taskfiles.sync(backend, self.rt.workspace, restore=restore)
+        except Exception as e:  # the files stay as they are here; the next sync tries again
+            log.warning("could not sync the task's files with %s (%s)", backend.where, e)
+            return
+        for said in lines:
+            self.emit(Notice(text=said.text(self.locale)))
 
     def check_files(self, lineage: Lineage) -> None:
         """A used folder whose `需求.md` or `目标.md` is missing or unreadable: say so in one line; the step that makes it
@@ -228,6 +244,7 @@ class FlowerPath:
         """Run one step under its header; a failure is recorded in ctx."""
         self.start(ctx, lineage, name or step.name, index)
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
+        self.sync_files(restore=False)  # what the step wrote travels with the task now, not at the wake's end
         if not result.ok:
             fail(ctx, say("step_failed", step=name or step.name, error=result.said or result.error))
         return result
