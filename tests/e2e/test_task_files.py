@@ -5,8 +5,12 @@ The real `flower` command, the real SDK and CLI, the scripted model; what the mo
 
 from __future__ import annotations
 
+import pytest
+from pygls.exceptions import JsonRpcException
 from test_cli import first_run_done, flower, lineage
+from test_lsp import servers, uri  # noqa: F401 - the `servers` fixture
 
+from flower.lsp import protocol as p
 from flower.workflow.flower import CLARIFY_RESUME, GOALS_PROMPT
 from flowerscript import clarify, goals, judge, work
 
@@ -82,3 +86,20 @@ async def test_a_bug_is_one_line_exit_70_the_traceback_in_the_run_dirs_log_and_f
     again = await flower("-r", str(run_dir), env=env, cwd=workspace)
     assert again.code == 0, again.err
     assert model.conversation[before].session_id == work_sid
+
+
+async def test_a_bug_in_the_editor_server_is_one_line_with_the_log_and_the_server_keeps_answering(servers, workspace):  # noqa: F811
+    (workspace / "runs").mkdir()
+    (workspace / "runs" / "wake.json").mkdir()  # the same real unexpected failure, under the editor
+    client = await servers(workspace)
+    folder = uri(workspace)
+    with pytest.raises(JsonRpcException) as raised:
+        await client.request(p.WAKE, {"folder": folder, "text": "build a calculator"})
+    log = workspace / "runs" / "logs" / "crash.log"
+    assert raised.value.code == p.UNEXPECTED and raised.value.data == {"key": "crash_editor", "log": str(log)}
+    message = raised.value.message
+    assert "\n" not in message and "Traceback" not in message and str(log) in message
+    assert message.startswith("flower stopped on an unexpected error (IsADirectoryError")
+    assert "Traceback (most recent call last)" in log.read_text()
+    [status] = (await client.request(p.STATUS, {"folder": folder}))["folders"]
+    assert status["running"] is False

@@ -223,6 +223,8 @@ def answers(method: str, params_cls: type) -> Callable[[Handler], Handler]:
                 raise p.error(p.WORKSPACE_BUSY, exc.text(ls.locale), key=exc.key, pid=exc.pid, lock=str(exc.path)) from None
             except MissingCredentials as exc:  # its own code: the client offers "Set API Key…" without reading text
                 raise p.error(p.MISSING_CREDENTIALS, exc.text(ls.locale), key=exc.key) from None
+            except crash.Crash as exc:  # a bug in the wake it started, already recorded (Folder._drive)
+                raise p.error(p.UNEXPECTED, exc.text(ls.locale), key=exc.key, log=str(exc.log)) from None
             except FlowerError as exc:
                 raise p.error(p.FLOWER_ERROR, exc.text(ls.locale), key=exc.key) from None
             except Exception as exc:  # the last resort: one line to the editor, the traceback in the run dir's log
