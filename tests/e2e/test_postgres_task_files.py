@@ -48,6 +48,9 @@ async def a_killed_mid_work(model, pg: PgServer, pg_url: str, a: Path, env_a: di
     try:
         await model.wait_for_requests(1, timeout=60)
         await until(lambda: work_session(pg, pg_url) != "", what="the lineage in Postgres (S11)")
+        sid = work_session(pg, pg_url)
+        await until(lambda: sql(pg, pg_url, f"SELECT count(*) FROM flower.transcripts WHERE session_id = '{sid}'") == "1",
+                    what="the session in Postgres")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         await asyncio.wait_for(proc.wait(), 30)
