@@ -32,17 +32,16 @@ from claude_agent_sdk import (
 
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
-from .core.identity import workspace_identity
 from .core.journal import Journal
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
+from .core.records import Records
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
-from .stores.postgres import PostgresSessionStore
+from .stores.base import Store
+from .stores.opener import open_store
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
-from .stores.shared import open_shared
-from .stores.sqlite import SqliteSessionStore
 
 log = logging.getLogger("flower")
 # A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
@@ -146,10 +145,15 @@ def project_key(workspace: str | os.PathLike[str]) -> str:
 
 @dataclass(frozen=True)
 class Sessions:
-    """A run_dir's `sessions.db`: the raw store (every entry as written) and the pruned view the model resumes from (S23, D2)."""
+    """A task's store: the raw sessions (every entry as written), the pruned view the model resumes from (S23, D2), and the records.
 
-    raw: SqliteSessionStore | PostgresSessionStore
+    The records (lineage, manifest, lock, wake mark) are the same backend's as the sessions: run_dir's files beside
+    sessions.db, or the shared store's tables (D9). Everything that reads or writes them is given this object's.
+    """
+
+    raw: Store
     pruned: PruningSessionStore
+    records: Records
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False, store: str | None = None,
@@ -160,13 +164,9 @@ class Sessions:
         workspace's sessions, lineage, manifest and lock are keyed by its identity (`project` overrides it, D9).
         """
         run_dir = Path(os.path.abspath(run_dir))
-        raw: SqliteSessionStore | PostgresSessionStore
-        if store is None or store.strip().lower() in ("", "sqlite"):
-            raw = SqliteSessionStore(run_dir / "sessions.db")
-        else:
-            where = workspace if workspace is not None else os.getcwd()
-            raw = open_shared(store, run_dir, project_key(where), workspace_identity(where, project))
-        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
+        where = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
+        raw, records = open_store(run_dir, store, where, project_key(where), project)
+        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"), records)
 
     async def __aenter__(self) -> Sessions:
         return self
@@ -176,8 +176,7 @@ class Sessions:
 
     async def ready(self) -> None:
         """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
-        if isinstance(self.raw, PostgresSessionStore):
-            await self.raw.open()
+        await self.raw.open()
 
     def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
         """Whether sessions.db holds this workspace's session (S10)."""
@@ -224,6 +223,8 @@ class Runtime:
         self.env = dict(env or {})
         self.project_key = project_key(self.workspace)
         self.raw_store = self.sessions.raw
+        self.records = self.sessions.records
+        """The task's lineage, manifest, lock and wake mark: the same backend as its sessions."""
         # S23/S25: the model always resumes from the pruned view; `trim` only switches large-result trimming.
         self.store = self.sessions.pruned
         self.db_path = self.raw_store.path

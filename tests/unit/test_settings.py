@@ -126,6 +126,8 @@ def test_the_task_cost_is_the_manifests_rows_since_the_task_began_and_follows_ne
     (tmp_path / "notes" / "archive" / "20260101-000000").mkdir(parents=True)  # `flower --new` here: a new task began
     wake = Manifest(tmp_path / "runs", run="wake")
     wake.add(StepResult("澄清", ok=True, cost_usd=0.25, started_at=time.time(), ended_at=time.time(), model="m-new"))
-    assert recorded(tmp_path, tmp_path / "runs") == (0.25, 0.25, "m-new")
+    found = recorded(tmp_path, tmp_path / "runs")
+    assert (found.task, found.last, found.model) == (0.25, 0.25, "m-new")
     wake.add(StepResult("目标", ok=True, cost_usd=0.5, started_at=time.time(), ended_at=time.time() + 1))
-    assert recorded(tmp_path, tmp_path / "runs") == (0.75, 0.75, "m-new")  # a new row counts at once (no stale cache)
+    found = recorded(tmp_path, tmp_path / "runs")
+    assert (found.task, found.last, found.model) == (0.75, 0.75, "m-new")  # a new row counts at once (no stale cache)

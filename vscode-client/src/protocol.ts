@@ -72,6 +72,8 @@ export interface FolderStatus {
     model: string | null;
     /** What this wake and the whole task have cost, and the cap. */
     cost: Cost;
+    /** The task's store is not answering: one line saying so (the rest is what was read before); null while it answers. */
+    unreachable: string | null;
 }
 
 /** What the pruner does with an entry when its session resumes (S23, S25). */

@@ -19,7 +19,7 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .durable import write_atomic
 from .goals import GOALS_FILE
@@ -43,8 +43,11 @@ class Stored:
     seen: str | None
 
 
+@runtime_checkable
 class TaskFiles(Protocol):
-    """The store's side (stores/shared.py): the task's files and what each place last saw of them."""
+    """The store's side (stores/shared.py): the task's files and what each place last saw of them.
+
+    Only a shared store's records have it: run_dir's files need no copy of the workspace's own files."""
 
     def task_files(self, place: str) -> dict[str, Stored]:
         """Every stored file of the task (archived ones included), with `place`'s last-seen hashes."""

@@ -241,6 +241,9 @@ class FolderStatus:
     """The model in use: from the settings, else the one the CLI last reported; null if unknown (the CLI's default)."""
     cost: Cost = attrs.field(factory=lambda: Cost(0.0, 0.0, None))
     """What this wake and the whole task have spent, and the cap."""
+    unreachable: str | None = None
+    """The task's store is not answering (a shared PostgreSQL down): one line saying so, in the editor's language; the
+    rest of this status is what was read before it stopped answering. Null while the store answers."""
 
 
 @attrs.define
@@ -454,7 +457,7 @@ class PrunedNotification:
     """The folder URI."""
     session_id: str
     """The session."""
-    verdicts: dict[str, str]
+    verdicts: dict[str, PrunedVerdict]
     """Entry uuid → `hidden` (not shown to the model), `rewritten` (body replaced) or `added` (synthesized). Entries not listed are kept as they are."""
 
 

@@ -299,10 +299,11 @@ async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
 
 
 @server.feature(p.STATUS)
-def status(ls: FlowerServer, params: Any) -> Any:
-    """Every folder's (or one folder's) status, answered at once even while a workflow streams."""
+async def status(ls: FlowerServer, params: Any) -> Any:
+    """Every folder's (or one folder's) status, answered at once even while a workflow streams or a store is down."""
     value = p.structure_params(p.STATUS, params, p.StatusParams)
     folders = [ls.folder(value.folder)] if value.folder is not None else list(ls.folders.values())
+    await asyncio.gather(*(f.ready() for f in folders))  # a folder's first read only; at once after that
     return p.to_wire(p.StatusResult([f.status() for f in folders]))
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid as uuidlib
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
@@ -48,11 +48,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 
-SCHEMA_VERSION = 2
-"""The version of the tables below; a database marked with a higher one was set up by a newer flower."""
+SCHEMA_VERSION = 3
+"""The version of the tables below; a database marked with a higher one was set up by a newer flower.
+
+v2 added `changes`, v3 `task_files` and `task_files_seen` (issue #22); every statement of `_SCHEMA` is idempotent, so running it again is the migration."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
 CONNECT_TIMEOUT_S = 10.0
+READ_WAIT_S = 10.0
+"""How long a view's read (a history page, a count) waits out an outage before it fails with StoreOffline."""
 
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
@@ -106,7 +110,7 @@ CREATE TABLE IF NOT EXISTS {s}.holders (
     started_at double precision NOT NULL
 );
 CREATE TABLE IF NOT EXISTS {s}.task_files (
-    project    text NOT NULL,           -- the task's 需求.md, 目标.md, notes/handoff-*.md (issue #22, version 2)
+    project    text NOT NULL,           -- the task's 需求.md, 目标.md, notes/handoff-*.md (v3, issue #22)
     name       text NOT NULL,           -- relative to the workspace; notes/archive/<stamp>/… after `flower --new`
     body       bytea NOT NULL,
     sha        text NOT NULL,
@@ -120,6 +124,10 @@ CREATE TABLE IF NOT EXISTS {s}.task_files_seen (
     name    text NOT NULL,
     sha     text NOT NULL,              -- the copy last seen there
     PRIMARY KEY (project, place, name)
+);
+CREATE TABLE IF NOT EXISTS {s}.changes (
+    project    text PRIMARY KEY,        -- v2: bumped with every write of the identity's lineage, manifest or wake mark
+    n          bigint NOT NULL          -- the records' change stamp: a status re-reads them only when it moved
 );
 CREATE TABLE IF NOT EXISTS {s}.wakes (
     project    text PRIMARY KEY,        -- a wake of the identity is under way, or was cut off (the shared wake.json)
@@ -436,9 +444,44 @@ class PostgresSessionStore(SessionStore):
             pk, sid))
         return [r[0] for r in rows]
 
-    async def fetch(self, template: str, *args: Any, wait: float | None = None) -> list[Any]:
-        """The rows of a read-only query (`{s}` = this store's schema) on a pooled connection, an outage waited out up to `wait` s."""
-        return list(await self._with(lambda conn: conn.fetch(self.sql(template), *args), wait))
+    # -- reads for a view (History) -----------------------------------------------------------
+    async def latest_seq(self) -> int:
+        """The highest entry position, 0 when there is none."""
+        found = await self._with(lambda conn: conn.fetchval(self.sql("SELECT coalesce(max(seq), 0) FROM {s}.entries")),
+                                 READ_WAIT_S)
+        return int(found)
+
+    async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
+        """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""
+        rows = await self._with(lambda conn: conn.fetch(self.sql(
+            "SELECT t.id, t.session_id, (SELECT count(*) FROM {s}.entries e WHERE e.transcript = t.id)"
+            " FROM {s}.transcripts t WHERE t.project_key = $1 AND t.subpath = '' AND t.session_id = any($2::text[])"
+            " ORDER BY t.id"), self.keys.get(project_key, project_key), list(session_ids)), READ_WAIT_S)
+        return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
+        """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
+        rows = await self._with(lambda conn: conn.fetch(self.sql(
+            "SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = any($1::bigint[]) AND seq < $2"
+            " ORDER BY seq DESC LIMIT $3"), list(transcripts), before, limit), READ_WAIT_S)
+        entries = decode_bodies([r[3].decode() if r[2] else r[3] for r in rows])
+        return [(int(r[0]), int(r[1]), e) for r, e in zip(rows, entries, strict=True)]
+
+    async def count(self, project_key: str, session_id: str) -> int:
+        """How many entries a session's main transcript stores."""
+        found = await self._with(lambda conn: conn.fetchval(self.sql(
+            "SELECT count(*) FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id"
+            " WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = ''"),
+            self.keys.get(project_key, project_key), session_id), READ_WAIT_S)
+        return int(found)
+
+    async def session(self, project_key: str, session_id: str) -> list[Any]:
+        """A session's whole main transcript ([] when none)."""
+        return list(await self.load({"project_key": project_key, "session_id": session_id}) or [])
+
+    def loader(self) -> Callable[[str, str], list[Any]] | None:
+        """None: a worker process would need a connection of its own; the rows come over the network anyway."""
+        return None
 
     # -- synchronous reads (a status answered at once) ---------------------------------------
     def link(self) -> _Link:

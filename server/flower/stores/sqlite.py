@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -30,7 +31,7 @@ from claude_agent_sdk.types import (
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 
-__all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies"]
+__all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
 T = TypeVar("T")
 
@@ -202,6 +203,27 @@ def decode_bodies(bodies: list[bytes | str]) -> list[Any]:
     return _without_gc(decode)
 
 
+_PAGE = """
+SELECT seq, transcript, body FROM entries WHERE transcript IN (SELECT value FROM json_each(?)) AND seq < ?
+ORDER BY seq DESC LIMIT ?
+"""
+
+_TRANSCRIPTS = """
+SELECT t.id, t.session_id, (SELECT count(*) FROM entries e WHERE e.transcript = t.id) FROM transcripts t
+WHERE t.project_key = ? AND t.subpath = '' AND t.session_id IN (SELECT value FROM json_each(?)) ORDER BY t.id
+"""
+
+_COUNT = """
+SELECT count(*) FROM transcripts t JOIN entries e ON e.transcript = t.id
+WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ''
+"""
+
+
+def load_session(db: str, project_key: str, session_id: str) -> list[Any]:
+    """A whole main transcript of the sessions.db at `db`, read-only ([] when none): picklable, for a worker process."""
+    return SqliteSessionStore(db).load_sync({"project_key": project_key, "session_id": session_id}) or []
+
+
 _STALE_SUMMARIES = """
 SELECT t.id, t.session_id, t.mtime, s.data, s.folded FROM transcripts t
 LEFT JOIN summaries s ON s.project_key = t.project_key AND s.session_id = t.session_id
@@ -329,6 +351,9 @@ class SqliteSessionStore(SessionStore):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    async def open(self) -> None:
+        """Nothing to open ahead: the file is made by the first write, which says what the disk refused (D2)."""
 
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
@@ -499,6 +524,38 @@ class SqliteSessionStore(SessionStore):
     async def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         return await self._call(lambda conn: conn.execute(sql, params).fetchall())
 
+    # -- reads for a view (History): read-only connections in worker threads, never creating the file ------------
+    async def latest_seq(self) -> int:
+        """The highest entry position, 0 when there is none (fast: the rowid's maximum)."""
+        rows = await asyncio.to_thread(self._read_only, "SELECT coalesce(max(seq), 0) FROM entries", ())
+        return int(rows[0][0]) if rows else 0
+
+    async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
+        """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""
+        rows = await asyncio.to_thread(self._read_only, _TRANSCRIPTS, (project_key, json.dumps(list(session_ids))))
+        return [(int(t), str(sid), int(n)) for t, sid, n in rows]
+
+    async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
+        """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
+        def work() -> list[tuple[int, int, Any]]:
+            rows = self._read_only(_PAGE, (json.dumps(list(transcripts)), before, limit))
+            return [(r[0], r[1], e) for r, e in zip(rows, decode_bodies([r[2] for r in rows]), strict=True)]
+
+        return await asyncio.to_thread(work)
+
+    async def count(self, project_key: str, session_id: str) -> int:
+        """How many entries a session's main transcript stores."""
+        rows = await asyncio.to_thread(self._read_only, _COUNT, (project_key, session_id))
+        return int(rows[0][0]) if rows else 0
+
+    async def session(self, project_key: str, session_id: str) -> list[Any]:
+        """A session's whole main transcript ([] when none), read and decoded in a worker thread."""
+        return await asyncio.to_thread(load_session, str(self.path), project_key, session_id)
+
+    def loader(self) -> Callable[[str, str], list[Any]] | None:
+        """`session` for a worker process (the pruner holds the GIL for seconds of a large session): it reads the file itself."""
+        return functools.partial(load_session, str(self.path))
+
     def has_session_sync(self, project_key: str, session_id: str) -> bool:
         """Whether a main transcript is stored for the session (sync, read-only)."""
         sql = "SELECT 1 FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ''"
@@ -531,6 +588,8 @@ class SqliteSessionStore(SessionStore):
         except sqlite3.DatabaseError as err:
             if _is_not_a_database(err):
                 raise _not_a_database(self.path, err) from err
-            raise
+            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+                raise
+            raise SessionStoreError("db_unreadable", db=self.path, reason=err) from err
         finally:
             conn.close()
