@@ -20,7 +20,7 @@ from flower import Runtime
 from flower.core.journal import NOTE_END, WHY_LOST
 from flower.testing import Reply, say, text, tool
 from flower.workflow.flower import CLARIFY_PROMPT, WORK_PROMPT
-from flowerscript import REQUIREMENTS, judge
+from flowerscript import REQUIREMENTS, first_run, goals, judge, work
 
 DRAFT = "# draft\n\nOnly the person's words so far; asked nothing yet.\n"
 
@@ -92,3 +92,16 @@ async def test_killed_as_the_second_request_arrives_the_next_request_carries_the
     result_head = answered["content"] if isinstance(answered["content"], str) else answered["content"][0]["text"]
     assert json.dumps(result_head, ensure_ascii=False)[1:40] in told  # the head of its result, as the CLI gave it
     assert lineage(run_dir)["steps"][key] == woken.session_id  # the new session replaced the lost one (S11)
+
+
+async def test_a_wake_after_nothing_was_lost_tells_the_model_nothing_more(model, env, workspace, run_dir):
+    # The journal and the store agree after a run that ended (or a kill after everything was written): no note.
+    model.push(*first_run(workspace))
+    assert (await flower(TASK, "-r", str(run_dir), env=env, cwd=workspace)).code == 0
+    before = len(model.conversation)
+    model.push(*goals(workspace), *work(workspace), *judge())
+    done = await flower("also subtract", "-r", str(run_dir), env=env, cwd=workspace)
+    assert done.code == 0, done.err
+    woken = model.conversation[before:]
+    assert woken[0].session_id == lineage(run_dir)["steps"]["目标"]  # resumed sessions, compared with their journals
+    assert not any(NOTE_END in r.text or "[flower: " in r.text for r in model.conversation), [r.last_user_text for r in woken]
