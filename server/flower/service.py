@@ -202,6 +202,7 @@ class FlowerService:
                 self.window, self._window_seen = rt.window, True
             self._model_seen = rt.model_seen or self._model_seen
             self._runtime = None
+            await rt.close()  # its journal's files; the sessions are the service's
             self._dirty = True
 
     async def _ask(self, question: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -17,9 +18,10 @@ import pytest
 from test_cli import TASK, flower, lineage, seed_frozen, start
 
 from flower import Runtime
-from flower.core.journal import NOTE_END, WHY_LOST
+from flower.core.journal import NOTE_END, WHY_LOST, WHY_SHORT
+from flower.runtime import Sessions, project_key
 from flower.testing import Reply, say, text, tool
-from flower.workflow.flower import CLARIFY_PROMPT, WORK_PROMPT
+from flower.workflow.flower import CLARIFY_PROMPT, WORK_PROMPT, WORK_RESUME
 from flowerscript import REQUIREMENTS, first_run, goals, judge, work
 
 DRAFT = "# draft\n\nOnly the person's words so far; asked nothing yet.\n"
@@ -105,3 +107,50 @@ async def test_a_wake_after_nothing_was_lost_tells_the_model_nothing_more(model,
     woken = model.conversation[before:]
     assert woken[0].session_id == lineage(run_dir)["steps"]["目标"]  # resumed sessions, compared with their journals
     assert not any(NOTE_END in r.text or "[flower: " in r.text for r in model.conversation), [r.last_user_text for r in woken]
+
+
+async def test_a_resumed_session_that_ends_before_the_journal_resumes_with_the_missing_turn_told(
+        model, env, workspace, run_dir, tmp_path):
+    # Wake 2 resumes the work session; killed as its second request arrives, in the race state its stored transcript
+    # ends where wake 1 left it: the journal saw the Write of wake 2 and its result, the store did not.
+    seed_frozen(workspace)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**env, "TMPDIR": str(tmp)}  # the SDK's resume copies go here: the race leaves none behind either
+    model.push(*work(workspace), *judge())
+    assert (await flower("-r", str(run_dir), env=env, cwd=workspace)).code == 0
+    sid = lineage(run_dir)["steps"]["干活"]
+    sessions = Sessions.open(run_dir)
+    key = {"project_key": project_key(workspace), "session_id": sid}
+    kept = await sessions.raw.load(key)
+    assert kept
+
+    second = tool("Write", {"file_path": str(workspace / "sub.py"), "content": "print(3 - 1)\n"})
+    model.push(second, Reply(blocks=[say("never sent")], hold=True))
+    before = len(model.conversation)
+    proc = await start("-r", str(run_dir), env=env, cwd=workspace)
+    try:
+        await model.wait_for_requests(before + 2, timeout=90)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        await asyncio.wait_for(proc.wait(), 30)
+    model.release()
+    assert model.conversation[before].session_id == sid  # it was a resume
+    # The race state: the store ends where wake 1 left it; no CLI file, no resume copy holds wake 2.
+    await sessions.raw.delete(key)
+    await sessions.raw.append(key, kept)
+    await sessions.close()
+    for path in [*(Path(env["CLAUDE_CONFIG_DIR"]) / "projects").glob(f"*/{sid}.jsonl"), *tmp.glob("claude-resume-*")]:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+    at = len(model.conversation)
+    model.push(text("sub.py is already there"), *judge())
+    done = await flower("-r", str(run_dir), env=env, cwd=workspace)
+    assert done.code == 0, done.err
+    woken = model.conversation[at]
+    assert woken.session_id == sid  # resumed, with wake 1 in its transcript ...
+    assert second.blocks[0]["id"] not in [u["id"] for u in woken.tool_uses()]
+    told = woken.last_user_text  # ... and wake 2's turn told before the prompt
+    assert WHY_SHORT in told and NOTE_END in told and told.endswith(WORK_RESUME)
+    assert f"You called Write with {json.dumps(second.blocks[0]['input'], ensure_ascii=False)}" in told
+    assert "It returned: \"File created successfully" in told
