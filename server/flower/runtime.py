@@ -32,7 +32,9 @@ from claude_agent_sdk import (
     SystemMessage,
     TextBlock,
     ToolPermissionContext,
+    ToolResultBlock,
     ToolUseBlock,
+    UserMessage,
     project_key_for_directory,
 )
 from claude_agent_sdk.types import PermissionRuleValue
@@ -41,6 +43,7 @@ from .core.approvals import Approval, Approvals, describe, tool_of
 from .core.context import tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
+from .core.journal import Journal
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
 from .core.memory import give_back
@@ -96,6 +99,8 @@ class _Attempt:
     num_turns: int = 0
     refused: FlowerError | None = None
     """sessions.db refused a write during this attempt (a full disk, read-only): what to tell the person."""
+    prompt: str = ""
+    """What this attempt asks: journaled once its session id is known."""
 
 
 @dataclass
@@ -246,6 +251,8 @@ class Runtime:
         """The person's `allow` rules and permission `mode` for agents that follow the settings (None: the agent's own)."""
         self.approvals = approvals
         """Where a tool call outside the rules is asked (None: it is denied on the spot, as the CLI does unasked)."""
+        self.journal = Journal(self.run_dir)
+        """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -261,7 +268,8 @@ class Runtime:
         return await self.raw_store.last_context(self.project_key, session_id)
 
     async def close(self) -> None:
-        """Close the session store if this Runtime opened it."""
+        """Close the journal, and the session store if this Runtime opened it."""
+        self.journal.close()
         if self._owns_sessions:
             await self.sessions.close()
 
@@ -405,7 +413,7 @@ class Runtime:
     async def _attempt(self, agent: AgentSpec, prompt: str, resume: str | None, step: str,
                        on_session: Callable[[str], None] | None) -> _Attempt:
         """One CLI process: stream its messages into events, return what it produced."""
-        out = _Attempt(session_id=resume)
+        out = _Attempt(session_id=resume, prompt=prompt)
         stderr: collections.deque[str] = collections.deque(maxlen=40)
         texts: list[str] = []
         seen_usage: set[str] = set()
@@ -488,6 +496,7 @@ class Runtime:
                 self.model_seen = message.data["model"]
             if sid:
                 out.session_id = sid
+                self.journal.prompt(sid, out.prompt)
                 if on_session is not None:
                     on_session(sid)  # S11: write the lineage now, not at the step boundary
                 self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
@@ -496,17 +505,26 @@ class Runtime:
             out.category = message.error  # the CLI's category of an API error, on its synthetic message
             if message.model and message.model != "<synthetic>":
                 self.model_seen = message.model
+            real = sid if message.model != "<synthetic>" else None  # API-error filler is never journaled (S23)
             for block in message.content:
                 if isinstance(block, TextBlock) and block.text:
                     texts.append(block.text)
+                    if real:
+                        self.journal.said(real, message.message_id, block.text)
                     self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step))
                 elif isinstance(block, ToolUseBlock):
+                    if real:
+                        self.journal.call(real, message.message_id, block.id, block.name, block.input)
                     self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id,
                                        session_id=sid, uuid=message.uuid, step=step))
             usage = message.usage or {}
             if sid and message.model != "<synthetic>" and message.message_id not in seen_usage and usage:
                 seen_usage.add(message.message_id or "")
                 self.emit(ContextSize(session_id=sid, tokens=tokens_of(usage), step=step))
+        elif isinstance(message, UserMessage) and message.parent_tool_use_id is None and out.session_id:
+            for block in message.content if isinstance(message.content, list) else []:
+                if isinstance(block, ToolResultBlock):  # the tool ran: journaled before the next model request
+                    self.journal.result(out.session_id, block.tool_use_id, block.content, block.is_error)
         elif isinstance(message, MirrorErrorMessage):
             # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
             raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .core import goals, texts
+from .core import goals, taskfiles, texts
 from .core.approvals import Approvals
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
@@ -160,6 +160,8 @@ class FlowerService:
             lineage = Lineage.load(self.run_dir, self.workspace, records=self.sessions.records)
             extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
+            if isinstance(records := self.sessions.records, taskfiles.TaskFiles):  # or the next wake restores them (D9)
+                taskfiles.archive(records, into.relative_to(self.workspace).as_posix())
         self._context = self._verdict = None  # they were the archived task's
         self._dirty = True
         self._emit(Notice(text=texts.text("archived", self.locale, path=into)))
@@ -212,6 +214,7 @@ class FlowerService:
                 self.window, self._window_seen = rt.window, True
             self._model_seen = rt.model_seen or self._model_seen
             self._runtime = None
+            await rt.close()  # its journal's files; the sessions are the service's
             self._dirty = True
 
     async def _ask(self, question: str) -> str | None:

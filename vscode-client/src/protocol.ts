@@ -384,6 +384,8 @@ export const WORKSPACE_BUSY = -32011;
 export const FLOWER_ERROR = -32012;
 /** No API key and no `claude login`: offer "Set API Key…". */
 export const MISSING_CREDENTIALS = -32013;
+/** A bug: one line naming it and the log file (under the folder's run dir) with its traceback. */
+export const UNEXPECTED = -32014;
 
 /**
  * The server options `initialize` reads from `initializationOptions` (protocol.md): the settings

@@ -36,6 +36,9 @@ class Lineage:
         self.workspace = os.path.abspath(workspace)
         self.woke = woke
         self.steps: dict[str, str] = dict(steps or {})
+        self.lost: dict[str, str] = {}
+        """Steps whose session the file named but the store no longer holds (S10), until the step records a new one:
+        what the journal saw of them is told to the step's fresh session (issue #22)."""
         self._lock = threading.Lock()
         self._dirty = True  # nothing of this object is known to be on disk yet
         self.persist = persist
@@ -66,6 +69,7 @@ class Lineage:
         if has_session is not None:
             steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
         lineage = cls(run_dir, workspace, woke=data["woke"], steps=steps, records=fresh.records)
+        lineage.lost = {step: sid for step, sid in data["steps"].items() if step not in steps}
         lineage._dirty = steps != data["steps"]
         return lineage
 
@@ -75,6 +79,7 @@ class Lineage:
             if self.steps.get(step) == session_id and not self._dirty:
                 return  # already on disk: the runtime reports the same id on every message
             self.steps[step] = session_id
+            self.lost.pop(step, None)
             self._dirty = True
             self._save_locked()
 
@@ -131,6 +136,7 @@ class Lineage:
                 raise
             self.records.archive_lineage(dest, self._as_dict_locked())  # a shared one is archived beside the files (S28)
             self.steps.clear()
+            self.lost.clear()
             self.woke = 0
             self._dirty = True  # the fresh state is written by the next record()/wake()
             log.info("archived %s into %s", ", ".join(p.name for p in sources) or "nothing", dest)

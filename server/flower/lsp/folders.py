@@ -323,10 +323,9 @@ class Folder:
                 outcome["error"] = result.said.text(self.svc.locale)  # the editor's language (D4)
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
             if not isinstance(exc, FlowerError):
-                log.exception("wake in %s failed", self.uri)
+                exc = self.ls.crashed(exc, self)
             run.error = exc
-            outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, FlowerError)
-                       else exc.text(self.svc.locale)}
+            outcome = {"ok": False, "error": exc.text(self.svc.locale)}
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead

@@ -58,6 +58,8 @@ FLOWER_ERROR = -32012
 """An expected failure with an actionable message (nothing to continue, …), in the editor's language; `data.key` names it."""
 MISSING_CREDENTIALS = -32013
 """No way to authenticate against the model API (no key in the environment, no `claude login`): offer to set one."""
+UNEXPECTED = -32014
+"""A bug: the message is one line naming it and the log file under the folder's run dir holding its traceback."""
 
 T = TypeVar("T")
 Role = Literal["user", "assistant"]

@@ -49,10 +49,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables below; a database marked with a higher one was set up by a newer flower.
 
-v2 added `changes`; every statement of `_SCHEMA` is idempotent, so running it again is the migration."""
+v2 added `changes`, v3 `task_files` and `task_files_seen` (issue #22); every statement of `_SCHEMA` is idempotent, so running it again is the migration."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
 CONNECT_TIMEOUT_S = 10.0
@@ -109,6 +109,22 @@ CREATE TABLE IF NOT EXISTS {s}.holders (
     host       text NOT NULL,
     pid        integer NOT NULL,
     started_at double precision NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {s}.task_files (
+    project    text NOT NULL,           -- the task's 需求.md, 目标.md, notes/handoff-*.md (v3, issue #22)
+    name       text NOT NULL,           -- relative to the workspace; notes/archive/<stamp>/… after `flower --new`
+    body       bytea NOT NULL,
+    sha        text NOT NULL,
+    host       text NOT NULL,           -- the machine that wrote it last
+    updated_at double precision NOT NULL,
+    PRIMARY KEY (project, name)
+);
+CREATE TABLE IF NOT EXISTS {s}.task_files_seen (
+    project text NOT NULL,
+    place   text NOT NULL,              -- host:workspace path
+    name    text NOT NULL,
+    sha     text NOT NULL,              -- the copy last seen there
+    PRIMARY KEY (project, place, name)
 );
 CREATE TABLE IF NOT EXISTS {s}.changes (
     project    text PRIMARY KEY,        -- v2: bumped with every write of the identity's lineage, manifest or wake mark

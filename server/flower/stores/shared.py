@@ -14,6 +14,7 @@ from typing import Any
 from ..core.durable import free_name, write_atomic
 from ..core.lock import WorkspaceBusy
 from ..core.records import LINEAGE_FILE, LineageData, lineage_json, lineage_of, parse_lineage
+from ..core.taskfiles import Stored, sha
 from .postgres import Conn, PostgresSessionStore, _Link
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ INSERT INTO {s}.changes (project, n) VALUES ($1, 1) ON CONFLICT (project) DO UPD
 
 
 class PgRecords:
-    """A task's lineage, manifest, lock and wake mark in the store's database (implements core.records.Records).
+    """A task's lineage, manifest, lock, wake mark and files (需求.md, 目标.md, handoff notes) in the store's database
+    (implements core.records.Records and core.taskfiles.TaskFiles).
 
     The lock is a session advisory lock held on a connection of its own: PostgreSQL drops it the moment that
     connection ends, so a killed holder (kill -9, a lost machine) never blocks the next one. `holders` says who
@@ -192,6 +194,46 @@ class PgRecords:
                 time.sleep(0.05)
         host, pid, started = (holder["host"], holder["pid"], holder["started_at"]) if holder else (None, None, None)
         raise WorkspaceBusy(Path(f"{self.where} {self.identity}"), pid, started, host=host)
+
+    def task_files(self, place: str) -> dict[str, Stored]:
+        """The task's stored files with `place`'s last-seen hashes (core/taskfiles.py)."""
+        rows = self._call("SELECT f.name, f.body, f.sha, f.host, f.updated_at, s.sha AS seen FROM {s}.task_files f"
+                          " LEFT JOIN {s}.task_files_seen s ON s.project = f.project AND s.name = f.name AND s.place = $2"
+                          " WHERE f.project = $1", self.identity, place, fetch="fetch")
+        return {r["name"]: Stored(bytes(r["body"]), r["sha"], r["host"], r["updated_at"], r["seen"]) for r in rows}
+
+    def save_task_files(self, place: str, bodies: dict[str, bytes], seen: dict[str, str]) -> None:
+        """The newest bodies and this place's last-seen hashes, in one transaction."""
+        self._relock()
+        host, now = socket.gethostname(), time.time()
+
+        async def work(conn: Conn) -> None:
+            async with conn.transaction():
+                await conn.executemany(self.store.sql(
+                    "INSERT INTO {s}.task_files (project, name, body, sha, host, updated_at) VALUES ($1, $2, $3, $4, $5, $6)"
+                    " ON CONFLICT (project, name) DO UPDATE SET body = excluded.body, sha = excluded.sha,"
+                    " host = excluded.host, updated_at = excluded.updated_at"),
+                    [(self.identity, name, body, sha(body), host, now) for name, body in bodies.items()])
+                await conn.executemany(self.store.sql(
+                    "INSERT INTO {s}.task_files_seen (project, place, name, sha) VALUES ($1, $2, $3, $4)"
+                    " ON CONFLICT (project, place, name) DO UPDATE SET sha = excluded.sha"),
+                    [(self.identity, place, name, h) for name, h in seen.items()])
+
+        self.store.link().call(work)
+
+    def archive_task_files(self, names: list[str], into: str) -> None:
+        """Rename the stored `names` under `into` (`flower --new`, S28); what each place saw of them goes."""
+        self._relock()
+
+        async def work(conn: Conn) -> None:
+            async with conn.transaction():
+                await conn.executemany(self.store.sql(
+                    "UPDATE {s}.task_files SET name = $3 WHERE project = $1 AND name = $2"),
+                    [(self.identity, name, into + name) for name in names])
+                await conn.execute(self.store.sql("DELETE FROM {s}.task_files_seen WHERE project = $1 AND name = ANY($2)"),
+                                   self.identity, names)
+
+        self.store.link().call(work)
 
     def release(self) -> None:
         """Close the lock's connection: the lock goes with it."""

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.events import StepEnded, StepStarted
+from ..core.journal import missed, note
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock
 from ..core.manifest import Manifest, StepResult, parse_name, retry_name
 from ..core.texts import Said, say
 from ..runtime import AgentSpec, Runtime, Sessions
 from ..status import Judged, at_rest
+
+log = logging.getLogger(__name__)
 
 Prompt = str | Callable[[dict[str, Any]], str]
 
@@ -170,8 +174,31 @@ class Workflow:
 
         The hook is an argument of this one run, so nothing else (the judge, S14) can ever be recorded by it.
         """
-        return await rt.run(step.agent, prompt, resume=session, step=name,
+        told = await recall(rt, session or lineage.lost.get(step.name), resumed=session is not None, prompt=prompt)
+        return await rt.run(step.agent, f"{told}\n\n{prompt}" if told else prompt, resume=session, step=name,
                             on_session=lambda sid: lineage.record(step.name, sid))
+
+
+async def recall(rt: Runtime, session_id: str | None, *, resumed: bool, prompt: str) -> str:
+    """What the journal saw of `session_id` that the store (and so the model) lacks, as a note; "" if nothing (issue #22).
+
+    Once per session and process: after that, this process wrote the store and the journal alike.
+    """
+    if session_id is None or session_id in rt.journal.checked:
+        return ""
+    rt.journal.checked.add(session_id)
+    records = rt.journal.read(session_id)
+    if not records:
+        return ""
+    try:
+        entries = await rt.entries(session_id)
+    except Exception as e:  # the run then goes on as before: the note is a bonus (S12)
+        log.warning("could not compare session %s with its journal (%s)", session_id, e)
+        return ""
+    told = note(missed(records, entries), resumed=resumed, prompt=prompt)
+    if told:
+        log.info("session %s: told the model what the journal saw and the store lacks", session_id)
+    return told
 
 
 def wake_state(workspace: str | os.PathLike[str] = ".", run_dir: str | os.PathLike[str] = "runs") -> dict[str, Any]:

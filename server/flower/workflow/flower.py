@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import goals, requirements, texts
+from ..core import goals, requirements, taskfiles, texts
 from ..core.approvals import DEFAULT_ALLOW
 from ..core.banner import banner, header
 from ..core.durable import move_aside, stamp, write_atomic
@@ -39,6 +39,9 @@ CLARIFY_PROMPT = (
     "(end your turn with the questions). When it is clear, write `需求.md` in the workspace with exactly these "
     f"four sections, each non-empty:\n{SECTIONS}\nThen say that the requirements are written."
 )
+LOST_REQUEST = "(the request was recorded in `需求.md`, which is missing from the workspace now)"
+"""The task when `需求.md` is gone and no sentence was said: the clarify step then asks or reconstructs it."""
+STEP_KEYS = {CLARIFY: "step_clarify", GOALS: "step_goals", WORK: "step_work"}
 CLARIFY_RESUME = "Continue the half-finished requirements clarification — do not start over."
 """S16: said to a resumed clarify session instead of the original request."""
 NOBODY_TO_ASK = (
@@ -161,6 +164,7 @@ class FlowerPath:
             # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7),
             # and with it the sessions no resume reconciles: killed judge rounds (S14), sessions never named.
             await self.rt.sweep()
+            self.sync_files(restore=True)  # a machine whose workspace lacks the task's files gets them first (D9)
             lineage = self.lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session, records=self.rt.records)
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
@@ -170,8 +174,10 @@ class FlowerPath:
                 ctx = await self._wake(lineage, used, text)
             except BaseException as exc:
                 if not isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) or self.stopped:
+                    self.sync_files(restore=False)
                     clear_wake(self.rt.records)  # it ended (a failure, or the person stopped it): not cut off
                 raise
+            self.sync_files(restore=False)
             clear_wake(self.rt.records)
             return ctx
 
@@ -185,15 +191,53 @@ class FlowerPath:
             context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
             line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx.woke)
             self.emit(Banner(text=line, woke=ctx.woke, context=context))
+        if used:
+            self.check_files(lineage)
         if sentence:
             requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
             self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
-        ctx.task = self.requirements_path.read_text(encoding="utf-8")
+        ctx.task = _read(self.requirements_path, missing=sentence or LOST_REQUEST)
         ok = (await self.clarify(ctx, lineage, sentence)
               and await self.derive_goals(ctx, lineage, [sentence] if sentence else [])
               and await self.work(ctx, lineage, sentence))
         ctx["_ok"] = ok and ctx.ok
         return ctx
+
+    def sync_files(self, *, restore: bool) -> None:
+        """With a shared store, the task's files travel with it (core/taskfiles.py); a failure never stops the wake."""
+        backend = self.rt.records
+        if not isinstance(backend, taskfiles.TaskFiles):
+            return
+        try:
+            lines = taskfiles.sync(backend, self.rt.workspace, restore=restore)
+        except Exception as e:  # the files stay as they are here; the next sync tries again
+            log.warning("could not sync the task's files with %s (%s)", backend.where, e)
+            return
+        for said in lines:
+            self.emit(Notice(text=said.text(self.locale)))
+
+    def check_files(self, lineage: Lineage) -> None:
+        """A used folder whose `需求.md` or `目标.md` is missing or unreadable: say so in one line; the step that makes it
+        runs again, resumed when its session lives (S10, S17), as the seed treats any absent frozen artifact.
+
+        An unreadable file is kept aside first (the step would overwrite it), never lost.
+        """
+        # 需求.md is written before the first request; 目标.md exists once work has started.
+        for path, step, expected in ((self.requirements_path, CLARIFY, True), (self.goals_path, GOALS, WORK in lineage.steps)):
+            try:
+                path.read_text(encoding="utf-8")
+                continue
+            except FileNotFoundError:
+                if not expected:
+                    continue
+                kept = None
+            except (OSError, UnicodeDecodeError):
+                kept = move_aside(path, "unreadable")
+            shown = texts.text(STEP_KEYS[step], self.locale)
+            key = "file_unreadable" if kept is not None else "file_missing"
+            resumed = "resumed" if step in lineage.steps else "fresh"
+            self.emit(Notice(text=texts.text(f"{key}_{resumed}", self.locale, file=path.name, step=shown,
+                                             kept=kept.name if kept else "")))
 
     def start(self, ctx: Context, lineage: Lineage, step: str, index: int) -> None:
         """The S19 header for a step about to run."""
@@ -205,6 +249,7 @@ class FlowerPath:
         """Run one step under its header; a failure is recorded in ctx."""
         self.start(ctx, lineage, name or step.name, index)
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
+        self.sync_files(restore=False)  # what the step wrote travels with the task now, not at the wake's end
         if not result.ok:
             ctx.fail(say("step_failed", step=name or step.name, error=result.said or result.error))
         return result
@@ -212,7 +257,7 @@ class FlowerPath:
     async def clarify(self, ctx: Context, lineage: Lineage, sentence: str | None) -> bool:
         """Pin down the requirements, asking the person through the front-end; skipped when frozen (S16, S17)."""
         if requirements.complete(self.requirements_path):
-            ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")  # frozen, still in ctx
+            ctx[CLARIFY] = _read(self.requirements_path)  # frozen, still in ctx
             return True
         # A sentence said while clarification was unfinished goes to the clarify session (S15 place 1).
         message = f"{CLARIFY_RESUME}\n\n{WAKE_SENTENCE.format(sentence=sentence)}" if sentence and CLARIFY in lineage.steps else None
@@ -221,7 +266,7 @@ class FlowerPath:
             if not result.ok:
                 return False
             if requirements.complete(self.requirements_path):
-                ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")
+                ctx[CLARIFY] = _read(self.requirements_path)
                 return True
             self.emit(Question(text=result.text, step=CLARIFY))
             answer = await self.ask(result.text) if self.ask else None
@@ -236,7 +281,7 @@ class FlowerPath:
         `需求.md` and `目标.md` in full, since the resumed goal setter holds an older copy in its context (S18).
         """
         if goals.read(self.goals_path) and not said:
-            ctx[GOALS] = self.goals_path.read_text(encoding="utf-8")
+            ctx[GOALS] = _read(self.goals_path)
             return True
         message = GOALS_AGAIN.format(said="\n".join(f"- {s}" for s in said), requirements=_read(self.requirements_path),
                                      goals=_read(self.goals_path)) if said else GOALS_PROMPT
@@ -366,11 +411,12 @@ class FlowerPath:
         return path
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, missing: str = "(missing)") -> str:
+    """The file's text, or `missing` when it is absent or unreadable: a task file never stops a wake."""
     try:
         return path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return "(missing)"
+    except (OSError, UnicodeDecodeError):
+        return missing
 
 
 def _new_note(notes: Path, text: str) -> Path:
