@@ -12,16 +12,19 @@ the right reply to the right step after any kill.
 
 At seeded random moments (after the model server received k more requests, or flower printed k
 more lines, or after a random time, each plus a random sub-delay: between events, mid-tool,
-mid-request, during lineage writes and the judge) the process group gets SIGKILL, SIGTERM,
+mid-request, during lineage writes and the judge; and at the model's edge: the instant the k-th
+request arrives, before it is answered, or 0–200 ms after a request that carries a tool result) the process group gets SIGKILL, SIGTERM,
 SIGHUP or SIGINT (seeded), then `flower` runs again in the same folder. When a lap's work is
 done and kills are left, the next lap starts in a new folder. Afterwards it reports and checks:
 every lap finished and passed; 0 sessions lost (no step started a fresh session while its
 earlier one held model output, handoffs aside); 0 turns lost (every uuid of every CLI local
 transcript — the test's CLAUDE_CONFIG_DIR and the SDK's resume copies under TMPDIR — is in
-sessions.db); lineage.json and manifest.json parse after every kill; 0 manifest rows lost; the
+sessions.db); 0 answers lost (every answer the CLI acted on in a run a kill ended — the scripted
+model knows what it sent — is carried by the step's first request of the next run, as transcript or
+as flower's note of what the cut-off attempt did: a turn the CLI never wrote down counts too); lineage.json and manifest.json parse after every kill; 0 manifest rows lost; the
 model never received an invalid transcript (flower.testing validates like the API) nor error
 debris (API-error or interruption text). `tests/e2e/test_chaos.py` runs the same `chaos()` short.
-Target for --kills 100: 100/100 survived.
+Target for --kills 100: 100/100 survived, 0 sessions, turns and answers lost.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flower.core.journal import NOTE_END
 from flower.testing import Reply, ScriptedModel, say, text, tool_use
 from flower.testing import reply as reply_of
 
@@ -65,6 +69,8 @@ HANDOFF_AT = 120_000
 BIG = HANDOFF_AT + 10_000
 DEBRIS = ("API Error", "[Tool call interrupted", "[Request interrupted", "No response requested.")
 """Text that must never reach the model: outage replies and the CLI's interruption filler (S23)."""
+KINDS = ("request", "request", "line", "time", "arrival", "tool")
+"""The kill moments drawn from (see `Kill.draw`)."""
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -82,7 +88,10 @@ def _agent(system: str) -> str:
 
 
 def _done(messages: list[dict[str, Any]], marker: str) -> bool:
-    """Whether a tool call whose input holds `marker` got a result that is not an error (interrupted calls are redone)."""
+    """Whether a tool call whose input holds `marker` got a result that is not an error (interrupted calls are redone),
+    in the conversation or as flower's note of what a cut-off attempt did (flower.core.journal)."""
+    if _told(messages, marker):
+        return True
     ids = set()
     for message in messages:
         for block in message.get("content") if isinstance(message.get("content"), list) else []:
@@ -92,6 +101,18 @@ def _done(messages: list[dict[str, Any]], marker: str) -> bool:
                 body = json.dumps(block.get("content", ""), ensure_ascii=False)
                 if "interrupted" not in body:
                     return True
+    return False
+
+
+def _told(messages: list[dict[str, Any]], marker: str) -> bool:
+    """Whether flower's note says a call whose input holds `marker` returned (a call cut off while it ran is redone)."""
+    said = _user_texts(messages)
+    if NOTE_END not in said:
+        return False
+    lines = said.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("- You called ") and marker in line and i + 1 < len(lines) and lines[i + 1].startswith("  It returned"):
+            return True
     return False
 
 
@@ -122,6 +143,10 @@ class ChaosModel(ScriptedModel):
         super().__init__()
         self.workspace = workspace
         self.rng = rng
+        self.answers: dict[int, Reply] = {}
+        """Conversation index of a request → what the model answered it (the witness of "answers lost")."""
+        self.arrived: Callable[[dict[str, Any]], None] | None = None
+        """Called the instant a request arrives, before it is answered (kills timed at the model's edge)."""
 
     def decide(self, body: dict[str, Any]) -> Reply:
         """What this agent says next, given the conversation it sent."""
@@ -160,8 +185,11 @@ class ChaosModel(ScriptedModel):
         return text("ok")
 
     def _next_reply(self, body: dict[str, Any]) -> Reply | None:
+        if self.arrived is not None:
+            self.arrived(body)
         reply = self.decide(body)
         reply.delay = self.rng.choice((0.0, 0.0, self.rng.uniform(0.0, 0.3)))  # room for kills mid-request
+        self.answers[len(self.conversation)] = reply  # recorded right after this, as the next conversation entry
         return reply
 
 
@@ -261,6 +289,12 @@ class Figures:
     judge_unmirrored: int = 0
     """Of the turns lost, entries of judge rounds (never resumed, S14)."""
     handoffs: int = 0
+    answers: int = 0
+    """Model answers the CLI acted on (it sent that session's next request) before a kill ended its run."""
+    answers_by_note: int = 0
+    """Of those, answers the next run carried only in flower's note (the CLI had not written them down, issue #22)."""
+    answers_lost: int = 0
+    """Of those, answers whose content the step's first request of the next flower run did not carry (issue #22)."""
     wall_s: float = 0.0
     defects: list[str] = field(default_factory=list)
 
@@ -268,7 +302,7 @@ class Figures:
     def ok(self) -> bool:
         """Every lap passed and nothing was lost, invalid or left unreadable."""
         return (self.laps_passed == self.laps and self.survived == self.kills and not self.defects
-                and not (self.sessions_lost or self.turns_lost or self.rows_lost or self.unreadable
+                and not (self.sessions_lost or self.turns_lost or self.answers_lost or self.rows_lost or self.unreadable
                          or self.invalid_requests or self.debris))
 
     def report(self) -> str:
@@ -282,6 +316,8 @@ class Figures:
             f"{self.judge_failed_then_passed}, handoffs {self.handoffs})",
             f"sessions lost    {self.sessions_lost}",
             f"turns lost       {self.turns_lost}   (of which judge rounds' entries: {self.judge_unmirrored})",
+            f"answers lost     {self.answers_lost}   (of {self.answers} model answers acted on in a run a kill ended; "
+            f"{self.answers_by_note} carried by flower's note of a cut-off attempt)",
             f"manifest rows lost {self.rows_lost}; unreadable lineage/manifest after a kill {self.unreadable}",
             f"model received   {self.invalid_requests} invalid transcripts, {self.debris} with error debris",
             f"wall time        {self.wall_s:.0f} s",
@@ -391,18 +427,69 @@ class Kill:
     count: int
     delay: float
     sig: signal.Signals
+    sent: bool = False
+    """Already sent by the model server's arrival hook (kinds `arrival` and `tool`)."""
 
     @classmethod
-    def draw(cls, rng: random.Random) -> Kill:
-        kind = rng.choice(("request", "request", "line", "time"))
-        count = {"request": rng.randint(1, 4), "line": rng.randint(1, 12), "time": 0}[kind]
-        delay = rng.uniform(0.3, 5.0) if kind == "time" else rng.choice((0.0, rng.uniform(0.0, 0.5), rng.uniform(0.0, 1.5)))
+    def draw(cls, rng: random.Random, kinds: tuple[str, ...] = KINDS) -> Kill:
+        """`request`/`line`/`time` are polled (10 ms) plus a sub-delay; `arrival` fires inside the model server the instant
+        the k-th request arrives, before it is answered; `tool` fires 0–200 ms after the k-th request that carries a
+        tool result arrived (the tool just ran: the CLI's lazy transcript window, issue #22)."""
+        kind = rng.choice(kinds)
+        count = {"request": rng.randint(1, 4), "line": rng.randint(1, 12), "time": 0, "arrival": rng.randint(1, 4),
+                 "tool": rng.randint(1, 3)}[kind]
+        delay = (rng.uniform(0.3, 5.0) if kind == "time" else 0.0 if kind == "arrival" else rng.uniform(0.0, 0.2)
+                 if kind == "tool" else rng.choice((0.0, rng.uniform(0.0, 0.5), rng.uniform(0.0, 1.5))))
         return cls(kind, count, delay, rng.choice(SIGNALS))
+
+
+def _after_tool(body: dict[str, Any]) -> bool:
+    """Whether a request's newest user turn carries a tool result: the tool ran just before it was sent."""
+    messages = body.get("messages") or [{}]
+    content = messages[-1].get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def _arm(kill: Kill, term: Terminal, model: ChaosModel) -> None:
+    """Let the model server send the kill of kind `arrival` / `tool` itself, at its moment."""
+    seen = 0
+
+    def send() -> None:
+        if term.proc.returncode is None and not kill.sent:
+            kill.sent = True
+            try:
+                os.killpg(term.proc.pid, kill.sig)
+            except ProcessLookupError:
+                pass
+
+    def arrived(body: dict[str, Any]) -> None:
+        nonlocal seen
+        if kill.kind == "tool" and not _after_tool(body):
+            return
+        seen += 1
+        if seen == kill.count:
+            model.arrived = None
+            if kill.delay:
+                asyncio.get_running_loop().call_later(kill.delay, send)
+            else:
+                send()  # now, inside the server's handler: before this request is answered
+
+    model.arrived = arrived
 
 
 async def _moment(kill: Kill, term: Terminal, model: ChaosModel) -> bool:
     """Wait for the kill's moment; False if flower ended first."""
     requests, lines = len(model.conversation), term.lines
+    if kill.kind in ("arrival", "tool"):
+        _arm(kill, term, model)
+        try:
+            while not kill.sent:
+                if term.proc.returncode is not None:
+                    return False
+                await asyncio.sleep(0.01)
+        finally:
+            model.arrived = None
+        return True
     reached: Callable[[], bool] = {
         "request": lambda: len(model.conversation) >= requests + kill.count,
         "line": lambda: term.lines >= lines + kill.count,
@@ -420,6 +507,57 @@ async def _moment(kill: Kill, term: Terminal, model: ChaosModel) -> bool:
     return term.proc.returncode is None
 
 
+def _carried(answer: Reply, request: Any, note: bool = True) -> bool:
+    """Whether `request` carries every block of `answer`: as its transcript (the tool_use, the text) or in flower's
+    note of what a cut-off attempt did (each call with its input, the words said); `note=False`: the transcript only."""
+    seen = request.text if note else "\n".join(request.texts("assistant"))
+    ids = {u.get("id") for u in request.tool_uses()}
+    for block in answer.blocks:
+        if block["type"] == "text" and block["text"] not in seen:
+            return False
+        if block["type"] == "tool_use" and block["id"] not in ids and json.dumps(block["input"], ensure_ascii=False) not in seen:
+            return False
+    return True
+
+
+def _answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: list[Kill | None], figures: Figures,
+                  blame: Callable[[int], Kill | None]) -> None:
+    """Answers lost, at the model's edge: each answer the CLI acted on in a run that a kill ended must be carried by the
+    step's first request of the next run (the judge is fresh by design, S14; a handoff's new session starts from its
+    note, S26)."""
+    conversation = model.conversation
+
+    def run_of(index: int) -> int:
+        return max(i for i, s in enumerate(starts) if s <= index)
+
+    for i, answer in sorted(model.answers.items()):
+        asked = conversation[i]
+        agent, sid, run = _agent(asked.system), asked.session_id, run_of(i)
+        if agent not in ("clarify", "goals", "work") or not answer.blocks or run + 1 >= len(starts) \
+                or killed_before[run + 1] is None:
+            continue
+        # Acted on: the same CLI sent its session's next request, so the answer had arrived and was processed.
+        if not any(r.session_id == sid and run_of(j) == run for j, r in enumerate(conversation[i + 1:], i + 1)):
+            continue
+        later = next((j for j in range(starts[run + 1], len(conversation)) if _agent(conversation[j].system) == agent), None)
+        if later is None or "You take over this work from an earlier session" in conversation[later].text:
+            continue
+        figures.answers += 1
+        if _carried(answer, conversation[later]) and not _carried(answer, conversation[later], note=False):
+            figures.answers_by_note += 1
+        if not _carried(answer, conversation[later]):
+            figures.answers_lost += 1
+            culprit = blame(later)
+            figures.defects.append(f"lap {n}: the {agent} answer to request {i} ({_said(answer)}) is not in request "
+                                   f"{later}, the step's first of the next run (after "
+                                   f"{culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
+
+
+def _said(answer: Reply) -> str:
+    return "; ".join(b["text"][:60] if b["type"] == "text" else f"{b['name']} {json.dumps(b['input'])[:60]}"
+                     for b in answer.blocks)
+
+
 def cli_env(model: ScriptedModel, config: Path, tmp: Path) -> dict[str, str]:
     """This process's env without credentials, pointed at the scripted model; TMPDIR keeps the SDK's resume copies here."""
     base = {k: v for k, v in os.environ.items()
@@ -431,7 +569,7 @@ def cli_env(model: ScriptedModel, config: Path, tmp: Path) -> dict[str, str]:
 
 
 async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figures, say_: Callable[[str], None],
-              run_timeout: float, stop_at: float = float("inf")) -> int:
+              run_timeout: float, stop_at: float = float("inf"), kinds: tuple[str, ...] = KINDS) -> int:
     """One workspace run to the end through up to `kills` kills; returns the kills used."""
     home = root / f"lap{n}"
     ws, config, tmp = home / "ws", home / "claude-config", home / "tmp"
@@ -458,10 +596,11 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             killed_before.append(previous)
             figures.runs += 1
             term = await Terminal.open(args, env, ws)
-            kill = Kill.draw(rng) if used < kills and time.monotonic() < stop_at else None
+            kill = Kill.draw(rng, kinds) if used < kills and time.monotonic() < stop_at else None
             try:
                 if kill is not None and await _moment(kill, term, model):
-                    os.killpg(term.proc.pid, kill.sig)
+                    if not kill.sent:
+                        os.killpg(term.proc.pid, kill.sig)
                 else:
                     kill = None  # flower ended before the moment came
                 try:
@@ -568,6 +707,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
                     figures.defects.append(f"lap {n}: the {agent} step left session {before} (it had model output) "
                                            f"for a fresh {sid} at request {index} (after {culprit.sig.name if culprit else 'no kill'})")
             current[agent] = sid
+        _answers_lost(n, model, starts, killed_before, figures, blame)
         manifest = json.loads((runs / "manifest.json").read_bytes()) if (runs / "manifest.json").exists() else []
         for row in manifest:
             if "·判定#" in str(row.get("step")) and row.get("ok"):
@@ -581,7 +721,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
 
 
 async def chaos(kills: int, seed: int, root: Path | None = None, say_: Callable[[str], None] = print,
-                run_timeout: float = 120.0, minutes: float | None = None) -> Figures:
+                run_timeout: float = 120.0, minutes: float | None = None, kinds: tuple[str, ...] = KINDS) -> Figures:
     """Run the scenario through `kills` seeded kills (as many laps as it takes) and return the figures.
 
     With `minutes`, no kill is drawn after that time: the lap under way finishes unkilled and the run ends.
@@ -598,7 +738,7 @@ async def chaos(kills: int, seed: int, root: Path | None = None, say_: Callable[
         n = 0
         while (figures.kills < kills and time.monotonic() < stop_at) or n == 0:
             n += 1
-            used = await lap(n, base, rng, kills - figures.kills, figures, say_, run_timeout, stop_at)
+            used = await lap(n, base, rng, kills - figures.kills, figures, say_, run_timeout, stop_at, kinds)
             if used == 0 and figures.kills < kills:
                 break  # a lap that took no kill would loop forever
     finally:

@@ -9,7 +9,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,25 +32,29 @@ from claude_agent_sdk import (
     SystemMessage,
     TextBlock,
     ToolPermissionContext,
+    ToolResultBlock,
     ToolUseBlock,
+    UserMessage,
     project_key_for_directory,
 )
 from claude_agent_sdk.types import PermissionRuleValue
 
 from .core.approvals import Approval, Approvals, describe, tool_of
+from .core.context import tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
-from .core.identity import workspace_identity
+from .core.journal import Journal
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
+from .core.memory import give_back
+from .core.records import Records
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
 from .core.trust import Trust, decide, project_memory
-from .stores.postgres import PostgresSessionStore
+from .stores.base import Store
+from .stores.opener import open_store
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
-from .stores.shared import open_shared
-from .stores.sqlite import SqliteSessionStore
 
 log = logging.getLogger("flower")
 # A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
@@ -95,6 +99,8 @@ class _Attempt:
     num_turns: int = 0
     refused: FlowerError | None = None
     """sessions.db refused a write during this attempt (a full disk, read-only): what to tell the person."""
+    prompt: str = ""
+    """What this attempt asks: journaled once its session id is known."""
 
 
 @dataclass
@@ -136,24 +142,6 @@ folder's .claude/settings*.json (hooks, env, apiKeyHelper, permissions) nor its 
 flower then puts in the prompt itself (it is text)."""
 
 
-def tokens_of(usage: dict[str, Any]) -> int:
-    """Context size of one API response: input + cache read + cache creation tokens."""
-    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-
-
-def context_of(entries: Sequence[Mapping[str, object]] | None) -> int | None:
-    """Context size of a transcript: input + cache read + cache creation of its last real assistant message."""
-    for entry in reversed(entries or []):
-        message = entry.get("message") if entry.get("type") == "assistant" else None
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
-            continue
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            # One API response is several entries repeating one usage; the last one is enough (dedup by id).
-            return tokens_of(usage)
-    return None
-
-
 def project_key(workspace: str | os.PathLike[str]) -> str:
     """The SDK's project key of a workspace: its sessions are stored under it (S12: the path is the key)."""
     return project_key_for_directory(Path(os.path.abspath(workspace)))
@@ -161,10 +149,15 @@ def project_key(workspace: str | os.PathLike[str]) -> str:
 
 @dataclass(frozen=True)
 class Sessions:
-    """A run_dir's `sessions.db`: the raw store (every entry as written) and the pruned view the model resumes from (S23, D2)."""
+    """A task's store: the raw sessions (every entry as written), the pruned view the model resumes from (S23, D2), and the records.
 
-    raw: SqliteSessionStore | PostgresSessionStore
+    The records (lineage, manifest, lock, wake mark) are the same backend's as the sessions: run_dir's files beside
+    sessions.db, or the shared store's tables (D9). Everything that reads or writes them is given this object's.
+    """
+
+    raw: Store
     pruned: PruningSessionStore
+    records: Records
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False, store: str | None = None,
@@ -175,13 +168,9 @@ class Sessions:
         workspace's sessions, lineage, manifest and lock are keyed by its identity (`project` overrides it, D9).
         """
         run_dir = Path(os.path.abspath(run_dir))
-        raw: SqliteSessionStore | PostgresSessionStore
-        if store is None or store.strip().lower() in ("", "sqlite"):
-            raw = SqliteSessionStore(run_dir / "sessions.db")
-        else:
-            where = workspace if workspace is not None else os.getcwd()
-            raw = open_shared(store, run_dir, project_key(where), workspace_identity(where, project))
-        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
+        where = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
+        raw, records = open_store(run_dir, store, where, project_key(where), project)
+        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"), records)
 
     async def __aenter__(self) -> Sessions:
         return self
@@ -191,8 +180,7 @@ class Sessions:
 
     async def ready(self) -> None:
         """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
-        if isinstance(self.raw, PostgresSessionStore):
-            await self.raw.open()
+        await self.raw.open()
 
     def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
         """Whether sessions.db holds this workspace's session (S10)."""
@@ -204,7 +192,7 @@ class Sessions:
 
     def context(self, workspace: str | os.PathLike[str], session_id: str) -> int | None:
         """The session's last-round context size read back from sessions.db now (sync, read-only); None if unknown."""
-        return context_of(self.raw.load_sync({"project_key": project_key(workspace), "session_id": session_id}))
+        return self.raw.last_context_sync(project_key(workspace), session_id)
 
     async def close(self) -> None:
         """Close the database connection (the next use reopens it)."""
@@ -243,6 +231,8 @@ class Runtime:
         self.env = dict(env or {})
         self.project_key = project_key(self.workspace)
         self.raw_store = self.sessions.raw
+        self.records = self.sessions.records
+        """The task's lineage, manifest, lock and wake mark: the same backend as its sessions."""
         # S23/S25: the model always resumes from the pruned view; `trim` only switches large-result trimming.
         self.store = self.sessions.pruned
         self.db_path = self.raw_store.path
@@ -261,6 +251,8 @@ class Runtime:
         """The person's `allow` rules and permission `mode` for agents that follow the settings (None: the agent's own)."""
         self.approvals = approvals
         """Where a tool call outside the rules is asked (None: it is denied on the spot, as the CLI does unasked)."""
+        self.journal = Journal(self.run_dir)
+        """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -272,11 +264,12 @@ class Runtime:
         return await self.sessions.entries(self.workspace, session_id)
 
     async def context_size(self, session_id: str) -> int | None:
-        """The session's last-round context size in tokens, read back from sessions.db; None if unknown."""
-        return context_of(await self.entries(session_id))
+        """The session's last-round context size in tokens, read back from the end of sessions.db; None if unknown."""
+        return await self.raw_store.last_context(self.project_key, session_id)
 
     async def close(self) -> None:
-        """Close the session store if this Runtime opened it."""
+        """Close the journal, and the session store if this Runtime opened it."""
+        self.journal.close()
         if self._owns_sessions:
             await self.sessions.close()
 
@@ -420,7 +413,7 @@ class Runtime:
     async def _attempt(self, agent: AgentSpec, prompt: str, resume: str | None, step: str,
                        on_session: Callable[[str], None] | None) -> _Attempt:
         """One CLI process: stream its messages into events, return what it produced."""
-        out = _Attempt(session_id=resume)
+        out = _Attempt(session_id=resume, prompt=prompt)
         stderr: collections.deque[str] = collections.deque(maxlen=40)
         texts: list[str] = []
         seen_usage: set[str] = set()
@@ -430,6 +423,8 @@ class Runtime:
         try:
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step)) as client:
                 await client.query(prompt)
+                if resume:  # the materialised session is freed by now; the CLI works meanwhile
+                    give_back()
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
@@ -501,6 +496,7 @@ class Runtime:
                 self.model_seen = message.data["model"]
             if sid:
                 out.session_id = sid
+                self.journal.prompt(sid, out.prompt)
                 if on_session is not None:
                     on_session(sid)  # S11: write the lineage now, not at the step boundary
                 self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
@@ -509,17 +505,26 @@ class Runtime:
             out.category = message.error  # the CLI's category of an API error, on its synthetic message
             if message.model and message.model != "<synthetic>":
                 self.model_seen = message.model
+            real = sid if message.model != "<synthetic>" else None  # API-error filler is never journaled (S23)
             for block in message.content:
                 if isinstance(block, TextBlock) and block.text:
                     texts.append(block.text)
+                    if real:
+                        self.journal.said(real, message.message_id, block.text)
                     self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step))
                 elif isinstance(block, ToolUseBlock):
+                    if real:
+                        self.journal.call(real, message.message_id, block.id, block.name, block.input)
                     self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id,
                                        session_id=sid, uuid=message.uuid, step=step))
             usage = message.usage or {}
             if sid and message.model != "<synthetic>" and message.message_id not in seen_usage and usage:
                 seen_usage.add(message.message_id or "")
                 self.emit(ContextSize(session_id=sid, tokens=tokens_of(usage), step=step))
+        elif isinstance(message, UserMessage) and message.parent_tool_use_id is None and out.session_id:
+            for block in message.content if isinstance(message.content, list) else []:
+                if isinstance(block, ToolResultBlock):  # the tool ran: journaled before the next model request
+                    self.journal.result(out.session_id, block.tool_use_id, block.content, block.is_error)
         elif isinstance(message, MirrorErrorMessage):
             # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
             raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")

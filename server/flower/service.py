@@ -7,24 +7,25 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from pathlib import Path
 
-from .core import goals, texts
+from .core import goals, taskfiles, texts
 from .core.approvals import Approvals
 from .core.errors import FlowerError
-from .core.events import Banner, ContextSize, Event, Listener, Notice, StepStarted, Verdict, Waiting
+from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock
-from .core.manifest import Manifest
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
 from .core.trust import Trust, decide
 from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
-from .status import WINDOW, Cost, Judged, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest
+from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
 from .workflow.base import step_of
 from .workflow.flower import WORK, Ask, FlowerPath
+from .workflow.goal import judged
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,14 @@ class FlowerService:
         self._verdict: VerdictState | None = None
         self._context: int | None = None
         """The work session's context size, once seen in this process."""
-        self._stored: tuple[str, int | None] | None = None
-        """(work session, its context size read back from sessions.db), so status() reads the db once per session."""
+        self._rest: _Rest | None = None
+        """The last snapshot of the records status read (off the event loop), or None before the first."""
+        self._reading: asyncio.Future[None] | None = None
+        self._read_since = self._read_at = float("-inf")
+        self._dirty = True
+        """An event of this service changed the records since the snapshot was read."""
+        self._unreachable: texts.Said | None = None
+        """The last refresh failed: the store is not answering."""
         self._runtime: Runtime | None = None
         self._window_seen = False
         """Whether `window` is one the CLI reported (in this process, or recorded in the manifest) rather than assumed."""
@@ -99,6 +106,10 @@ class FlowerService:
         if self._runtime is not None and self._runtime.window:
             self.window, self._window_seen = self._runtime.window, True  # the gauge follows the model actually used
         self._waiting = None
+        if isinstance(event, (Banner, SessionStarted, StepStarted, StepEnded, Verdict)):
+            self._dirty = True  # the lineage or the manifest moved: a front-end that keeps a snapshot reads them now
+            if self._reading is not None:
+                self._poke()
         match event:
             case StepStarted(step=step):
                 self._step = step
@@ -145,11 +156,14 @@ class FlowerService:
         if self._task is not None and self.running:
             self.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        with WorkspaceLock(self.run_dir):
-            lineage = Lineage.load(self.run_dir, self.workspace)
+        with WorkspaceLock(self.run_dir, self.sessions.records):
+            lineage = Lineage.load(self.run_dir, self.workspace, records=self.sessions.records)
             extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
+            if isinstance(records := self.sessions.records, taskfiles.TaskFiles):  # or the next wake restores them (D9)
+                taskfiles.archive(records, into.relative_to(self.workspace).as_posix())
         self._context = self._verdict = None  # they were the archived task's
+        self._dirty = True
         self._emit(Notice(text=texts.text("archived", self.locale, path=into)))
         return await self.wake(text)
 
@@ -189,9 +203,8 @@ class FlowerService:
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
         try:
             ctx = await self._path.wake(text)
-            verdict = ctx.get("verdict")
-            return WakeOutcome(ok=ctx["_ok"], error=ctx.get("_error"), said=ctx.get("_said"), woke=ctx["_woke"],
-                               sessions=dict(ctx["_sessions"]), verdict=Judged(**verdict) if verdict else None)
+            return WakeOutcome(ok=ctx.ok, error=ctx.error, said=ctx.said, woke=ctx.woke, sessions=dict(ctx.sessions),
+                               verdict=ctx.verdict)
         except asyncio.CancelledError:
             cancelled = texts.say("cancelled")
             return WakeOutcome(ok=False, error=str(cancelled), said=cancelled)
@@ -201,6 +214,8 @@ class FlowerService:
                 self.window, self._window_seen = rt.window, True
             self._model_seen = rt.model_seen or self._model_seen
             self._runtime = None
+            await rt.close()  # its journal's files; the sessions are the service's
+            self._dirty = True
 
     async def _ask(self, question: str) -> str | None:
         if self.ask is None:
@@ -223,42 +238,130 @@ class FlowerService:
         return None
 
     # -- status ----------------------------------------------------------------------------
+    def _read_rest(self) -> _Rest:
+        """What status shows of the records and the workspace's files, read afresh if their stamps moved (a worker thread)."""
+        records = self.sessions.records
+        stamp = (records.stamp(), *(_stamp(self.workspace / name) for name in (REQUIREMENTS_FILE, goals.GOALS_FILE, ARCHIVE)))
+        rest = self._rest
+        if rest is not None and rest.stamp == stamp:
+            return rest
+        st = at_rest(self.workspace, self.run_dir, records=records)
+        rows = recorded(self.workspace, self.run_dir, records).rows
+        work = st.steps.get(WORK)
+        window = next((r.window for r in reversed(rows) if r.window), None)
+        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work))
+
+    async def refresh(self) -> None:
+        """Read status's records again, off the event loop; callers at the same time share one read.
+
+        From the first call on, this service's own events start such a read too (`snapshot` stays current).
+        """
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.ensure_future(self._refresh())
+        await asyncio.shield(self._reading)
+
+    async def _refresh(self) -> None:
+        self._dirty, self._read_since = False, time.monotonic()
+        try:
+            self._rest = await asyncio.to_thread(self._read_rest)
+            self._unreachable = None
+        except Exception as exc:  # the store is not answering: status says so and shows what it read before (D9)
+            self._unreachable = self._not_answering(exc)
+            log.warning("status: %s", self._unreachable)
+        finally:
+            self._read_at = time.monotonic()
+        if self._dirty and self._unreachable is None:  # an event came during the read: read what it changed too
+            self._reading = asyncio.ensure_future(self._refresh())
+
+    def _not_answering(self, exc: BaseException | None) -> texts.Said:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0] if exc is not None else "no answer yet"
+        return texts.say("status_unreachable", where=self.sessions.records.where, reason=reason)
+
+    def _poke(self) -> None:
+        """Start a background refresh if the snapshot may be stale (an event of ours, or its age); never waits."""
+        if self._reading is not None and not self._reading.done():
+            return
+        if self._dirty or time.monotonic() - self._read_at > STALE_S:
+            self._reading = asyncio.ensure_future(self._refresh())
+
+    def status(self) -> Status:
+        """Everything a front-end shows, the records read now where their change stamps moved (no model request).
+
+        For a terminal or a script; a server that must never wait on a store answers with `snapshot()` instead.
+        `context` is the work session's size seen in this process, or else its last round read back from the store,
+        so a fresh process shows the gauge before any wake.
+        """
+        self._dirty, self._rest, self._unreachable = False, self._read_rest(), None
+        self._read_at = time.monotonic()
+        return self._view()
+
+    def snapshot(self) -> Status:
+        """`status()` answered at once from memory: never a read, never a wait, whatever the store does (D9).
+
+        The records' part is the last snapshot `refresh` read in a worker thread; this starts the next one when an
+        event of this service or the snapshot's age says it may be stale. While a read has hung for SLOW_S, or the
+        last one failed, `unreachable` says so.
+        """
+        self._poke()
+        return self._view()
+
+    def _view(self) -> Status:
+        rest = self._rest
+        st = rest.status if rest is not None else Status(
+            workspace=str(self.workspace), run_dir=str(self.run_dir), woke=0, started=False, steps={}, goals=[])
+        if rest is not None and rest.window and not self._window_seen:
+            self.window, self._window_seen = rest.window, True
+        reading = self._reading is not None and not self._reading.done()
+        unreachable = self._unreachable or (
+            self._not_answering(None) if reading and time.monotonic() - self._read_since > SLOW_S else None)
+        lineage = self._path.lineage if self._path is not None and self.running else None
+        if lineage is not None:  # a wake runs here: its lineage in memory is the record (D5), newer than any snapshot
+            st = dataclasses.replace(st, woke=lineage.woke, steps=dict(lineage.steps), started=True)
+        seen = self._runtime.model_seen if self._runtime is not None else None
+        judged_here = rest.verdict if rest is not None and not self.running else None
+        return dataclasses.replace(
+            st, context=self._context if self._context is not None else rest.context if rest is not None else None,
+            window=self.window, running=self.running, step=self._step,
+            interrupted=not self.running and st.interrupted, elsewhere=not self.running and st.elsewhere,
+            waiting=self._waiting, waiting_for=self.waiting_for(), handoff_at=self.handoff_at,
+            verdict=self._verdict or (VerdictState(round=judged_here[0], passed=judged_here[1], reasons=judged_here[2])
+                                      if judged_here else None),
+            model=self.model or seen or self._model_seen or st.model,
+            # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
+            cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
+            settings=self.settings.shown() if self.settings is not None else None, unreachable=unreachable)
+
     def _stored_context(self, session_id: str) -> int | None:
-        """The session's last context size in sessions.db; None (logged) if the db cannot be read: the gauge is a bonus (S12)."""
+        """The session's last context size in the store; None (logged) if it cannot be read: the gauge is a bonus (S12)."""
         try:
             return self.sessions.context(self.workspace, session_id)
         except Exception as exc:
             log.warning("cannot read the context size of %s from %s (%s)", session_id, self.sessions.raw.path, exc)
             return None
 
-    def _recorded_window(self) -> int | None:
-        """The window the CLI last reported in this run_dir, from the manifest's newest row that has one."""
-        rows = sorted(Manifest(self.run_dir).rows(), key=lambda r: r.get("ended_at") or 0)
-        return next((r["window"] for r in reversed(rows) if isinstance(r.get("window"), int) and r["window"] > 0), None)
 
-    def status(self) -> Status:
-        """Everything a front-end shows, answered at once from files and memory (no model request).
+STALE_S = 0.25
+"""How old the status snapshot may be before a status starts a check of the records' change stamps."""
+SLOW_S = 1.0
+"""A refresh still running after this long: the store is not answering, and status says so."""
+ARCHIVE = "notes/archive"
+"""Where `flower --new` archives a task (S28): the newest archive is when the current task began."""
 
-        `context` is the work session's size seen in this process, or else its last round read back
-        from sessions.db, so a fresh process shows the gauge before any wake.
-        """
-        if not self._window_seen:
-            recorded = self._recorded_window()
-            if recorded:
-                self.window, self._window_seen = recorded, True
-        st = at_rest(self.workspace, self.run_dir)
-        context, work = self._context, st.steps.get(WORK)
-        if context is None and work is not None:
-            if self._stored is None or self._stored[0] != work:
-                self._stored = (work, self._stored_context(work))
-            context = self._stored[1]
-        seen = self._runtime.model_seen if self._runtime is not None else None
-        return dataclasses.replace(
-            st, context=context, window=self.window, running=self.running, step=self._step,
-            interrupted=not self.running and st.interrupted, elsewhere=not self.running and st.elsewhere,
-            waiting=self._waiting, waiting_for=self.waiting_for(), verdict=self._verdict, handoff_at=self.handoff_at,
-            model=self.model or seen or self._model_seen or st.model,
-            # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
-            cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
-            settings=self.settings.shown() if self.settings is not None else None)
 
+@dataclass(frozen=True)
+class _Rest:
+    """What status read of the records and the workspace's files, with the stamps they had."""
+
+    stamp: tuple[Hashable, ...]
+    status: Status
+    context: int | None
+    window: int | None
+    verdict: tuple[int, bool, str] | None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size

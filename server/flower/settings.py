@@ -197,16 +197,20 @@ OPTIONS = {k.option: key for key, k in KEYS.items() if k.option is not None}
 """Editor option (camelCase, as `initializationOptions` names it) → key."""
 
 
-def _from_env(raw: str) -> object:
-    """An environment string as the type a key expects: true/false, whole numbers, numbers, else the string."""
+def _from_env(raw: str, check: Callable[[object], Any]) -> object:
+    """An environment string as the type its key expects: true/false for a switch, a number for a number, else the string.
+
+    Decided by the key, so `FLOWER_ROUNDS=1` is the number 1, never `true`.
+    """
     text = raw.strip()
-    if text.lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
+    if check is _boolean and text.lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
         return text.lower() in ("true", "1", "yes", "on")
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
+    if check in (_positive_int, _positive_number):
+        for kind in (int, float):
+            try:
+                return kind(text)
+            except ValueError:
+                pass
     return text
 
 
@@ -290,8 +294,7 @@ def load(workspace: str | os.PathLike[str], overrides: Mapping[str, object] | No
     for key, name in ENV.items():
         raw = env.get(name)
         if raw is not None and raw.strip():
-            values[key] = _checked(key, raw.strip() if KEYS[key].check in (_name, _store, _rules, _mode, _unattended)
-                                   else _from_env(raw), f"${name}")
+            values[key] = _checked(key, _from_env(raw, KEYS[key].check), f"${name}")
             sources[key] = f"${name}"
     for key, value in (overrides or {}).items():
         if value is not None:

@@ -32,6 +32,19 @@ async def test_ten_seeded_kills_lose_no_session_no_turn_no_row(tmp_path: Path):
     # turns_lost counts every entry of every CLI local transcript, killed judge rounds' included (the wake's sweep).
     assert (figures.sessions_lost, figures.turns_lost, figures.rows_lost, figures.unreadable) == (0, 0, 0, 0), figures.report()
     assert (figures.invalid_requests, figures.debris) == (0, 0), figures.report()
+    assert figures.answers_lost == 0, figures.report()
+    assert not figures.defects, figures.report()
+
+
+@pytest.mark.timeout(300)
+async def test_kills_at_the_models_edge_lose_no_answer(tmp_path: Path):
+    # Killed the instant a request arrives, or within 200 ms after a tool ran: the CLI has often written nothing of
+    # the last turn yet; the step's next request carries every answer the CLI acted on, as transcript or note (#22).
+    figures = await chaos(6, seed=22, root=tmp_path, say_=print, kinds=("arrival", "tool"))
+    print(figures.report())
+    assert figures.kills == 6 and figures.survived == 6, figures.report()
+    assert figures.answers > 0 and figures.answers_lost == 0, figures.report()
+    assert (figures.sessions_lost, figures.turns_lost, figures.invalid_requests, figures.debris) == (0, 0, 0, 0), figures.report()
     assert not figures.defects, figures.report()
 
 

@@ -144,6 +144,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         "settings": None,
         # No `trusted` option and no record: its own hooks and MCP servers would not run (D10, test_trust.py).
         "trusted": False, "trust": "nobody trusted it yet; its own hooks, env and MCP servers do not run",
+        "unreachable": None, "waitingFor": None,
     }
     # Without a folder: every folder; the same payload with null params.
     assert (await client.request(p.STATUS, None))["folders"] == [status]

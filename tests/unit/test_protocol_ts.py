@@ -70,7 +70,7 @@ def test_every_payload_class_has_an_interface_with_the_same_wire_fields() -> Non
 
 def test_error_codes_match() -> None:
     source = _source()
-    for name in ("UNKNOWN_FOLDER", "WORKSPACE_BUSY", "FLOWER_ERROR", "MISSING_CREDENTIALS"):
+    for name in ("UNKNOWN_FOLDER", "WORKSPACE_BUSY", "FLOWER_ERROR", "MISSING_CREDENTIALS", "UNEXPECTED"):
         assert re.search(rf"export const {name} = {getattr(p, name)};", source), name
 
 

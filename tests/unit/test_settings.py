@@ -166,6 +166,16 @@ def test_the_task_cost_is_the_manifests_rows_since_the_task_began_and_follows_ne
     (tmp_path / "notes" / "archive" / "20260101-000000").mkdir(parents=True)  # `flower --new` here: a new task began
     wake = Manifest(tmp_path / "runs", run="wake")
     wake.add(StepResult("澄清", ok=True, cost_usd=0.25, started_at=time.time(), ended_at=time.time(), model="m-new"))
-    assert recorded(tmp_path, tmp_path / "runs") == (0.25, 0.25, "m-new")
+    found = recorded(tmp_path, tmp_path / "runs")
+    assert (found.task, found.last, found.model) == (0.25, 0.25, "m-new")
     wake.add(StepResult("目标", ok=True, cost_usd=0.5, started_at=time.time(), ended_at=time.time() + 1))
-    assert recorded(tmp_path, tmp_path / "runs") == (0.75, 0.75, "m-new")  # a new row counts at once (no stale cache)
+    found = recorded(tmp_path, tmp_path / "runs")
+    assert (found.task, found.last, found.model) == (0.75, 0.75, "m-new")  # a new row counts at once (no stale cache)
+
+
+def test_an_environment_number_is_a_number_and_a_switch_a_switch(tmp_path: Path) -> None:
+    settings = load(tmp_path, env={"FLOWER_ROUNDS": "1", "FLOWER_TRIM": "0", "FLOWER_MAX_COST": "1", "FLOWER_PROJECT": "1"})
+    assert (settings.rounds, settings.trim, settings.max_cost, settings.project) == (1, False, 1.0, "1")
+    with pytest.raises(SettingsError) as bad:
+        load(tmp_path, env={"FLOWER_ROUNDS": "yes"})
+    assert "$FLOWER_ROUNDS" in bad.value.text("en") and "'yes'" in bad.value.text("en")

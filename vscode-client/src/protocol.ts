@@ -80,6 +80,8 @@ export interface FolderStatus {
     trusted: boolean;
     /** Who decided, one sentence in the window's language. */
     trust: string;
+    /** The task's store is not answering: one line saying so (the rest is what was read before); null while it answers. */
+    unreachable: string | null;
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */
@@ -382,6 +384,8 @@ export const WORKSPACE_BUSY = -32011;
 export const FLOWER_ERROR = -32012;
 /** No API key and no `claude login`: offer "Set API Key…". */
 export const MISSING_CREDENTIALS = -32013;
+/** A bug: one line naming it and the log file (under the folder's run dir) with its traceback. */
+export const UNEXPECTED = -32014;
 
 /**
  * The server options `initialize` reads from `initializationOptions` (protocol.md): the settings

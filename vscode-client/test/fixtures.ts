@@ -28,6 +28,7 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         cost: { wake: 0, task: 0, max: null },
         settings: null,
         waitingFor: null,
+        unreachable: null,
         trusted: true,
         trust: "the editor's workspace trust",
         ...over,

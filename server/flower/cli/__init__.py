@@ -9,7 +9,8 @@
     flower demo              the whole thing offline on the built-in scripted model
 
 Exit codes: 0 done; 1 the run did not finish (the reason is the last line on stderr);
-2 bad input; 3 another flower drives this workspace; 130 interrupted (run `flower` again).
+2 bad input; 3 another flower drives this workspace; 70 an unexpected error (one line names it and the log
+under the run dir that holds its traceback; nothing was lost, run `flower` again); 130 interrupted (run `flower` again).
 
 Modules: `args` (parsers), `console` (rendering, redacted output), `keyboard` (what a person
 types), `commands` (what each command does).
@@ -21,14 +22,26 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TextIO, cast
 
+from ..core import crash
 from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
+from ..core.trust import decide
 from ..settings import SettingsError
 from .args import UsageError, demo_parser, main_parser, once_parser, status_parser, trust_parser
-from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, flower_command, once_command, status_command
+from .commands import (
+    EXIT_BUSY,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    flower_command,
+    once_command,
+    settings_of,
+    status_command,
+)
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
@@ -74,6 +87,17 @@ def run(argv: list[str] | None = None) -> int:
         sys.stdout.write("\n")
         sys.stderr.write(f"flower: {text('interrupted', locale)}\n")
         return EXIT_INTERRUPTED
+    except Exception as exc:  # the last resort: a bug is one line here, its traceback in the run dir's log
+        sys.stderr.write(f"flower: {crash.caught(exc, crash_dir(argv)).text(locale)}\n")
+        return crash.EXIT_CRASH
+
+
+def crash_dir(argv: list[str]) -> Path | None:
+    """The run dir the command uses (flags, environment, settings file), or None when even that cannot be read."""
+    try:
+        return settings_of(parse(argv, "en")[1], Path.cwd(), decide(Path.cwd()).trusted).run_dir_path(Path.cwd())
+    except (Exception, SystemExit):
+        return None
 
 
 def main() -> None:

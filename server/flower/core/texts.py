@@ -28,6 +28,49 @@ CATALOG: dict[str, dict[str, str]] = {
     "queued": {"en": "queued for the work session: {sentence}", "zh": "已排队,干活会话下一轮会收到: {sentence}"},
     "archived": {"en": "archived the previous task to {path}", "zh": "上一件事已归档到 {path}"},
     "recorded": {"en": "recorded in {file}: {sentence}", "zh": "已记入 {file}: {sentence}"},
+    # -- the last resort (issue #22): an unexpected exception, one line; the traceback is in the log -----------
+    "crash": {
+        "en": "stopped on an unexpected error ({what}); the full log is in {log}. Nothing was lost: run `flower` here again to continue.",
+        "zh": "遇到意外错误而停下({what});完整日志在 {log}。什么都没丢:在这里再运行 `flower` 就接着做。",
+    },
+    "crash_editor": {
+        "en": "flower stopped on an unexpected error ({what}); the full log is in {log}. Nothing was lost: wake this folder again to continue.",
+        "zh": "flower 遇到意外错误而停下({what});完整日志在 {log}。什么都没丢:再次唤醒这个文件夹就接着做。",
+    },
+    # -- the task's files travel with the task through a shared store (issue #22) --------------------------
+    "task_file_restored": {
+        "en": "restored {file} from the shared store (last written on {host})",
+        "zh": "已从共享存储恢复 {file}(最后写于 {host})",
+    },
+    "task_file_updated": {
+        "en": "{file} updated from the shared store (newer, written on {host}); the copy that was here is kept as {kept}",
+        "zh": "{file} 已按共享存储更新(较新,写于 {host});这里原来的那份保留为 {kept}",
+    },
+    "task_file_conflict_local": {
+        "en": "{file} was changed here and on {host}: the newer one here wins; the store's copy is kept as {kept}",
+        "zh": "{file} 在这里和 {host} 上都改过:以这里较新的为准;共享存储里的那份保留为 {kept}",
+    },
+    "task_file_conflict_store": {
+        "en": "{file} was changed here and on {host}: the newer one from {host} wins; the copy that was here is kept as {kept}",
+        "zh": "{file} 在这里和 {host} 上都改过:以 {host} 上较新的为准;这里原来的那份保留为 {kept}",
+    },
+    # -- a task file missing or unreadable in a used folder (issue #22): the step that makes it runs again --
+    "file_missing_resumed": {
+        "en": "{file} is missing here; the {step} step continues its session to write it again",
+        "zh": "这里缺少 {file};{step}步骤接着它的会话重新写出它",
+    },
+    "file_missing_fresh": {
+        "en": "{file} is missing here; the {step} step runs again to write it",
+        "zh": "这里缺少 {file};{step}步骤重新运行来写出它",
+    },
+    "file_unreadable_resumed": {
+        "en": "{file} could not be read; kept aside as {kept}; the {step} step continues its session to write it again",
+        "zh": "{file} 无法读取,已另存为 {kept};{step}步骤接着它的会话重新写出它",
+    },
+    "file_unreadable_fresh": {
+        "en": "{file} could not be read; kept aside as {kept}; the {step} step runs again to write it",
+        "zh": "{file} 无法读取,已另存为 {kept};{step}步骤重新运行来写出它",
+    },
     # -- the command line: prompts and progress ---------------------------------------------------
     "wake_prompt": {
         "en": "Continue? Enter = carry on; or say something new; /new = start something else (Ctrl-C to quit)",
@@ -316,6 +359,10 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
     "store_offline": {
         "en": "the database {url} did not answer for {seconds} s ({reason}); run again when it is back to continue",
         "zh": "数据库 {url} {seconds} 秒没有响应({reason});它恢复后再运行即可接着做",
+    },
+    "status_unreachable": {
+        "en": "the store {where} is not answering ({reason}); this status is what was read before. It refreshes when the store is back.",
+        "zh": "存储 {where} 没有响应({reason});这里显示的是之前读到的状态。存储恢复后会自动刷新。",
     },
     "status_identity": {"en": "identity  {identity}  · store {store}", "zh": "标识     {identity}  · 存储 {store}"},
     "busy_pid_host": {"en": "pid {pid} on {host}, since {since}", "zh": "{host} 上的 pid {pid},自 {since} 起"},

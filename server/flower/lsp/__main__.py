@@ -1,4 +1,8 @@
-"""`python -m flower.lsp`: the flower language server on stdio, or on 127.0.0.1 with `--tcp` for debugging."""
+"""`python -m flower.lsp`: the flower language server on stdio, or on 127.0.0.1 with `--tcp` for debugging.
+
+Exit codes: 0 after `shutdown` + `exit` (or end of input), 1 `exit` without `shutdown` (LSP), 70 an unexpected error
+(one line on stderr names the log file holding its traceback; the next server's wake resumes, core/crash.py).
+"""
 
 from __future__ import annotations
 
@@ -48,10 +52,17 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.watch_loop:
         server.loop_watch = LoopWatch()
-    if args.tcp:
-        server.start_tcp("127.0.0.1", args.port)  # D6: loopback only
-        return 0
-    return serve_stdio(server)  # resyncs after a bad frame; exit's code as LSP says
+    try:
+        if args.tcp:
+            server.start_tcp("127.0.0.1", args.port)  # D6: loopback only
+            return 0
+        return serve_stdio(server)  # resyncs after a bad frame; exit's code as LSP says
+    except Exception as exc:  # the last resort: one line on stderr (the editor's log), the traceback in a file
+        from ..core import crash
+        folder = next(iter(server.folders.values()), None)  # the log goes under a folder's run dir when there is one
+        error = crash.caught(exc, folder.svc.run_dir if folder is not None else None, "crash_editor")
+        logging.getLogger("flower").error("%s", error.text(server.locale))
+        return crash.EXIT_CRASH
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Events arrive synchronously on the event loop (FlowerService.subscribe); they are queued and sent
 by one pump task per folder, so everything a folder sends keeps the order the events had, even
 when a step's `$/progress` token must first be created with a round trip to the client.
-`flower/status` never goes through the queue: it reads the service directly and answers at once.
+`flower/status` never goes through the queue: it maps the service's in-memory status and answers at once (the
+service refreshes what it read of the records off the event loop, when its events or their change stamps say so).
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ from ..core.events import (
 from ..core.redact import cut
 from ..core.text import clip, tool_label
 from ..core.trust import decide, why
-from ..history import History, Item, UnknownSession, Verdicts
+from ..history import History, Item, Pruned, UnknownSession, Verdicts
 from ..service import FlowerService
 from ..settings import KEYS, OPTIONS, Settings, SettingsError, load
-from ..status import WakeOutcome, to_json
+from ..status import WaitingFor, WakeOutcome, to_json
 from . import protocol as p
 
 if TYPE_CHECKING:
@@ -66,6 +67,10 @@ REPORT_LIMIT = 120
 HISTORY_LIMIT = 200
 """`flower/history` entries per page when the client does not say."""
 HISTORY_MAX = 1000
+OPEN_WAIT = 2.0
+"""Bound on how long a folder's first status waits for its first read of the records (a store that does not answer)."""
+END_WAIT = 2.0
+"""Bound on how long the end of a wake waits for status's records to be read again, so the next status is the end's."""
 
 
 @dataclass
@@ -110,7 +115,8 @@ class Folder:
         self.svc.approvals.askers.append(self._approve)
         self.svc.approvals.on_change.append(self._approval_changed)
         self._unsubscribe = self.svc.subscribe(self._on_event)
-        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw)
+        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw,
+                               records=self.svc.sessions.records)
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
@@ -120,39 +126,52 @@ class Folder:
         self.tokens: set[str] = set()
         """Every progress token this folder created (for `window/workDoneProgress/cancel`)."""
         self._header: str | None = None
-        self._verdicts: dict[str, dict[str, str]] = {}
-        self._seq = self.history.latest_seq()
-        """The last `seq` given to a transcript entry: above every sessions.db position known here (protocol.md)."""
+        self._verdicts: dict[str, dict[str, Pruned]] = {}
+        self._seq = 0
+        """The last `seq` given to a transcript entry: above every store position known here (protocol.md)."""
         self._block: tuple[str | None, int] = (None, 0)
         """The uuid of the last live block and how many blocks had it (a second block gets `<uuid>#1`)."""
         self._awaited: set[asyncio.Future[Verdicts]] = set()
         self._closed = False
         self._wait_until: float | None = None
         """When the current retry wait ends (Unix time), for the countdown in status."""
+        self._opened = asyncio.ensure_future(self._open())
+        """The first read of the store and the records, off the event loop: nothing is read here (status never blocks)."""
+
+    async def _open(self) -> None:
+        seq, _ = await asyncio.gather(self.history.latest_seq(), self.svc.refresh())
+        self._seq = max(self._seq, seq)
+
+    @property
+    def opened(self) -> bool:
+        """The folder's first read of its records is done."""
+        return self._opened.done()
+
+    async def ready(self, wait: float = OPEN_WAIT) -> None:
+        """Wait (bounded) for the folder's first read of its records; at once after that."""
+        if not self._opened.done():
+            await asyncio.wait([asyncio.shield(self._opened)], timeout=wait)
 
     # -- commands --------------------------------------------------------------------------
     def status(self) -> p.FolderStatus:
-        """The folder's status, from the service's memory and files: no model request, no waiting."""
-        s = to_json(self.svc.status())
-        waiting, verdict = s.get("waiting"), s.get("verdict")
-        if verdict is None and not s["running"]:
-            judged = self.history.last_verdict()  # the manifest's, before any judge in this process
-            verdict = {"round": judged[0], "passed": judged[1], "reasons": judged[2]} if judged else None
+        """The folder's status, from the service's memory: no read, no model request, no waiting."""
+        s = self.svc.snapshot()
         wait = None
-        if waiting:
+        if s.waiting is not None:
             now = time.time()
-            until = self._wait_until if self._wait_until is not None else now + float(waiting["seconds"])
-            wait = p.WaitState(waiting["reason"], waiting["seconds"], waiting["attempt"], waiting["max_attempts"],
+            until = self._wait_until if self._wait_until is not None else now + s.waiting.seconds
+            wait = p.WaitState(s.waiting.reason, s.waiting.seconds, s.waiting.attempt, s.waiting.max_attempts,
                                until=until, seconds_left=max(0.0, until - now))
+        v = s.verdict
         return p.FolderStatus(
-            folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
-            steps=dict(s["steps"]), goals=[p.Goal(g["text"], g["done"]) for g in s["goals"]],
-            context=s["context"], window=s["window"], handoff_at=s["handoff_at"], running=s["running"],
-            step=s.get("step"), waiting=wait, interrupted=s["interrupted"], elsewhere=s["elsewhere"],
-            verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
-            model=s["model"], cost=p.Cost(s["cost"]["wake"], s["cost"]["task"], s["cost"]["max"]),
+            folder=self.uri, name=self.name, workspace=s.workspace, run_dir=s.run_dir, woke=s.woke, steps=dict(s.steps),
+            goals=[p.Goal(g.text, g.done) for g in s.goals], context=s.context, window=s.window, handoff_at=s.handoff_at,
+            running=s.running, step=s.step, waiting=wait, interrupted=s.interrupted, elsewhere=s.elsewhere,
+            verdict=p.VerdictState(v.round, v.passed, v.reasons) if v is not None else None,
+            model=s.model, cost=p.Cost(s.cost.wake, s.cost.task, s.cost.max),
+            unreachable=s.unreachable.text(self.svc.locale) if s.unreachable is not None else None,
             settings=self.settings_problem, trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
-            waiting_for=self._waiting_for(),
+            waiting_for=self._waiting_for(s.waiting_for),
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
@@ -167,7 +186,7 @@ class Folder:
         try:
             page = await self.history.page(params.session_id, params.before, limit)
         except UnknownSession:
-            known = [s.session_id for s in await asyncio.to_thread(self.history.sessions)]
+            known = [s.session_id for s in await self.history.sessions()]
             raise JsonRpcInvalidParams(
                 f"{p.HISTORY}: params.sessionId {params.session_id!r} is not a session of {self.uri} "
                 f"(its sessions: {', '.join(known) or 'none yet'}); omit it for every session") from None
@@ -183,9 +202,9 @@ class Folder:
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
-            folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role,  # type: ignore[arg-type]
-            kind=i.kind, text=i.text, tool_name=i.tool_name, tool_input=i.tool_input,  # type: ignore[arg-type]
-            tool_use_id=i.tool_use_id, pruned=i.pruned, pruned_text=i.pruned_text, seq=i.seq)  # type: ignore[arg-type]
+            folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role, kind=i.kind, text=i.text,
+            tool_name=i.tool_name, tool_input=i.tool_input, tool_use_id=i.tool_use_id, pruned=i.pruned,
+            pruned_text=i.pruned_text, seq=i.seq)
 
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
@@ -252,6 +271,7 @@ class Folder:
             log.exception("closing %s", self.uri)
         finally:
             self._closed = True
+            self._opened.cancel()
             self._unsubscribe()
             self.history.close()
             if self._pump is not None:
@@ -273,6 +293,7 @@ class Folder:
             if self.settings_error is not None:  # one clear line naming the file, the key and what is expected
                 raise self.settings_error
             await self.svc.sessions.ready()  # a shared store that cannot be used is one line too (D9)
+            await self.ready()  # live transcript seqs continue above the store's (protocol.md)
         except FlowerError:
             if asyncio.iscoroutine(work):
                 work.close()
@@ -302,10 +323,9 @@ class Folder:
                 outcome["error"] = result.said.text(self.svc.locale)  # the editor's language (D4)
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
             if not isinstance(exc, FlowerError):
-                log.exception("wake in %s failed", self.uri)
+                exc = self.ls.crashed(exc, self)
             run.error = exc
-            outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, FlowerError)
-                       else exc.text(self.svc.locale)}
+            outcome = {"ok": False, "error": exc.text(self.svc.locale)}
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead
@@ -334,8 +354,7 @@ class Folder:
         self._ensure_pump()
         self._queue.put_nowait(("said", text))
 
-    def _waiting_for(self) -> p.WaitingFor | None:
-        found = self.svc.waiting_for()
+    def _waiting_for(self, found: WaitingFor | None) -> p.WaitingFor | None:
         if found is None:
             return None
         approval = self._approve_params(found.approval) if found.approval is not None else None
@@ -402,6 +421,8 @@ class Folder:
             case "begin", Run() as run:
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, True, None, False, None, None))
             case "end", (Run() as run, dict() as outcome):
+                # The records moved with the wake: read them again first, so a status after the end shows its end.
+                await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
                 cancelled = run.cancel_requested
                 self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, False, bool(outcome.get("ok")), cancelled,
@@ -431,7 +452,7 @@ class Folder:
         self.notify(p.TRANSCRIPT, p.TranscriptNotification(
             self.uri, step, session_id, uuid, role, kind, text, tool.name if tool else None,
             cut(tool.input) if tool else None, tool.tool_use_id if tool else None,
-            verdict if verdict in ("hidden", "rewritten", "added") else None, None, self._seq))  # type: ignore[arg-type]
+            verdict, None, self._seq))
 
     async def _event(self, event: Event) -> None:
         f = self.uri
@@ -515,7 +536,7 @@ class Folder:
     # -- what the pruner does (S23) -----------------------------------------------------------
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
-        count = await asyncio.to_thread(self.history.count, session_id)  # a large session is pruned in a process
+        count = await self.history.count(session_id)  # a large session is pruned in a process
         verdicts = await self.history.verdicts(session_id, count)
         if verdicts.count:
             self._verdicts[session_id] = verdicts.verdicts

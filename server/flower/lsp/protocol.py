@@ -58,6 +58,8 @@ FLOWER_ERROR = -32012
 """An expected failure with an actionable message (nothing to continue, …), in the editor's language; `data.key` names it."""
 MISSING_CREDENTIALS = -32013
 """No way to authenticate against the model API (no key in the environment, no `claude login`): offer to set one."""
+UNEXPECTED = -32014
+"""A bug: the message is one line naming it and the log file under the folder's run dir holding its traceback."""
 
 T = TypeVar("T")
 Role = Literal["user", "assistant"]
@@ -334,6 +336,9 @@ class FolderStatus:
     """The folder's own Claude Code settings and .mcp.json servers run for its agents (D10)."""
     trust: str = ""
     """Who decided, as one sentence in the client's language (e.g. "the editor's workspace trust")."""
+    unreachable: str | None = None
+    """The task's store is not answering (a shared PostgreSQL down): one line saying so, in the editor's language; the
+    rest of this status is what was read before it stopped answering. Null while the store answers."""
 
 
 @attrs.define
@@ -557,7 +562,7 @@ class PrunedNotification:
     """The folder URI."""
     session_id: str
     """The session."""
-    verdicts: dict[str, str]
+    verdicts: dict[str, PrunedVerdict]
     """Entry uuid → `hidden` (not shown to the model), `rewritten` (body replaced) or `added` (synthesized). Entries not listed are kept as they are."""
 
 

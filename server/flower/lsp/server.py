@@ -20,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 from pygls.uris import to_fs_path
 
+from ..core import crash
 from ..core.errors import FlowerError, MissingCredentials
 from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
@@ -125,6 +126,13 @@ class FlowerServer(LanguageServer):
 
         self._stopping = asyncio.ensure_future(stop())
 
+    def crashed(self, exc: Exception, folder: Folder | None) -> crash.Crash:
+        """A bug: its traceback goes to the folder's run dir log (core/crash.py), the editor gets one line."""
+        error = crash.caught(exc, folder.svc.run_dir if folder is not None else None, "crash_editor")
+        log.error("unexpected error%s (traceback in %s): %s", f" in {folder.uri}" if folder else "", error.log,
+                  error.said.fields["what"])
+        return error
+
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log out-of-band errors; never show raw exception text (it could carry secrets) to the person."""
         log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
@@ -219,8 +227,14 @@ def answers(method: str, params_cls: type) -> Callable[[Handler], Handler]:
                 raise p.error(p.WORKSPACE_BUSY, exc.text(ls.locale), key=exc.key, pid=exc.pid, lock=str(exc.path)) from None
             except MissingCredentials as exc:  # its own code: the client offers "Set API Key…" without reading text
                 raise p.error(p.MISSING_CREDENTIALS, exc.text(ls.locale), key=exc.key) from None
+            except crash.Crash as exc:  # a bug in the wake it started, already recorded (Folder._drive)
+                raise p.error(p.UNEXPECTED, exc.text(ls.locale), key=exc.key, log=str(exc.log)) from None
             except FlowerError as exc:
                 raise p.error(p.FLOWER_ERROR, exc.text(ls.locale), key=exc.key) from None
+            except Exception as exc:  # the last resort: one line to the editor, the traceback in the run dir's log
+                path = _path(getattr(value, "folder", None) or "")
+                error = ls.crashed(exc, ls.folders.get(_key(path)) if path is not None else None)
+                raise p.error(p.UNEXPECTED, error.text(ls.locale), key=error.key, log=str(error.log)) from None
         return run
 
     return wrap
@@ -298,10 +312,13 @@ async def answer(ls: FlowerServer, params: p.AnswerParams) -> p.AnswerResult:
 
 
 @server.feature(p.STATUS)
-def status(ls: FlowerServer, params: Any) -> Any:
-    """Every folder's (or one folder's) status, answered at once even while a workflow streams."""
+async def status(ls: FlowerServer, params: Any) -> Any:
+    """Every folder's (or one folder's) status, answered at once even while a workflow streams or a store is down."""
     value = p.structure_params(p.STATUS, params, p.StatusParams)
     folders = [ls.folder(value.folder)] if value.folder is not None else list(ls.folders.values())
+    opening = [f.ready() for f in folders if not f.opened]
+    if opening:  # a folder's first read of its records only; at once after that
+        await asyncio.gather(*opening)
     return p.to_wire(p.StatusResult([f.status() for f in folders]))
 
 

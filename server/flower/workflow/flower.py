@@ -10,21 +10,22 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ..core import goals, requirements, texts
+from ..core import goals, requirements, taskfiles, texts
 from ..core.approvals import DEFAULT_ALLOW
 from ..core.banner import banner, header
 from ..core.durable import move_aside, stamp, write_atomic
 from ..core.errors import FlowerError
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
 from ..core.lineage import Lineage
-from ..core.lock import WorkspaceLock, clear_wake, mark_wake
+from ..core.lock import WorkspaceLock
 from ..core.manifest import StepResult, handoff_name, round_name
+from ..core.records import clear_wake, mark_wake
 from ..core.text import clip
 from ..core.texts import say
 from ..runtime import AgentSpec, Runtime
-from .base import Step, Workflow, fail, step_of
+from ..status import Judged
+from .base import Context, Step, Workflow, step_of
 from .goal import with_goal
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,9 @@ CLARIFY_PROMPT = (
     "(end your turn with the questions). When it is clear, write `需求.md` in the workspace with exactly these "
     f"four sections, each non-empty:\n{SECTIONS}\nThen say that the requirements are written."
 )
+LOST_REQUEST = "(the request was recorded in `需求.md`, which is missing from the workspace now)"
+"""The task when `需求.md` is gone and no sentence was said: the clarify step then asks or reconstructs it."""
+STEP_KEYS = {CLARIFY: "step_clarify", GOALS: "step_goals", WORK: "step_work"}
 CLARIFY_RESUME = "Continue the half-finished requirements clarification — do not start over."
 """S16: said to a resumed clarify session instead of the original request."""
 NOBODY_TO_ASK = (
@@ -135,6 +139,8 @@ class FlowerPath:
     stopped: bool = False
     """Set when the person stops this wake (cancel, `new`): the cancellation then ends it rather than cutting it off."""
     workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
+    lineage: Lineage | None = None
+    """This wake's lineage once loaded: while it runs, this process is the task's one writer (D5), so it is the record."""
 
     @property
     def requirements_path(self) -> Path:
@@ -150,66 +156,108 @@ class FlowerPath:
         """Hand an event to the runtime's listeners (the service)."""
         self.rt.emit(event)
 
-    async def wake(self, text: str | None = None) -> dict[str, Any]:
+    async def wake(self, text: str | None = None) -> Context:
         """Run this wake to the end: `text` is the task on a first run and a wake sentence afterwards (S1, S15)."""
         self.rt.check_credentials()  # before anything is counted or written
-        with WorkspaceLock(self.rt.run_dir):
+        with WorkspaceLock(self.rt.run_dir, self.rt.records):
             # A kill before the store mirror's first write leaves a session only in the CLI's own file; the sweep
             # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7),
             # and with it the sessions no resume reconciles: killed judge rounds (S14), sessions never named.
             await self.rt.sweep()
-            lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
+            self.sync_files(restore=True)  # a machine whose workspace lacks the task's files gets them first (D9)
+            lineage = self.lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session, records=self.rt.records)
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
                 raise NothingToDo()
-            mark_wake(self.rt.run_dir)  # removed below when this wake ends; left behind if it is cut off
+            mark_wake(self.rt.records)  # removed below when this wake ends; left behind if it is cut off
             try:
                 ctx = await self._wake(lineage, used, text)
             except BaseException as exc:
                 if not isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) or self.stopped:
-                    clear_wake(self.rt.run_dir)  # it ended (a failure, or the person stopped it): not cut off
+                    self.sync_files(restore=False)
+                    clear_wake(self.rt.records)  # it ended (a failure, or the person stopped it): not cut off
                 raise
-            clear_wake(self.rt.run_dir)
+            self.sync_files(restore=False)
+            clear_wake(self.rt.records)
             return ctx
 
-    async def _wake(self, lineage: Lineage, used: bool, text: str | None) -> dict[str, Any]:
+    async def _wake(self, lineage: Lineage, used: bool, text: str | None) -> Context:
         """The wake's steps, under the lock and the wake marker."""
         if not used:
             requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
-        ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
+        ctx = Context.of(lineage.wake(), lineage.steps)
         sentence = text.strip() if used and text and text.strip() else None
         if used:
             context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
-            line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx["_woke"])
-            self.emit(Banner(text=line, woke=ctx["_woke"], context=context))
+            line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx.woke)
+            self.emit(Banner(text=line, woke=ctx.woke, context=context))
+        if used:
+            self.check_files(lineage)
         if sentence:
             requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
             self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
-        ctx["_task"] = self.requirements_path.read_text(encoding="utf-8")
+        ctx.task = _read(self.requirements_path, missing=sentence or LOST_REQUEST)
         ok = (await self.clarify(ctx, lineage, sentence)
               and await self.derive_goals(ctx, lineage, [sentence] if sentence else [])
               and await self.work(ctx, lineage, sentence))
-        ctx["_ok"] = ok and ctx["_ok"]
+        ctx["_ok"] = ok and ctx.ok
         return ctx
 
-    def start(self, ctx: dict[str, Any], lineage: Lineage, step: str, index: int) -> None:
+    def sync_files(self, *, restore: bool) -> None:
+        """With a shared store, the task's files travel with it (core/taskfiles.py); a failure never stops the wake."""
+        backend = self.rt.records
+        if not isinstance(backend, taskfiles.TaskFiles):
+            return
+        try:
+            lines = taskfiles.sync(backend, self.rt.workspace, restore=restore)
+        except Exception as e:  # the files stay as they are here; the next sync tries again
+            log.warning("could not sync the task's files with %s (%s)", backend.where, e)
+            return
+        for said in lines:
+            self.emit(Notice(text=said.text(self.locale)))
+
+    def check_files(self, lineage: Lineage) -> None:
+        """A used folder whose `需求.md` or `目标.md` is missing or unreadable: say so in one line; the step that makes it
+        runs again, resumed when its session lives (S10, S17), as the seed treats any absent frozen artifact.
+
+        An unreadable file is kept aside first (the step would overwrite it), never lost.
+        """
+        # 需求.md is written before the first request; 目标.md exists once work has started.
+        for path, step, expected in ((self.requirements_path, CLARIFY, True), (self.goals_path, GOALS, WORK in lineage.steps)):
+            try:
+                path.read_text(encoding="utf-8")
+                continue
+            except FileNotFoundError:
+                if not expected:
+                    continue
+                kept = None
+            except (OSError, UnicodeDecodeError):
+                kept = move_aside(path, "unreadable")
+            shown = texts.text(STEP_KEYS[step], self.locale)
+            key = "file_unreadable" if kept is not None else "file_missing"
+            resumed = "resumed" if step in lineage.steps else "fresh"
+            self.emit(Notice(text=texts.text(f"{key}_{resumed}", self.locale, file=path.name, step=shown,
+                                             kept=kept.name if kept else "")))
+
+    def start(self, ctx: Context, lineage: Lineage, step: str, index: int) -> None:
         """The S19 header for a step about to run."""
         resumed = step_of(step) in lineage.steps
-        self.emit(Header(text=header(self.locale, step, index, 3, ctx["_woke"], resumed), step=step))
+        self.emit(Header(text=header(self.locale, step, index, 3, ctx.woke, resumed), step=step))
 
-    async def run(self, ctx: dict[str, Any], lineage: Lineage, step: Step, index: int, message: str | None = None,
+    async def run(self, ctx: Context, lineage: Lineage, step: Step, index: int, message: str | None = None,
                   name: str | None = None) -> StepResult:
         """Run one step under its header; a failure is recorded in ctx."""
         self.start(ctx, lineage, name or step.name, index)
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
+        self.sync_files(restore=False)  # what the step wrote travels with the task now, not at the wake's end
         if not result.ok:
-            fail(ctx, say("step_failed", step=name or step.name, error=result.said or result.error))
+            ctx.fail(say("step_failed", step=name or step.name, error=result.said or result.error))
         return result
 
-    async def clarify(self, ctx: dict[str, Any], lineage: Lineage, sentence: str | None) -> bool:
+    async def clarify(self, ctx: Context, lineage: Lineage, sentence: str | None) -> bool:
         """Pin down the requirements, asking the person through the front-end; skipped when frozen (S16, S17)."""
         if requirements.complete(self.requirements_path):
-            ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")  # frozen, still in ctx
+            ctx[CLARIFY] = _read(self.requirements_path)  # frozen, still in ctx
             return True
         # A sentence said while clarification was unfinished goes to the clarify session (S15 place 1).
         message = f"{CLARIFY_RESUME}\n\n{WAKE_SENTENCE.format(sentence=sentence)}" if sentence and CLARIFY in lineage.steps else None
@@ -218,32 +266,32 @@ class FlowerPath:
             if not result.ok:
                 return False
             if requirements.complete(self.requirements_path):
-                ctx[CLARIFY] = self.requirements_path.read_text(encoding="utf-8")
+                ctx[CLARIFY] = _read(self.requirements_path)
                 return True
             self.emit(Question(text=result.text, step=CLARIFY))
             answer = await self.ask(result.text) if self.ask else None
             message = answer.strip() if answer and answer.strip() else NOBODY_TO_ASK
-        fail(ctx, say("step_failed", step=CLARIFY, error=say("requirements_incomplete", file=requirements.REQUIREMENTS_FILE)))
+        ctx.fail(say("step_failed", step=CLARIFY, error=say("requirements_incomplete", file=requirements.REQUIREMENTS_FILE)))
         return False
 
-    async def derive_goals(self, ctx: dict[str, Any], lineage: Lineage, said: list[str]) -> bool:
+    async def derive_goals(self, ctx: Context, lineage: Lineage, said: list[str]) -> bool:
         """Write `目标.md`; skipped when it exists, re-derived after sentences `said` (S15 place 3, S17).
 
         A first derivation reads `需求.md` itself; a re-derivation is told what was said and given the current
         `需求.md` and `目标.md` in full, since the resumed goal setter holds an older copy in its context (S18).
         """
         if goals.read(self.goals_path) and not said:
-            ctx[GOALS] = self.goals_path.read_text(encoding="utf-8")
+            ctx[GOALS] = _read(self.goals_path)
             return True
         message = GOALS_AGAIN.format(said="\n".join(f"- {s}" for s in said), requirements=_read(self.requirements_path),
                                      goals=_read(self.goals_path)) if said else GOALS_PROMPT
         result = await self.run(ctx, lineage, goals_step, 2, message)
         if result.ok and not goals.read(self.goals_path):
-            fail(ctx, say("step_failed", step=GOALS, error=say("no_goals", file=goals.GOALS_FILE)))
+            ctx.fail(say("step_failed", step=GOALS, error=say("no_goals", file=goals.GOALS_FILE)))
         ctx[GOALS] = result.text
-        return bool(ctx["_ok"])
+        return ctx.ok
 
-    async def work(self, ctx: dict[str, Any], lineage: Lineage, sentence: str | None) -> bool:
+    async def work(self, ctx: Context, lineage: Lineage, sentence: str | None) -> bool:
         """Work rounds under the judge (S14); the sentence said at wake is the session's next message (S15 place 1)."""
         if WORK not in lineage.steps:
             first = WORK_PROMPT
@@ -282,12 +330,12 @@ class FlowerPath:
             if not (gate.passed and not self.inbox.empty()):
                 break
             first = WORK_RESUME  # something was said during the last round: it gets its own rounds
-        ctx["verdict"] = {"passed": gate.passed, "rounds": gate.rounds, "reasons": gate.reasons}
-        if not gate.passed and ctx["_ok"]:
-            fail(ctx, say("judge_not_passed", rounds=gate.rounds, reasons=gate.reasons))
+        ctx.verdict = Judged(passed=gate.passed, rounds=gate.rounds, reasons=gate.reasons)
+        if not gate.passed and ctx.ok:
+            ctx.fail(say("judge_not_passed", rounds=gate.rounds, reasons=gate.reasons))
         return gate.passed
 
-    async def pending(self, ctx: dict[str, Any], lineage: Lineage, message: str) -> str:
+    async def pending(self, ctx: Context, lineage: Lineage, message: str) -> str:
         """Sentences said while running (`say`) land in all three places before the next work round (S15)."""
         said = []
         while not self.inbox.empty():
@@ -334,7 +382,7 @@ class FlowerPath:
         except OSError as e:
             log.warning("could not remove %s (%s)", self.mark_path, e)
 
-    async def hand_off(self, ctx: dict[str, Any], session: str, n: int) -> Path:
+    async def hand_off(self, ctx: Context, session: str, n: int) -> Path:
         """Ask the outgoing session for its handoff note (one turn, tools offered but none allowed) and write it under `notes/` (S26).
 
         Its cost is a manifest row of its own (`干活·交接#n`). A failed or empty answer falls back to a document
@@ -349,7 +397,7 @@ class FlowerPath:
             last = self.last_words.strip() or "(not recorded in this process)"
             note = f"{HANDOFF_FALLBACK.format(why=why)}\n\n## Where the work stands (the session's last words)\n\n{last}"
         path = _new_note(self.rt.workspace / "notes", (
-            f"# Handoff — wake {ctx['_woke']}, {time.strftime('%Y-%m-%d %H:%M')}\n\n"
+            f"# Handoff — wake {ctx.woke}, {time.strftime('%Y-%m-%d %H:%M')}\n\n"
             f"The work session {session} grew past {self.handoff_at} tokens of context; work continues in a new "
             "session seeded with this document. Edit it freely: the new session reads it as written.\n\n"
             f"{note}\n\n"
@@ -363,11 +411,12 @@ class FlowerPath:
         return path
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, missing: str = "(missing)") -> str:
+    """The file's text, or `missing` when it is absent or unreadable: a task file never stops a wake."""
     try:
         return path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return "(missing)"
+    except (OSError, UnicodeDecodeError):
+        return missing
 
 
 def _new_note(notes: Path, text: str) -> Path:

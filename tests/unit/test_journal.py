@@ -1,0 +1,56 @@
+"""The journal (issue #22): records as they arrive, what the store lacks, and the note told to the model."""
+
+from __future__ import annotations
+
+import json
+
+from flower.core.journal import NOTE_END, WHY_LOST, WHY_SHORT, Journal, missed, note
+
+
+def test_records_survive_a_torn_last_line_and_keep_no_api_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-journal-secret-123456")
+    j = Journal(tmp_path)
+    j.prompt("s1", "do it")
+    j.call("s1", "msg_1", "toolu_1", "Bash", {"command": "echo sk-ant-journal-secret-123456"})
+    j.result("s1", "toolu_1", [{"type": "text", "text": "ok"}], False)
+    j.close()
+    with open(j.path("s1"), "a", encoding="utf-8") as f:
+        f.write('{"k": "said", "te')  # a kill mid-write
+    records = j.read("s1")
+    assert [r["k"] for r in records] == ["prompt", "call", "result"]
+    assert "sk-ant-journal-secret" not in j.path("s1").read_text()
+    assert records[2]["text"] == "ok"
+
+
+def test_the_clis_interruption_filler_is_never_recorded(tmp_path):
+    j = Journal(tmp_path)
+    j.result("s1", "toolu_1", "[Tool call interrupted: the user stopped it]", True)
+    assert j.read("s1") == []
+
+
+def test_missed_is_what_the_stored_transcript_lacks():
+    records = [{"k": "prompt", "text": "go"}, {"k": "call", "id": "msg_1", "tool": "t1", "name": "Write", "input": {}},
+               {"k": "result", "tool": "t1", "text": "done", "error": False},
+               {"k": "said", "id": "msg_2", "text": "written"}]
+    stored = [{"type": "user", "message": {"role": "user", "content": "go"}},
+              {"type": "assistant", "message": {"id": "msg_1", "content": []}}]
+    assert [r["k"] for r in missed(records, stored)] == ["result", "said"]
+    assert missed(records, None) == records
+
+
+def test_note_tells_each_call_with_its_input_and_result_and_carries_an_earlier_note():
+    call = {"k": "call", "id": "m1", "tool": "t1", "name": "Write", "input": {"file_path": "a.py"}}
+    first = note([{"k": "prompt", "text": "the step's prompt"}, call,
+                  {"k": "result", "tool": "t1", "text": "File created", "error": False},
+                  {"k": "call", "id": "m2", "tool": "t2", "name": "Bash", "input": {"command": "make"}},
+                  {"k": "said", "id": "m2", "text": "building"}], resumed=False, prompt="the step's prompt")
+    assert first.startswith("[flower: " + WHY_LOST) and first.endswith(NOTE_END)
+    assert f'You called Write with {json.dumps({"file_path": "a.py"})}' in first
+    assert 'It returned: "File created"' in first and "the step's prompt" not in first
+    assert "Its result was not recorded" in first  # the Bash call was cut off while it ran
+    # Cut off again before the new session was saved: the next note carries the first one whole.
+    second = note([{"k": "prompt", "text": f"{first}\n\nthe step's prompt"},
+                   {"k": "said", "id": "m3", "text": "checking"}], resumed=True, prompt="resume")
+    assert second.count(NOTE_END) == 1 and WHY_SHORT in second
+    assert 'You called Bash with {"command": "make"}' in second and 'You said: "checking"' in second
+    assert note([], resumed=False) == ""
