@@ -82,6 +82,8 @@ export type PrunedVerdict = 'hidden' | 'rewritten' | 'added';
 export interface WakeParams {
     folder: string;
     text?: string | null;
+    /** The variables that travel with a wake to the engine (ANTHROPIC_*, CLAUDE_*, FLOWER_*, PATH, HOME, proxies); never logged. */
+    env?: Record<string, string> | null;
 }
 export interface WakeResult {
     folder: string;
@@ -94,6 +96,7 @@ export const wake = new RequestType<WakeParams, WakeResult, void>('flower/wake')
 export interface SayParams {
     folder: string;
     text: string;
+    env?: Record<string, string> | null;
 }
 export interface SayResult {
     folder: string;
@@ -105,6 +108,7 @@ export const say = new RequestType<SayParams, SayResult, void>('flower/say');
 export interface NewParams {
     folder: string;
     text: string;
+    env?: Record<string, string> | null;
 }
 export interface NewResult {
     folder: string;
@@ -146,6 +150,44 @@ export interface HistoryResult {
     pending: string[];
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
+
+export interface AttachParams {
+    folder: string;
+}
+export interface AttachResult {
+    folder: string;
+    status: FolderStatus;
+    /** Live `flower/transcript` notifications to this connection have a `seq` above this; flower/history holds the rest. */
+    cursor: number;
+    /** The running step's `$/progress` token (for Cancel from a window that attached mid-step), null when idle. */
+    progress: string | null;
+}
+export const attach = new RequestType<AttachParams, AttachResult, void>('flower/attach');
+
+export interface DetachParams {
+    folder: string;
+}
+export interface DetachResult {
+    folder: string;
+}
+export const detach = new RequestType<DetachParams, DetachResult, void>('flower/detach');
+
+export interface RunsParams {}
+/** One folder the engine holds. */
+export interface Run {
+    folder: string;
+    running: boolean;
+    step: string | null;
+    context: number | null;
+    /** Unix time (s) since which the folder has been running, or idle. */
+    since: number;
+    /** Connections attached to the folder. */
+    clients: number;
+}
+export interface RunsResult {
+    runs: Run[];
+}
+export const runs = new RequestType<RunsParams, RunsResult, void>('flower/runs');
 
 // -- server → client request --------------------------------------------------------------
 

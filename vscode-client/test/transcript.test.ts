@@ -141,3 +141,18 @@ test('rows before and after a position page through the model', () => {
     assert.deepEqual(m.after(pos, 2).map((r) => r.key), ['u7', 'u8']);
     assert.deepEqual(m.tail(3).map((r) => r.key), ['u8', 'u9', 'u10']);
 });
+
+test('attached at a cursor (flower/attach): history holds the entries up to it, live adds only those after', () => {
+    const m = new TranscriptModel();
+    // A notification sent while attaching, above the cursor, may arrive before the answer.
+    m.appendTranscript(entry(43, 'live43'));
+    m.liveAfter(42);
+    m.mergeHistory(page([entry(7, 'h7'), entry(8, 'live41')], null));
+    assert.deepEqual(m.appendTranscript(entry(41, 'live41')), [], 'sent before the attach: in the history page already');
+    assert.deepEqual(m.appendTranscript(entry(42, 'x')), []);
+    assert.equal(m.appendTranscript(entry(44, 'live44')).length, 1);
+    assert.deepEqual(keys(m), ['h7', 'live41', 'live43', 'live44']);
+    // A later, lower cursor never lets an old notification in again.
+    m.liveAfter(10);
+    assert.deepEqual(m.appendTranscript(entry(44, 'live44')), []);
+});

@@ -17,6 +17,7 @@ export interface RawSettings {
 /** The settings read at a server's start (initializationOptions, the interpreter): a change restarts an idle server. */
 export const SERVER_SETTINGS = [
     'flower.python',
+    'flower.engine',
     'flower.rounds',
     'flower.trim',
     'flower.handoffAt',

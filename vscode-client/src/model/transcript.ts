@@ -61,6 +61,14 @@ export class TranscriptModel {
         return this.nextBefore !== null;
     }
 
+    /**
+     * Attached at the engine's `cursor` (flower/attach): live entries numbered up to it are in
+     * flower/history, so only those above it are appended live.
+     */
+    liveAfter(cursor: number): void {
+        this.lastLiveSeq = Math.max(this.lastLiveSeq, cursor);
+    }
+
     /** A live `flower/transcript`; returns the changed rows (none for a duplicate). */
     appendTranscript(n: TranscriptNotification): Row[] {
         if (n.seq <= this.lastLiveSeq) return [];
