@@ -157,10 +157,10 @@ export interface AttachParams {
 export interface AttachResult {
     folder: string;
     status: FolderStatus;
-    /** Live `flower/transcript` notifications to this connection have a `seq` above this; flower/history holds the rest. */
+    /** The `seq` of the last `flower/transcript` the folder sent before the attach: every live one after it is greater. */
     cursor: number;
-    /** The running step's `$/progress` token (for Cancel from a window that attached mid-step), null when idle. */
-    progress: string | null;
+    /** The running wake's live entries sent before the attach (the newest 500; empty when idle), for those not yet in history. */
+    recent: TranscriptNotification[];
 }
 export const attach = new RequestType<AttachParams, AttachResult, void>('flower/attach');
 
@@ -169,25 +169,45 @@ export interface DetachParams {
 }
 export interface DetachResult {
     folder: string;
+    /** False when this connection was not attached to it. */
+    detached: boolean;
 }
 export const detach = new RequestType<DetachParams, DetachResult, void>('flower/detach');
 
-export interface RunsParams {}
+export interface RunsParams {
+    // no fields (params may be null)
+}
 /** One folder the engine holds. */
-export interface Run {
+export interface RunInfo {
     folder: string;
+    name: string;
+    workspace: string;
     running: boolean;
     step: string | null;
     context: number | null;
-    /** Unix time (s) since which the folder has been running, or idle. */
+    /** Unix time (s) the folder began running, or became idle (or began being served). */
     since: number;
-    /** Connections attached to the folder. */
+    /** Connections attached to it now. */
     clients: number;
 }
 export interface RunsResult {
-    runs: Run[];
+    runs: RunInfo[];
+    /** The engine's flower version. */
+    version: string;
+    /** The engine's process id. */
+    pid: number;
 }
 export const runs = new RequestType<RunsParams, RunsResult, void>('flower/runs');
+
+export interface CancelParams {
+    folder: string;
+}
+export interface CancelResult {
+    folder: string;
+    /** False when nothing was running there. */
+    cancelled: boolean;
+}
+export const cancel = new RequestType<CancelParams, CancelResult, void>('flower/cancel');
 
 // -- server → client request --------------------------------------------------------------
 
@@ -363,4 +383,6 @@ export interface InitializationOptions {
     store?: string;
     /** The project's name in a team store (issue 14). */
     project?: string;
+    /** The client's flower version: an engine of another version restarts when no wake runs (D11). */
+    flowerVersion?: string;
 }

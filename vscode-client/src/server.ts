@@ -269,9 +269,22 @@ export class FolderServer implements vscode.Disposable {
         return this.client.sendRequest(type, params);
     }
 
-    /** Cancel the running step through its progress token (protocol.md: window/workDoneProgress/cancel). */
+    /**
+     * Cancel the running wake: in the engine by folder (flower/cancel: any attached window can,
+     * also one that attached mid-step and never saw the step's progress token); in window mode
+     * through the step's progress token (window/workDoneProgress/cancel).
+     */
     async cancel(token: string | null = this.progressToken): Promise<boolean> {
-        if (this.client === undefined || token === null) return false;
+        if (this.client === undefined) return false;
+        if (this.mode === 'shared') {
+            try {
+                return (await this.client.sendRequest(p.cancel, { folder: this.uri })).cancelled;
+            } catch (e) {
+                this.log.warn(`${this.folder.name}: flower/cancel: ${String(e)}`);
+                return false;
+            }
+        }
+        if (token === null) return false;
         await this.client.sendNotification(WorkDoneProgressCancelNotification.type, { token });
         return true;
     }
@@ -367,6 +380,7 @@ export class FolderServer implements vscode.Disposable {
             store: set('store'),
             project: set('project'),
         });
+        if (this.mode === 'shared') options.flowerVersion = String(this.ctx.extension.packageJSON.version);
         this.log.info(`${this.folder.name}: server options ${redactUrls(JSON.stringify(options))} (the rest from .flower.toml, the environment or the defaults)`);
         const clientOptions: LanguageClientOptions = {
             documentSelector: [],
@@ -491,9 +505,9 @@ export class FolderServer implements vscode.Disposable {
         try {
             const asked = this.keeper.asking();
             const result = await this.client.sendRequest(p.attach, { folder: this.uri });
+            // The running wake's entries sent before the attach, then live ones only after the cursor.
+            for (const n of result.recent) this.model.appendTranscript(n);
             this.model.liveAfter(result.cursor);
-            // A window that attaches mid-step never saw its flower/stepStart: the token comes with the answer.
-            if (result.progress !== null) this.progressToken = result.progress;
             this.setStatus(result.status, asked);
         } catch (e) {
             const message = e instanceof Error ? e.message : String(e);
