@@ -12,9 +12,10 @@ const SERVE_TIMEOUT_MS = 45_000;
 
 /**
  * Run `serve --background` with `python` in `env` (the engine's own, fallback environment) and
- * return the socket path it printed; rejects with its one-line reason.
+ * return the socket path it printed, with its note for the person if any; rejects with its
+ * one-line reason.
  */
-export function ensureEngine(python: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+export function ensureEngine(python: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ path: string; note: string | null }> {
     return new Promise((resolve, reject) => {
         execFile(
             python,
@@ -23,7 +24,7 @@ export function ensureEngine(python: string, env: NodeJS.ProcessEnv, cwd: string
             (error, stdout, stderr) => {
                 const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
                 const answer = serveAnswer(code, stdout, stderr);
-                if ('path' in answer) resolve(answer.path);
+                if ('path' in answer) resolve(answer);
                 else reject(new Error(error?.killed === true ? `the flower engine did not answer within ${SERVE_TIMEOUT_MS / 1000} s` : answer.error));
             },
         );

@@ -447,7 +447,11 @@ export class FolderServer implements vscode.Disposable {
             if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
             if (this.client === undefined) throw new Error('the folder\'s client was stopped');
             try {
-                const socketPath = await ensureEngine(python, env, this.folder.uri.fsPath);
+                const { path: socketPath, note } = await ensureEngine(python, env, this.folder.uri.fsPath);
+                if (note !== null) {
+                    this.log.info(`${this.folder.name}: the flower engine says: ${note}`);
+                    this.hooks.engineSays(this, note);
+                }
                 this.socket?.destroy();
                 const socket = await connectEngine(socketPath);
                 this.socket = socket;

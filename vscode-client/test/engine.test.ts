@@ -47,11 +47,17 @@ test('the key from SecretStorage wins over the window\'s own, and an empty one i
 });
 
 test('serve --background: the socket path is its last stdout line; a failure is its one line', () => {
-    assert.deepEqual(serveAnswer(0, 'starting…\n/run/user/0/flower/engine.sock\n', ''), { path: '/run/user/0/flower/engine.sock' });
+    assert.deepEqual(serveAnswer(0, 'starting…\n/run/user/0/flower/engine.sock\n', ''), { path: '/run/user/0/flower/engine.sock', note: null });
+    // A note for the person on stderr (the engine runs another version and finishes its task first).
+    assert.deepEqual(serveAnswer(0, '/s/engine.sock\n', 'flower: flower engine 0.1.0 is running a task; it will update when the task ends\n'), {
+        path: '/s/engine.sock',
+        note: 'flower engine 0.1.0 is running a task; it will update when the task ends',
+    });
     assert.deepEqual(serveAnswer(1, 'flower engine 0.1.0 is running a task; it will update when the task ends\n', 'Traceback…\nError'), {
         error: 'flower engine 0.1.0 is running a task; it will update when the task ends',
     });
     assert.deepEqual(serveAnswer(2, '', 'No module named flower.cli\n'), { error: 'No module named flower.cli' });
+    assert.deepEqual(serveAnswer(1, '', 'flower: /run/x belongs to uid 7, not to you\n'), { error: '/run/x belongs to uid 7, not to you' });
     assert.deepEqual(serveAnswer(null, '', ''), { error: 'flower serve --background exited with a signal' });
     // Exit 0 without a path is no answer either.
     assert.deepEqual(serveAnswer(0, 'ok\n', ''), { error: 'ok' });
@@ -101,7 +107,7 @@ test('ensureEngine runs `-m flower.cli serve --background` and reads the path it
     const python = path.join(dir, 'python');
     fs.writeFileSync(python, '#!/bin/sh\nif [ "$FAIL" = 1 ]; then echo "flower: the engine log $HOME/x is not writable"; exit 3; fi\necho "/$*"\n', { mode: 0o755 });
     try {
-        assert.equal(await ensureEngine(python, { PATH: process.env.PATH }, dir), '/-m flower.cli serve --background');
+        assert.deepEqual(await ensureEngine(python, { PATH: process.env.PATH }, dir), { path: '/-m flower.cli serve --background', note: null });
         await assert.rejects(ensureEngine(python, { PATH: process.env.PATH, FAIL: '1', HOME: '/h' }, dir), { message: 'flower: the engine log /h/x is not writable' });
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });

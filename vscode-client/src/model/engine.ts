@@ -37,14 +37,17 @@ export function travellingEnv(env: Readonly<Record<string, string | undefined>>,
 }
 
 /**
- * The socket path `<python> -m flower.cli serve --background` printed (its last non-empty stdout
- * line), or the one-line reason it gave for failing.
+ * What `<python> -m flower.cli serve --background` answered: the socket path (its last non-empty
+ * stdout line) and, when it wrote one, the engine's note for the person (its last stderr line:
+ * e.g. that an engine of another version finishes its task first); or, when it failed, the
+ * one-line reason it gave.
  */
-export function serveAnswer(code: number | null, stdout: string, stderr: string): { path: string } | { error: string } {
+export function serveAnswer(code: number | null, stdout: string, stderr: string): { path: string; note: string | null } | { error: string } {
     const last = (text: string): string => text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '').pop() ?? '';
     const line = last(stdout);
-    if (code === 0 && line.startsWith('/')) return { path: line };
-    const why = line !== '' ? line : last(stderr);
+    const said = last(stderr).replace(/^flower: /, '');
+    if (code === 0 && line.startsWith('/')) return { path: line, note: said !== '' ? said : null };
+    const why = line !== '' ? line : said;
     return { error: why !== '' ? why : `flower serve --background exited with ${code === null ? 'a signal' : `code ${code}`}` };
 }
 
