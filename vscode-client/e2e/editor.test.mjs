@@ -498,10 +498,13 @@ test('12 shared engine, two windows on one folder: both show the run live; the s
       await row(other, '[data-kind="tool"]', 'calc.py', secs(30));
       await until(() => spinning(other), 'the second window\'s gauge to show the wake running', secs(20));
       await other.shot('12-engine-two-second');
-      // A sentence from the second window goes to the run (需求.md), and the first window is told live.
+      // A sentence from the second window goes to the running wake (queued for the work session), and
+      // both windows show it live.
       await other.command(title('say'));
       await other.answer('also divide');
-      await until(() => fs.readFileSync(path.join(ws, '需求.md'), 'utf8').includes('also divide'), 'the sentence in 需求.md', secs(30));
+      await row(ed, '[data-kind="user"]', 'also divide', secs(30));
+      await row(ed, '', 'queued for the work session: also divide', secs(30));
+      await row(other, '[data-kind="user"]', 'also divide', secs(30));
       // The second window (which never saw the step begin) cancels the run: both windows see it end.
       await other.command(title('cancel'));
       await until(async () => !(await spinning(other)), 'the second window\'s gauge to stop', secs(30));
