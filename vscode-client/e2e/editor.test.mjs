@@ -519,3 +519,30 @@ test('12 shared engine, two windows on one folder: both show the run live; the s
     }
   });
 });
+
+test('13 shared engine killed (-9) mid-step: the window reconnects to a new engine and offers to continue; Continue resumes the same session', TIME, async () => {
+  const ws = tempDir('ws-engine-kill');
+  await scenario('13-engine-kill', 'reload', [ws], async (ed, model) => {
+    await showTranscript(ed);
+    await start(ed);
+    await model.request(6, secs(90)); // held for good
+    await row(ed, '[data-kind="tool"]', 'calc.py');
+    const first = ed.engine();
+    assert.ok(first > 0, 'an engine runs');
+    process.kill(-first, 'SIGKILL'); // the engine and its CLI (its own process group)
+    // The extension reconnects (starting a new engine) and finds the wake cut off: resumeOnStartup "ask".
+    const ask = ed.toast(/Continue where it stopped/);
+    await ask.waitFor({ timeout: secs(60) });
+    const second = ed.engine();
+    assert.ok(second > 0 && second !== first, `a new engine runs (${first} → ${second})`);
+    await row(ed, '[data-kind="tool"]', 'calc.py', secs(30));
+    await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K after the reconnect', secs(20));
+    assert.equal(model.requests.length, 6, 'the reconnect asked the model nothing');
+    await ed.shot('13-engine-kill-offer');
+    await ed.notificationAction(/Continue where it stopped/, /^Continue$/);
+    const resumed = await model.request(7, secs(60));
+    assert.match(resumed.text, /CALC_MARKER/, 'the resumed session carries the earlier turns');
+    await row(ed, '[data-kind="banner"]', /wake #2/, secs(30));
+    await ed.shot('13-engine-kill-continued');
+  }, { settings: { 'flower.resumeOnStartup': 'ask' } });
+});

@@ -27,7 +27,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
         missingFlower: (python) => commands?.missingFlower(python),
         stopped: (server) => commands?.stopped(server),
         reconnected: (server) => {
-            if (commands !== undefined) void offerResume(server, commands);
+            if (commands !== undefined) void offerResume(server, commands, 'engine');
         },
         engineSays: (server, message) => commands?.engineSays(server, message),
         exited: (server) => progress.endAll(server),
@@ -148,7 +148,7 @@ function startUsedFolders(all: Servers, commands: Commands): void {
 async function startFolder(all: Servers, commands: Commands, folder: vscode.WorkspaceFolder): Promise<void> {
     launched.add(folder.uri.toString());
     const server = all.get(folder);
-    if (await server.ensureStarted()) await offerResume(server, commands);
+    if (await server.ensureStarted()) await offerResume(server, commands, 'window');
     else if (server.startFailure === 'failed') commands.startFailed(server);
 }
 
@@ -157,7 +157,7 @@ async function startFolder(all: Servers, commands: Commands, folder: vscode.Work
  * engine connection was lost and made again). A wake still running in the engine is not cut
  * off: the window attached to it, and there is nothing to offer.
  */
-async function offerResume(server: FolderServer, commands: Commands): Promise<void> {
+async function offerResume(server: FolderServer, commands: Commands, lost: 'window' | 'engine'): Promise<void> {
     const folder = server.folder;
     if (!(await wasCutOff(server))) return;
     const mode = resumeOnStartup(vscode.workspace.getConfiguration('flower', folder.uri).get('resumeOnStartup'));
@@ -165,7 +165,9 @@ async function offerResume(server: FolderServer, commands: Commands): Promise<vo
     if (mode === 'ask') {
         const go = vscode.l10n.t('Continue');
         const choice = await vscode.window.showInformationMessage(
-            vscode.l10n.t('flower was working in {0} when the window closed. Continue where it stopped?', folder.name),
+            lost === 'window'
+                ? vscode.l10n.t('flower was working in {0} when the window closed. Continue where it stopped?', folder.name)
+                : vscode.l10n.t('The flower engine stopped while it was working in {0}. Continue where it stopped?', folder.name),
             go,
             vscode.l10n.t('Not now'),
         );
