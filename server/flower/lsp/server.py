@@ -53,9 +53,9 @@ def converter_factory() -> cattrs.Converter:
 class FlowerServer(LanguageServer):
     """A language server whose documents are workspaces: one FlowerService per workspace folder (P1, P2)."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol_cls: type[FlowerProtocol] = FlowerProtocol) -> None:
         super().__init__("flower", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.None_,
-                         converter_factory=converter_factory, protocol_cls=FlowerProtocol)
+                         converter_factory=converter_factory, protocol_cls=protocol_cls)
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"
@@ -232,7 +232,7 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         logging.getLogger("flower").addHandler(ClientLog(ls))
         logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
     ls.locale = locale_from(params.locale)
-    ls.options = _options(params.initialization_options)
+    ls.options = options_from(params.initialization_options)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
@@ -267,21 +267,27 @@ def progress_cancelled(ls: FlowerServer, params: types.WorkDoneProgressCancelPar
 @answers(p.WAKE, p.WakeParams)
 async def wake(ls: FlowerServer, params: p.WakeParams) -> p.WakeResult:
     """Continue (or start) the workflow in a folder; returns at once, the work goes on in the background."""
-    return await ls.folder(params.folder).wake(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.wake(params.text)
 
 
 @server.feature(p.SAY)
 @answers(p.SAY, p.SayParams)
 async def say(ls: FlowerServer, params: p.SayParams) -> p.SayResult:
     """One more sentence for the work session."""
-    return await ls.folder(params.folder).say(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.say(params.text)
 
 
 @server.feature(p.NEW)
 @answers(p.NEW, p.NewParams)
 async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
     """Archive the current task and start another (S28)."""
-    return await ls.folder(params.folder).new(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.new(params.text)
 
 
 @server.feature(p.STATUS)
@@ -311,7 +317,7 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
         print(ls.loop_watch.report(), file=sys.stderr, flush=True)
 
 
-def _options(raw: Any) -> Options:
+def options_from(raw: Any) -> Options:
     """`initializationOptions` (protocol.md): rounds, trim, handoffAt, model, fallbackModel, maxCost, isolated, store, project.
 
     A value of the wrong type, and any other key, is ignored with a warning; the settings file decides instead.
