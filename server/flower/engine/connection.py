@@ -23,7 +23,8 @@ from ..lsp import protocol as p
 from ..lsp import server as stdio
 from ..lsp.folders import Folder
 from ..lsp.framing import FlowerProtocol
-from ..lsp.server import VERSION, FlowerServer, converter_factory, options_from
+from ..lsp.server import VERSION, FlowerServer, converter_factory
+from ..lsp.server import _options as options_from  # the stdio server's reading of initializationOptions
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -173,13 +174,6 @@ def runs(ls: Connection, params: Any) -> Any:
     return p.to_wire(ls.engine.runs())
 
 
-async def cancel(ls: Connection, params: Any) -> Any:
-    """Stop the folder's running wake cleanly and wait (bounded) until its end state has been sent."""
-    value = p.structure_params(p.CANCEL, params, p.CancelParams)
-    folder = ls.folder(value.folder)
-    return p.to_wire(p.CancelResult(folder.uri, await folder.cancel_and_wait()))
-
-
 async def shutdown(ls: Connection, params: None) -> None:
     """This client stops: it leaves its folders; the engine and every run go on."""
     await ls.close_all()
@@ -193,7 +187,7 @@ def register(ls: Connection) -> None:
     ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(stdio.progress_cancelled)
     for method, handler in ((p.WAKE, stdio.wake), (p.SAY, stdio.say), (p.NEW, stdio.new), (p.STATUS, stdio.status),
                             (p.HISTORY, stdio.history), (p.ATTACH, attach), (p.DETACH, detach), (p.RUNS, runs),
-                            (p.CANCEL, cancel)):
+                            (p.CANCEL, stdio.cancel)):
         ls.feature(method)(handler)
 
 

@@ -26,6 +26,8 @@ from ..lsp import protocol as p
 from ..lsp.folders import Folder, Options
 from ..lsp.framing import LINE_LIMIT
 from ..lsp.server import VERSION, _key, _path
+from ..settings import FILE as SETTINGS_FILE
+from ..settings import PYPROJECT
 from .connection import Connection
 from .fanout import Fanout
 from .place import lock_path, private_dir
@@ -55,8 +57,8 @@ class Engine:
         self.folders: dict[str, Folder] = {}
         """Folder key (normalized path) → the one Folder serving it, in the order they began being served."""
         self.fans: dict[str, Fanout] = {}
-        self.made: dict[str, tuple[str, dict[str, object]]] = {}
-        """Folder key → (locale, options) it was built with: a client with other settings rebuilds an idle folder."""
+        self.made: dict[str, tuple[object, ...]] = {}
+        """Folder key → (locale, options, settings files' stamps) it was built with: other ones rebuild an idle folder."""
         self.connections: set[Connection] = set()
         self.update_to: str | None = None
         """Another flower version a client runs: the engine stops at the next quiet moment so that one starts."""
@@ -83,7 +85,7 @@ class Engine:
         if path is None:
             log.warning("ignoring workspace folder %s: not a file:// URI", uri)
             return None
-        key, made = _key(path), (locale, options.given())
+        key, made = _key(path), (locale, options.given(), settings_stamp(path))
         existing = self.folders.get(key)
         if existing is not None and (self.made[key] == made or existing.svc.running):
             return key, existing
@@ -219,6 +221,18 @@ class Engine:
         task = asyncio.ensure_future(work)
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+
+def settings_stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
+    """(mtime, size) of the folder's settings files: a changed file is read again by the next client to initialize it."""
+    stamps: list[tuple[int, int] | None] = []
+    for name in (SETTINGS_FILE, PYPROJECT):
+        try:
+            info = os.stat(path / name)
+            stamps.append((info.st_mtime_ns, info.st_size))
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
 
 
 def peer(writer: asyncio.StreamWriter) -> tuple[int, int]:

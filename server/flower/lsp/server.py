@@ -232,7 +232,7 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         logging.getLogger("flower").addHandler(ClientLog(ls))
         logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
     ls.locale = locale_from(params.locale)
-    ls.options = options_from(params.initialization_options)
+    ls.options = _options(params.initialization_options)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
@@ -290,6 +290,14 @@ async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
     return await folder.new(params.text)
 
 
+@server.feature(p.CANCEL)
+@answers(p.CANCEL, p.CancelParams)
+async def cancel(ls: FlowerServer, params: p.CancelParams) -> p.CancelResult:
+    """Stop the folder's running wake cleanly; answers once its end state has been sent (`flower stop`, Cancel)."""
+    folder = ls.folder(params.folder)
+    return p.CancelResult(folder.uri, await folder.cancel_and_wait())
+
+
 @server.feature(p.STATUS)
 def status(ls: FlowerServer, params: Any) -> Any:
     """Every folder's (or one folder's) status, answered at once even while a workflow streams."""
@@ -317,7 +325,7 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
         print(ls.loop_watch.report(), file=sys.stderr, flush=True)
 
 
-def options_from(raw: Any) -> Options:
+def _options(raw: Any) -> Options:
     """`initializationOptions` (protocol.md): rounds, trim, handoffAt, model, fallbackModel, maxCost, isolated, store, project.
 
     A value of the wrong type, and any other key, is ignored with a warning; the settings file decides instead.
