@@ -142,6 +142,30 @@ def status_parser(locale: str) -> Parser:
     return made
 
 
+def serve_parser(locale: str) -> Parser:
+    """`flower serve [--background] [--idle SECONDS] [--log-level LEVEL]` (D11)."""
+    made = Parser(locale=locale, prog="flower serve",
+                  description="The flower engine: one per user, holding every folder's run for every window and terminal.")
+    made.add_argument("--background", action="store_true",
+                      help="make sure one engine runs (start it detached if none answers), print its socket path, return")
+    made.add_argument("--idle", type=seconds_type, metavar="SECONDS",
+                      help="stop after this long with no wake running and no client (default 600; env FLOWER_ENGINE_IDLE)")
+    made.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                      help="what the engine logs (to stderr; to its log file with --background)")
+    return made
+
+
+def seconds_type(value: str) -> float:
+    """A number of seconds > 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds > 0")
+    return seconds
+
+
 def demo_parser(locale: str) -> Parser:
     """`flower demo [--keep]`."""
     made = Parser(locale=locale, prog="flower demo",

@@ -49,6 +49,11 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "done": {"en": "done · the judge passed it (round {rounds})", "zh": "完成 · 判定通过(第 {rounds} 轮)"},
     "done_plain": {"en": "done", "zh": "完成"},
+    # -- the engine (D11) -------------------------------------------------------------------------
+    "engine_busy_update": {
+        "en": "flower engine {version} is running a task; it will update when the task ends",
+        "zh": "flower 引擎 {version} 正在跑一件事;这件事结束后它会更新",
+    },
     "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
     "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
     "offline": {

@@ -20,6 +20,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watch-loop", action="store_true",
                         help="measure event-loop stalls: warn on each over 50 ms, summary on stderr at shutdown")
     args = parser.parse_args(argv)
+    log_to_stderr(args.log_level)
+
+    from .framing import serve_stdio
+    from .server import LoopWatch, server  # after logging is set up
+
+    if args.watch_loop:
+        server.loop_watch = LoopWatch()
+    if args.tcp:
+        server.start_tcp("127.0.0.1", args.port)  # D6: loopback only
+        return 0
+    return serve_stdio(server)  # resyncs after a bad frame; exit's code as LSP says
+
+
+def log_to_stderr(level: str) -> None:
+    """Log lines at `level` and up to stderr, redacted and cut (also the engine's log file, D11)."""
     from ..core.redact import redact
     from ..core.text import clip
 
@@ -35,23 +50,13 @@ def main(argv: list[str] | None = None) -> int:
             return clip(line, LINE_LIMIT, count=True)
 
     handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(args.log_level)
+    handler.setLevel(level)
     handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=args.log_level, handlers=[handler])
-    if args.log_level != "DEBUG":
-        logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
+    logging.basicConfig(level=level, handlers=[handler])
+    if level != "DEBUG":
+        logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(level)))
     # asyncio's DEBUG lines log every selector event.
-    logging.getLogger("asyncio").setLevel(max(logging.INFO, logging.getLevelName(args.log_level)))
-
-    from .framing import serve_stdio
-    from .server import LoopWatch, server  # after logging is set up
-
-    if args.watch_loop:
-        server.loop_watch = LoopWatch()
-    if args.tcp:
-        server.start_tcp("127.0.0.1", args.port)  # D6: loopback only
-        return 0
-    return serve_stdio(server)  # resyncs after a bad frame; exit's code as LSP says
+    logging.getLogger("asyncio").setLevel(max(logging.INFO, logging.getLevelName(level)))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, Protocol, assert_never
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -41,16 +41,14 @@ from ..core.events import (
     Verdict,
     Waiting,
 )
-from ..core.redact import cut
+from ..core.redact import cut, hold_secrets
 from ..core.text import clip, tool_label
+from ..core.travel import travelling
 from ..history import History, Item, UnknownSession, Verdicts
 from ..service import FlowerService
 from ..settings import Settings, SettingsError, load
 from ..status import WakeOutcome, to_json
 from . import protocol as p
-
-if TYPE_CHECKING:
-    from .server import FlowerServer
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +101,18 @@ class Options:
         return dataclasses.asdict(self)
 
 
+class Peer(Protocol):
+    """Whom a Folder talks to: one client's server (stdio), or the engine's fan-out to every client attached (D11)."""
+
+    @property
+    def protocol(self) -> Any:
+        """`notify(method, params)`, `send_request_async(method, params)`, `client_capabilities`."""
+
+    @property
+    def work_done_progress(self) -> Any:
+        """`create_async(token)`, `begin`, `report`, `end` of `$/progress`."""
+
+
 OPTION_LABELS = {f.name: "initializationOptions." + camel for f, camel in zip(
     dataclasses.fields(Options), ("rounds", "trim", "handoffAt", "model", "fallbackModel", "maxCost", "isolated",
                                   "store", "project"), strict=True)}
@@ -112,7 +122,7 @@ OPTION_LABELS = {f.name: "initializationOptions." + camel for f, camel in zip(
 class Folder:
     """A workspace folder: the lineage key (P2), with its own service and `runs/`."""
 
-    def __init__(self, ls: FlowerServer, uri: str, name: str, path: Path, locale: str, options: Options):
+    def __init__(self, ls: Peer, uri: str, name: str, path: Path, locale: str, options: Options):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
         self.settings_error: SettingsError | None = None
         """A settings file (or variable, or option) that cannot be used: every wake answers with it until fixed."""
@@ -145,6 +155,21 @@ class Folder:
         """When the current retry wait ends (Unix time), for the countdown in status."""
 
     # -- commands --------------------------------------------------------------------------
+    @property
+    def cursor(self) -> int:
+        """The last `seq` given to a transcript entry, live or in history: every later live one is above it."""
+        return self._seq
+
+    def continue_after(self, seq: int) -> None:
+        """Number live entries above `seq` (a folder rebuilt in the engine continues its clients' sequence)."""
+        self._seq = max(self._seq, seq)
+
+    def hold_env(self, env: dict[str, str] | None) -> None:
+        """The requesting client's variables: the next wake here runs with them over this process's own (D11)."""
+        if env is not None:
+            self.svc.env = travelling(env)
+            hold_secrets(self.svc.env)  # a key that came with the request is redacted like one of ours (D6)
+
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory and files: no model request, no waiting."""
         s = to_json(self.svc.status())

@@ -53,9 +53,9 @@ def converter_factory() -> cattrs.Converter:
 class FlowerServer(LanguageServer):
     """A language server whose documents are workspaces: one FlowerService per workspace folder (P1, P2)."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol_cls: type[FlowerProtocol] = FlowerProtocol) -> None:
         super().__init__("flower", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.None_,
-                         converter_factory=converter_factory, protocol_cls=FlowerProtocol)
+                         converter_factory=converter_factory, protocol_cls=protocol_cls)
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"
@@ -267,21 +267,35 @@ def progress_cancelled(ls: FlowerServer, params: types.WorkDoneProgressCancelPar
 @answers(p.WAKE, p.WakeParams)
 async def wake(ls: FlowerServer, params: p.WakeParams) -> p.WakeResult:
     """Continue (or start) the workflow in a folder; returns at once, the work goes on in the background."""
-    return await ls.folder(params.folder).wake(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.wake(params.text)
 
 
 @server.feature(p.SAY)
 @answers(p.SAY, p.SayParams)
 async def say(ls: FlowerServer, params: p.SayParams) -> p.SayResult:
     """One more sentence for the work session."""
-    return await ls.folder(params.folder).say(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.say(params.text)
 
 
 @server.feature(p.NEW)
 @answers(p.NEW, p.NewParams)
 async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
     """Archive the current task and start another (S28)."""
-    return await ls.folder(params.folder).new(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.new(params.text)
+
+
+@server.feature(p.CANCEL)
+@answers(p.CANCEL, p.CancelParams)
+async def cancel(ls: FlowerServer, params: p.CancelParams) -> p.CancelResult:
+    """Stop the folder's running wake cleanly; answers once its end state has been sent (`flower stop`, Cancel)."""
+    folder = ls.folder(params.folder)
+    return p.CancelResult(folder.uri, await folder.cancel_and_wait())
 
 
 @server.feature(p.STATUS)
