@@ -509,11 +509,7 @@ export class FolderServer implements vscode.Disposable {
         try {
             const asked = this.keeper.asking();
             const result = await this.client.sendRequest(p.attach, { folder: this.uri });
-            // The running wake's entries sent before the attach (those not in sessions.db yet: the model
-            // shows each uuid once), then live ones only after the cursor. A sentence said (uuid null) is
-            // in history as the stored user entry (protocol.md, flower/attach).
-            for (const n of result.recent) if (n.uuid !== null) this.model.appendTranscript(n);
-            this.model.liveAfter(result.cursor);
+            this.model.attached(result.recent, result.cursor);
             this.setStatus(result.status, asked);
         } catch (e) {
             const message = e instanceof Error ? e.message : String(e);
