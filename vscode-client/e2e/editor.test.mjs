@@ -411,6 +411,14 @@ test('9 flower.store: a postgresql:// URL holds the task; after Reload Window th
   }
 });
 
+/** A task started in the transcript's view, and its work step mid-reply: the model holds request 6 (the step's second). */
+async function midStep(/** @type {Editor} */ ed, /** @type {Model} */ model) {
+  await showTranscript(ed);
+  await start(ed);
+  await model.request(6, secs(90));
+  await row(ed, '[data-kind="tool"]', 'calc.py');
+}
+
 /** The gauge spins (a wake runs) or not. */
 async function spinning(/** @type {Editor} */ ed) {
   return (await ed.gauge().locator('.codicon-modifier-spin, [class*="~spin"]').count()) > 0;
@@ -419,10 +427,7 @@ async function spinning(/** @type {Editor} */ ed) {
 test('10 shared engine, Reload Window mid-turn: the held reply arrives after the reload, no second request for the turn, no resume offered', TIME, async () => {
   const ws = tempDir('ws-engine-reload');
   await scenario('10-engine-reload', 'start', [ws], async (ed, model) => {
-    await showTranscript(ed);
-    await start(ed);
-    await model.request(6, secs(90)); // the work step's second request: its reply is held
-    await row(ed, '[data-kind="tool"]', 'calc.py');
+    await midStep(ed, model);
     const engine = ed.engine();
     assert.ok(engine > 0, 'the extension started an engine on the test\'s own socket');
     await ed.shot('10-engine-reload-before');
@@ -454,10 +459,7 @@ test('10 shared engine, Reload Window mid-turn: the held reply arrives after the
 test('11 shared engine, VS Code closed mid-turn: the run finishes with no window open; reopened, the window shows it finished', TIME, async () => {
   const ws = tempDir('ws-engine-quit');
   await scenario('11-engine-quit', 'start', [ws], async (ed, model) => {
-    await showTranscript(ed);
-    await start(ed);
-    await model.request(6, secs(90));
-    await row(ed, '[data-kind="tool"]', 'calc.py');
+    await midStep(ed, model);
     const engine = ed.engine();
     assert.ok(engine > 0, 'an engine runs');
     await ed.quit(); // the page and code-server (its extension hosts) are gone
@@ -486,10 +488,7 @@ test('11 shared engine, VS Code closed mid-turn: the run finishes with no window
 test('12 shared engine, two windows on one folder: both show the run live; the second says a sentence and cancels it', TIME, async () => {
   const ws = tempDir('ws-engine-two');
   await scenario('12-engine-two', 'cancel', [ws], async (ed, model) => {
-    await showTranscript(ed);
-    await start(ed);
-    await model.request(6, secs(90)); // held for good: the step is mid-reply
-    await row(ed, '[data-kind="tool"]', 'calc.py');
+    await midStep(ed, model);
     const other = await ed.window();
     try {
       await showTranscript(other);
@@ -523,10 +522,7 @@ test('12 shared engine, two windows on one folder: both show the run live; the s
 test('13 shared engine killed (-9) mid-step: the window reconnects to a new engine and offers to continue; Continue resumes the same session', TIME, async () => {
   const ws = tempDir('ws-engine-kill');
   await scenario('13-engine-kill', 'reload', [ws], async (ed, model) => {
-    await showTranscript(ed);
-    await start(ed);
-    await model.request(6, secs(90)); // held for good
-    await row(ed, '[data-kind="tool"]', 'calc.py');
+    await midStep(ed, model);
     const first = ed.engine();
     assert.ok(first > 0, 'an engine runs');
     process.kill(-first, 'SIGKILL'); // the engine and its CLI (its own process group)
