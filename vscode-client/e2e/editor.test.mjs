@@ -278,7 +278,7 @@ test('7 no credentials: the Set API Key… notification; the key reaches the mod
     const retry = ed.toast(/API key saved/);
     await retry.waitFor({ timeout: secs(30) });
     await ed.shot('7-nokey-retry');
-    // One click: setting the key restarted the idle server with it, so the retried wake runs at once.
+    // One click: the retried wake carries the key to the engine (env.ANTHROPIC_API_KEY), so it runs at once.
     await retry.locator('.monaco-button', { hasText: 'Retry' }).click();
     const first = await model.request(1, secs(60));
     assert.equal(await ed.toast(/has no Anthropic API key/).count(), 0, 'the retry was not refused again');

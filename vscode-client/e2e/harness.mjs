@@ -474,7 +474,9 @@ export class Editor {
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: secs(5) });
     await input.fill(file);
-    await page.locator('.quick-input-widget:visible .monaco-list-row', { hasText: name }).first().click({ timeout });
+    // The row of this folder's file: while the list still shows the previous query's results (a
+    // loaded machine), the first row named `name` may be another folder's.
+    await page.locator('.quick-input-widget:visible .monaco-list-row', { hasText: name }).filter({ hasText: folder }).first().click({ timeout });
     // The active tab's breadcrumbs name the folder: the file of *this* folder is open.
     await page.locator('.tabs-and-actions-container .tab.active', { hasText: name }).waitFor({ timeout: secs(10) });
     await page.locator('.breadcrumbs-control .monaco-breadcrumb-item', { hasText: folder }).first().waitFor({ timeout: secs(10) });
