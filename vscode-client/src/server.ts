@@ -448,10 +448,8 @@ export class FolderServer implements vscode.Disposable {
             if (this.client === undefined) throw new Error('the folder\'s client was stopped');
             try {
                 const { path: socketPath, note } = await ensureEngine(python, env, this.folder.uri.fsPath);
-                if (note !== null) {
-                    this.log.info(`${this.folder.name}: the flower engine says: ${note}`);
-                    this.hooks.engineSays(this, note);
-                }
+                // The same words reach the person as the engine's window/showMessage on this connection's initialize.
+                if (note !== null) this.log.info(`${this.folder.name}: the flower engine says: ${note}`);
                 this.socket?.destroy();
                 const socket = await connectEngine(socketPath);
                 this.socket = socket;
