@@ -98,7 +98,9 @@ async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder): Promi
 export function checkImport(command: string): Promise<string | null> {
     return new Promise((resolve) => {
         execFile(command, ['-c', 'import flower.lsp'], { timeout: 20_000 }, (error, _stdout, stderr) => {
-            resolve(error === null ? null : (stderr.trim().split('\n').pop() ?? error.message));
+            if (error === null) return resolve(null);
+            const last = stderr.trim().split('\n').pop() ?? '';
+            resolve(last !== '' ? last : error.killed ? 'it did not answer within 20 s' : error.message);
         });
     });
 }
