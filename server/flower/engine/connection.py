@@ -11,10 +11,12 @@ a closed socket) only detaches them: the runs go on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+import cattrs
 from lsprotocol import types
 from pygls.protocol.language_server import lsp_method
 
@@ -35,6 +37,12 @@ VERSION_OPTION = "flowerVersion"
 """`initializationOptions.flowerVersion`: the client's flower version; another than the engine's asks it to restart when idle."""
 
 
+@functools.cache
+def shared_converter() -> cattrs.Converter:
+    """One converter for every connection: cattrs builds each type's hooks once, not once per client (slow)."""
+    return converter_factory()
+
+
 class ConnectionProtocol(FlowerProtocol):
     """A connection's protocol: `exit` ends this connection, never the engine."""
 
@@ -51,7 +59,7 @@ class Connection(FlowerServer):
     """One socket's client: a protocol object of its own over the engine's folders."""
 
     def __init__(self, engine: Engine, writer: asyncio.StreamWriter, pid: int | None) -> None:
-        super().__init__(protocol_cls=ConnectionProtocol)
+        super().__init__(protocol_cls=ConnectionProtocol, converter=shared_converter)
         self.engine, self.writer, self.pid = engine, writer, pid
         self.closed = asyncio.Event()
         """Set when the socket has closed (the peer left, or `exit`)."""
@@ -149,12 +157,17 @@ def initialize(ls: Connection, params: types.InitializeParams) -> None:
                 types.MessageType.Warning, text("engine_busy_update", ls.locale, version=VERSION)))
 
 
-def attach(ls: Connection, params: Any) -> Any:
+async def attach(ls: Connection, params: Any) -> Any:
     """Subscribe this connection to a folder: its status, the cursor live entries continue after, the running wake's recent ones.
 
-    Synchronous on purpose: nothing the folder sends can come between reading the cursor and subscribing.
+    After the folder's first status is ready, the rest runs without awaiting anything: nothing the folder
+    sends can come between reading the cursor and subscribing.
     """
     value = p.structure_params(p.ATTACH, params, p.AttachParams)
+    key = ls.engine.key(value.folder)
+    if key is not None and key not in ls.folders:
+        ls.add_folder(value.folder)
+    await ls.engine.warm(key or "")
     key, folder = ls.attach(value.folder)
     recent = list(ls.engine.fan(key).recent) if folder.svc.running else []
     return {**p.to_wire(p.AttachResult(folder.uri, folder.status(), folder.cursor, [])), "recent": recent}
