@@ -57,7 +57,7 @@ class Place:
         """`flower serve --background` (bounded); remembers the engine's pid for the teardown."""
         done = await asyncio.to_thread(
             subprocess.run, [sys.executable, "-m", "flower.cli", "serve", "--background", "--idle", f"{idle:g}", *args],
-            env=env or self.env, capture_output=True, text=True, timeout=TIMEOUT)
+            env=env or self.env, capture_output=True, text=True, timeout=180)
         pid = self.pid()
         if pid:
             self.pids.add(pid)
@@ -268,6 +268,16 @@ async def test_two_engines_started_at_once_make_one(place):
     await until(lambda: len(engines(place.sock)) == 1, what="the engines that lost the race to stop")
     assert engines(place.sock) == [place.pid()]
     client = await place.client()
+    assert (await client.request(p.RUNS, None))["pid"] == place.pid()
+
+
+async def test_a_second_engine_on_the_same_socket_refuses_to_serve(place):
+    assert (await place.serve()).returncode == 0
+    second = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "flower.cli", "serve", "--idle", "5"],
+                                     env=place.env, capture_output=True, text=True, timeout=180)
+    assert second.returncode == 1
+    assert second.stderr == f"flower: a flower engine is already running at {place.sock} (pid {place.pid()})\n"
+    client = await place.client()  # the first one still serves
     assert (await client.request(p.RUNS, None))["pid"] == place.pid()
 
 

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+BACKLOG = 64 * 2**20
+"""Bytes sent to a client and not yet read by it after which the engine lets it go (its window hung, say)."""
 VERSION_OPTION = "flowerVersion"
 """`initializationOptions.flowerVersion`: the client's flower version; another than the engine's asks it to restart when idle."""
 
@@ -65,7 +67,7 @@ class Connection(FlowerServer):
         """Set when the socket has closed (the peer left, or `exit`)."""
         self.attached: set[str] = set()
         """Keys of the folders whose notifications this connection receives."""
-        self.protocol.set_writer(writer)
+        self.protocol.set_writer(BoundedWriter(self))
         register(self)
 
     @property
@@ -114,10 +116,11 @@ class Connection(FlowerServer):
 
     def attach(self, uri: str) -> tuple[str, Folder]:
         """Subscribe to a folder's notifications (serving it first if needed)."""
-        folder = self.folders.get(self.engine.key(uri) or "") or self.add_folder(uri)
         key = self.engine.key(uri)
-        if folder is None or key is None:
-            return self.folder(uri).uri, self.folder(uri)  # raises UnknownFolder with what to send
+        folder = (self.folders.get(key) if key else None) or self.add_folder(uri)
+        if key is None or folder is None:
+            raise p.error(p.UNKNOWN_FOLDER, f"folder {uri!r} is not a file:// URI of a folder; "
+                          "send one like file:///home/me/app", folder=uri, known=self.uris())
         self.engine.fan(key).attach(self)
         self.attached.add(key)
         return key, folder
@@ -138,6 +141,29 @@ class Connection(FlowerServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log out-of-band errors (to the engine's log; redacted)."""
         log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
+
+
+class BoundedWriter:
+    """Writes to the socket without waiting; a client that stops reading is let go before its backlog fills the memory."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def write(self, data: bytes) -> None:
+        """Queue `data` for the client, or close the connection when it has not read BACKLOG bytes already sent."""
+        writer = self.connection.writer
+        if writer.is_closing():
+            return
+        if writer.transport.get_write_buffer_size() > BACKLOG:
+            log.warning("client pid %s reads nothing (%d MB unread): closing its connection; the runs go on",
+                        self.connection.pid, BACKLOG // 2**20)
+            self.connection.close()
+            return
+        writer.write(data)
+
+    def close(self) -> None:
+        """Close the socket (pygls calls it on `exit`)."""
+        self.connection.close()
 
 
 def initialize(ls: Connection, params: types.InitializeParams) -> None:
