@@ -5,6 +5,7 @@ request carried, so these tests also prove that the client's variables travel.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -56,7 +57,7 @@ class Place:
         """`flower serve --background` (bounded); remembers the engine's pid for the teardown."""
         done = await asyncio.to_thread(
             subprocess.run, [sys.executable, "-m", "flower.cli", "serve", "--background", "--idle", f"{idle:g}", *args],
-            env=env or self.env, capture_output=True, text=True, timeout=TIMEOUT)
+            env=env or self.env, capture_output=True, text=True, timeout=180)
         pid = self.pid()
         if pid:
             self.pids.add(pid)
@@ -157,6 +158,12 @@ async def place(env) -> AsyncIterator[Place]:
     finally:
         await made.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def held_first_run(ws: Path) -> list[Reply]:
+    """A whole first run whose first model reply is held until `model.release()`."""
+    first, *rest = fs.first_run(ws)
+    return [dataclasses.replace(first, hold=True), *rest]
 
 
 def merged(history: list[dict], live: list[dict], cursor: int) -> list[dict]:
@@ -264,6 +271,16 @@ async def test_two_engines_started_at_once_make_one(place):
     assert (await client.request(p.RUNS, None))["pid"] == place.pid()
 
 
+async def test_a_second_engine_on_the_same_socket_refuses_to_serve(place):
+    assert (await place.serve()).returncode == 0
+    second = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "flower.cli", "serve", "--idle", "5"],
+                                     env=place.env, capture_output=True, text=True, timeout=180)
+    assert second.returncode == 1
+    assert second.stderr == f"flower: a flower engine is already running at {place.sock} (pid {place.pid()})\n"
+    client = await place.client()  # the first one still serves
+    assert (await client.request(p.RUNS, None))["pid"] == place.pid()
+
+
 PEER = """
 import ctypes, os, socket, sys
 os.seteuid(65534)  # nobody
@@ -300,9 +317,8 @@ async def test_another_user_is_refused(place):
 
 
 async def test_idle_engine_stops_but_never_while_a_wake_runs(place, model, workspace):
-    model.push(Reply(blocks=[say("a long thought")], hold=True), *fs.clarify(workspace)[1:], *fs.goals(workspace),
-               *fs.work(workspace), *fs.judge())
-    assert (await place.serve(idle=1)).returncode == 0
+    model.push(*held_first_run(workspace))
+    assert (await place.serve(idle=3)).returncode == 0
     pid = place.pid()
     assert pid
     client = await place.client(workspace)
@@ -311,7 +327,7 @@ async def test_idle_engine_stops_but_never_while_a_wake_runs(place, model, works
     await client.client.close()
     # No client, a wake held inside the model's reply: several idle periods pass and the engine stays.
     loop = asyncio.get_running_loop()
-    quiet_until = loop.time() + 4
+    quiet_until = loop.time() + 7
     while loop.time() < quiet_until:
         assert alive(pid), "the engine stopped in the middle of a run"
         await asyncio.sleep(0.2)
@@ -323,8 +339,7 @@ async def test_idle_engine_stops_but_never_while_a_wake_runs(place, model, works
 
 
 async def test_another_version_restarts_the_engine_only_when_no_wake_runs(place, model, workspace):
-    model.push(Reply(blocks=[say("a long thought")], hold=True), *fs.clarify(workspace)[1:], *fs.goals(workspace),
-               *fs.work(workspace), *fs.judge())
+    model.push(*held_first_run(workspace))
     assert (await place.serve()).returncode == 0
     pid = place.pid()
     assert pid
@@ -396,3 +411,75 @@ async def test_bad_params_get_invalid_params_and_the_env_must_be_strings(place, 
         assert fragment in str(caught.value), (method, caught.value)
     assert (await client.request(p.RUNS, {}))["runs"][0]["folder"] == uri(workspace)
 
+
+
+# -- the terminal ------------------------------------------------------------------------------
+def terminal_env(place: Place) -> dict[str, str]:
+    """A terminal's environment: the scripted model's variables, and where this test's engine lives."""
+    return {**place.client_env, "FLOWER_ENGINE": str(place.sock), "XDG_STATE_HOME": str(place.root / "state")}
+
+
+async def test_terminal_detach_attach_say_ctrl_c_ps_and_stop(place, model, workspace):
+    from test_cli import Terminal, flower
+
+    model.push(*held_first_run(workspace))
+    assert (await place.serve()).returncode == 0
+    env = terminal_env(place)
+    started = await flower("--detach", TASK, env=env, cwd=workspace, timeout=TIMEOUT)
+    assert started.code == 0, started.err
+    assert "started in the flower engine" in started.err + started.out
+    await model.wait_for_requests(1, timeout=TIMEOUT)
+
+    term = await Terminal.open(env=env, cwd=workspace)  # plain `flower` here: the engine holds the run, so it attaches
+    try:
+        await term.expect("attached to the run in the flower engine")
+        term.type("also print the result in green")
+        await term.expect("queued for the work session: also print the result in green")
+        term.ctrl_c()
+        await term.expect("detached: the run goes on in the flower engine")
+        assert await term.wait() == 0
+    finally:
+        term.close()
+    observer = await place.client(workspace)
+    [status] = (await observer.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
+    assert status["running"] is True  # leaving touched nothing
+
+    ps = await flower("ps", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert ps.code == 0 and "running" in ps.out and str(workspace) in ps.out and "0 attached" in ps.out
+    stopped = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert stopped.code == 0 and "stopped" in stopped.out, stopped.err
+    [status] = (await observer.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
+    assert status["running"] is False and status["interrupted"] is False
+    again = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert again.code == 1 and again.err.startswith("flower: nothing runs here in the flower engine")
+    assert "Traceback" not in started.err + ps.err + stopped.err + again.err
+
+
+async def test_terminal_attached_sees_the_run_finish(place, model, workspace):
+    from test_cli import Terminal, flower
+
+    model.push(*held_first_run(workspace))
+    assert (await place.serve()).returncode == 0
+    env = terminal_env(place)
+    assert (await flower("--detach", TASK, env=env, cwd=workspace, timeout=TIMEOUT)).code == 0
+    await model.wait_for_requests(1, timeout=TIMEOUT)
+    term = await Terminal.open(env=env, cwd=workspace)
+    try:
+        await term.expect("attached to the run in the flower engine")
+        model.release()
+        await term.expect("judge #1: passed")
+        await term.expect("done")
+        assert await term.wait() == 0
+    finally:
+        term.close()
+    assert len(model.conversation) == FULL_RUN
+
+
+async def test_plain_flower_without_an_engine_runs_here_and_starts_none(place, model, workspace):
+    from test_cli import flower
+
+    model.push(*fs.first_run(workspace))
+    done = await flower(TASK, env=terminal_env(place), cwd=workspace)
+    assert done.code == 0, done.err
+    assert not place.sock.exists() and engines(place.sock) == []
+    assert len(model.conversation) == FULL_RUN

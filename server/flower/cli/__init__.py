@@ -6,7 +6,9 @@
     flower once "prompt"     one agent, no workflow, no lineage; --resume SID to continue it (S29)
     flower status            what the next run would resume
     flower demo              the whole thing offline on the built-in scripted model
-    flower serve             the engine (D11): one per user; --background starts it detached if none runs
+    flower --detach "task"   run it in the engine (D11) and return; `flower` here then attaches to the run
+    flower ps | stop         the engine's runs; stop the one here
+    flower serve             the engine: one per user; --background starts it detached if none runs
 
 Exit codes: 0 done; 1 the run did not finish (the reason is the last line on stderr);
 2 bad input; 3 another flower drives this workspace; 130 interrupted (run `flower` again).
@@ -27,12 +29,12 @@ from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
 from ..settings import SettingsError
-from .args import UsageError, demo_parser, main_parser, once_parser, serve_parser, status_parser
+from .args import UsageError, demo_parser, main_parser, once_parser, ps_parser, serve_parser, status_parser, stop_parser
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, flower_command, once_command, status_command
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
-COMMANDS = ("once", "status", "demo", "serve")
+COMMANDS = ("once", "status", "demo", "serve", "stop", "ps")
 
 
 def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
@@ -43,9 +45,13 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             return once_command, once_parser(locale).parse_intermixed_args(rest)
         if command == "status":
             return status_command, status_parser(locale).parse_args(rest)
-        if command == "serve":
-            from .engine import serve_command
-            return serve_command, serve_parser(locale).parse_args(rest)
+        if command in ("serve", "stop", "ps"):
+            from . import engine
+            if command == "stop":
+                return engine.stop_command, stop_parser(locale).parse_args(rest)
+            if command == "ps":
+                return engine.ps_command, ps_parser(locale).parse_args(rest)
+            return engine.serve_command, serve_parser(locale).parse_args(rest)
         from ..demo import demo_command
         return demo_command, demo_parser(locale).parse_args(rest)
     return flower_command, main_parser(locale).parse_intermixed_args(argv)

@@ -102,11 +102,14 @@ def main_parser(locale: str) -> Parser:
     made = Parser(
         locale=locale, prog="flower",
         description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
-        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower demo (offline, no API key). "
+        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower demo (offline, no API key) · "
+               "flower serve · flower ps · flower stop. "
                "Exit codes: 0 done, 1 not finished, 2 bad input, 3 workspace busy, 130 interrupted.",
     )
     made.add_argument("text", nargs="*", help="the task (first time) or one more sentence (afterwards)")
     made.add_argument("--new", action="store_true", help="archive this task (lineage, 需求.md, 目标.md) and start the text as a new one")
+    made.add_argument("--detach", action="store_true",
+                      help="run it in the flower engine (started if none runs) and return at once; `flower` here attaches to it")
     made.add_argument("--no-trim", dest="trim", action="store_false", default=None,
                       help="keep large old tool results resident on resume (trim is on by default)")
     made.add_argument("--rounds", type=rounds_type(locale), metavar="N",
@@ -139,6 +142,19 @@ def status_parser(locale: str) -> Parser:
     made.add_argument("--json", action="store_true", help="print the status as JSON")
     add_run_dir(made)
     add_store(made)
+    return made
+
+
+def stop_parser(locale: str) -> Parser:
+    """`flower stop`."""
+    return Parser(locale=locale, prog="flower stop",
+                  description="Stop the run the flower engine holds in this directory (the next `flower` here continues it).")
+
+
+def ps_parser(locale: str) -> Parser:
+    """`flower ps [--json]`."""
+    made = Parser(locale=locale, prog="flower ps", description="The folders the flower engine holds, running or idle.")
+    made.add_argument("--json", action="store_true", help="print them as JSON (flower/runs)")
     return made
 
 

@@ -33,10 +33,15 @@ def settings_of(args: argparse.Namespace, workspace: Path) -> Settings:
 async def flower_command(args: argparse.Namespace, locale: str) -> int:
     """`flower [text]`, `flower --new text`: drive the FlowerService and render its events."""
     from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+    from . import engine
 
     text = " ".join(args.text).strip()
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     workspace = Path.cwd()
+    if args.detach:
+        return await engine.detach_command(args, text, locale)
+    if not args.new and (held := await engine.held_here(workspace, locale)) is not None:
+        return await engine.attach_command(held, workspace, locale, text or None)  # the run lives in the engine (D11)
     settings = settings_of(args, workspace)
     run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
     console = Console(locale, workspace=workspace)

@@ -11,10 +11,12 @@ a closed socket) only detaches them: the runs go on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+import cattrs
 from lsprotocol import types
 from pygls.protocol.language_server import lsp_method
 
@@ -31,8 +33,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+BACKLOG = 64 * 2**20
+"""Bytes sent to a client and not yet read by it after which the engine lets it go (its window hung, say)."""
 VERSION_OPTION = "flowerVersion"
 """`initializationOptions.flowerVersion`: the client's flower version; another than the engine's asks it to restart when idle."""
+
+
+@functools.cache
+def shared_converter() -> cattrs.Converter:
+    """One converter for every connection: cattrs builds each type's hooks once, not once per client (slow)."""
+    return converter_factory()
 
 
 class ConnectionProtocol(FlowerProtocol):
@@ -51,13 +61,13 @@ class Connection(FlowerServer):
     """One socket's client: a protocol object of its own over the engine's folders."""
 
     def __init__(self, engine: Engine, writer: asyncio.StreamWriter, pid: int | None) -> None:
-        super().__init__(protocol_cls=ConnectionProtocol)
+        super().__init__(protocol_cls=ConnectionProtocol, converter=shared_converter)
         self.engine, self.writer, self.pid = engine, writer, pid
         self.closed = asyncio.Event()
         """Set when the socket has closed (the peer left, or `exit`)."""
         self.attached: set[str] = set()
         """Keys of the folders whose notifications this connection receives."""
-        self.protocol.set_writer(writer)
+        self.protocol.set_writer(BoundedWriter(self))
         register(self)
 
     @property
@@ -106,10 +116,11 @@ class Connection(FlowerServer):
 
     def attach(self, uri: str) -> tuple[str, Folder]:
         """Subscribe to a folder's notifications (serving it first if needed)."""
-        folder = self.folders.get(self.engine.key(uri) or "") or self.add_folder(uri)
         key = self.engine.key(uri)
-        if folder is None or key is None:
-            return self.folder(uri).uri, self.folder(uri)  # raises UnknownFolder with what to send
+        folder = (self.folders.get(key) if key else None) or self.add_folder(uri)
+        if key is None or folder is None:
+            raise p.error(p.UNKNOWN_FOLDER, f"folder {uri!r} is not a file:// URI of a folder; "
+                          "send one like file:///home/me/app", folder=uri, known=self.uris())
         self.engine.fan(key).attach(self)
         self.attached.add(key)
         return key, folder
@@ -132,6 +143,29 @@ class Connection(FlowerServer):
         log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
 
 
+class BoundedWriter:
+    """Writes to the socket without waiting; a client that stops reading is let go before its backlog fills the memory."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def write(self, data: bytes) -> None:
+        """Queue `data` for the client, or close the connection when it has not read BACKLOG bytes already sent."""
+        writer = self.connection.writer
+        if writer.is_closing():
+            return
+        if writer.transport.get_write_buffer_size() > BACKLOG:
+            log.warning("client pid %s reads nothing (%d MB unread): closing its connection; the runs go on",
+                        self.connection.pid, BACKLOG // 2**20)
+            self.connection.close()
+            return
+        writer.write(data)
+
+    def close(self) -> None:
+        """Close the socket (pygls calls it on `exit`)."""
+        self.connection.close()
+
+
 def initialize(ls: Connection, params: types.InitializeParams) -> None:
     """Serve the client's folders through the engine; its locale and options apply to folders it is the first to serve."""
     raw = params.initialization_options
@@ -149,12 +183,17 @@ def initialize(ls: Connection, params: types.InitializeParams) -> None:
                 types.MessageType.Warning, text("engine_busy_update", ls.locale, version=VERSION)))
 
 
-def attach(ls: Connection, params: Any) -> Any:
+async def attach(ls: Connection, params: Any) -> Any:
     """Subscribe this connection to a folder: its status, the cursor live entries continue after, the running wake's recent ones.
 
-    Synchronous on purpose: nothing the folder sends can come between reading the cursor and subscribing.
+    After the folder's first status is ready, the rest runs without awaiting anything: nothing the folder
+    sends can come between reading the cursor and subscribing.
     """
     value = p.structure_params(p.ATTACH, params, p.AttachParams)
+    key = ls.engine.key(value.folder)
+    if key is not None and key not in ls.folders:
+        ls.add_folder(value.folder)
+    await ls.engine.warm(key or "")
     key, folder = ls.attach(value.folder)
     recent = list(ls.engine.fan(key).recent) if folder.svc.running else []
     return {**p.to_wire(p.AttachResult(folder.uri, folder.status(), folder.cursor, [])), "recent": recent}

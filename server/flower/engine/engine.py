@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import fcntl
 import logging
 import os
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 
 IDLE = 600.0
 """Seconds with no wake running and no client connected after which the engine stops (`--idle`)."""
+TRIM_EVERY = 5.0
+"""Seconds between giving freed memory back to the system while no wake runs (`give_back`)."""
 STOP_TIMEOUT = 30.0
 """Bound on cancelling the runs and closing the folders when the engine is told to stop."""
 
@@ -65,6 +68,8 @@ class Engine:
         self._quiet_since = time.monotonic()
         self._stop: asyncio.Event | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self._warming: dict[str, asyncio.Future[object]] = {}
+        """Folder key → its first status, computed in a worker thread (it may read a whole session from sessions.db)."""
 
     # -- folders -----------------------------------------------------------------------------------
     def key(self, uri: str) -> str | None:
@@ -100,7 +105,17 @@ class Engine:
         else:
             log.info("serving workspace folder %s", path)
         self.folders[key], self.made[key] = folder, made
+        self._warming[key] = asyncio.ensure_future(asyncio.to_thread(folder.status))
         return key, folder
+
+    async def warm(self, key: str) -> None:
+        """Wait until the folder's first status has been read off the event loop (the engine's other clients go on)."""
+        warming = self._warming.pop(key, None)
+        if warming is not None:
+            try:
+                await warming
+            except Exception as exc:  # status() will say it again, on the loop, to whoever asks
+                log.warning("the first status of %s: %s", key, p.redact(str(exc)))
 
     def runs(self) -> p.RunsResult:
         """Every folder held, running or idle, with its attached clients."""
@@ -195,10 +210,14 @@ class Engine:
     async def _live(self) -> None:
         assert self._stop is not None
         tick = max(0.05, min(1.0, self.idle / 4))
+        trimmed = time.monotonic()
         while not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), tick)
             now, busy = time.monotonic(), self.busy()
+            if not busy and now - trimmed >= TRIM_EVERY:
+                give_back()
+                trimmed = now
             if busy or self.connections:
                 self._quiet_since = now
             if self.update_to is not None and not busy:
@@ -221,6 +240,18 @@ class Engine:
         task = asyncio.ensure_future(work)
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+
+def give_back() -> None:
+    """Return the C heap's free pages to the system (glibc `malloc_trim`), so a long-lived idle engine stays small.
+
+    Reading a large session (a folder's first status, a history page) leaves tens of MB free in the heap that glibc
+    would otherwise keep for the engine's whole life; elsewhere this does nothing.
+    """
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def settings_stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:

@@ -38,7 +38,10 @@ def log_path(env: Mapping[str, str] | None = None) -> Path:
 
 def private_dir(path: Path) -> Path:
     """Create `path` (0700) or check it: it must be a directory of this user; it is made 0700 if it is not."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:  # a file (or a link) where the directory should be: said below
+        pass
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode):
         raise PlaceError(f"{path} is not a directory; remove it or set FLOWER_ENGINE to a socket path elsewhere")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from ..lsp.server import VERSION
 from .client import EngineClient, EngineError, Gone
 from .place import log_path, private_dir, socket_path
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0
 """Bound on an engine starting to answer."""
 UPDATE_TIMEOUT = 45.0
 """Bound on an idle engine of another version going away (its stop closes the folders, bounded at 30 s)."""
@@ -73,7 +74,18 @@ async def ensure(idle: float | None = None, locale: str = "en", sock: Path | Non
         return found, text("engine_busy_update", locale, version=found.version)
     if found is not None:  # another version, idle: it stops now that it heard this one's version
         await _gone(sock, locale)
-    return await _start(sock, idle, locale), None
+    private_dir(sock.parent)
+    # Starters take turns: the second one finds the first one's engine instead of starting another (the
+    # engine's own lock would make one serve anyway, but each extra engine pays a whole startup for nothing).
+    turn = os.open(sock.with_name(sock.name + ".start"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        await asyncio.wait_for(asyncio.to_thread(fcntl.flock, turn, fcntl.LOCK_EX), START_TIMEOUT * 2)
+        found = await probe(sock, locale)
+        if found is not None:
+            return found, None
+        return await _start(sock, idle, locale), None
+    finally:
+        os.close(turn)  # closing lets go of the turn (a thread still waiting for it gets EBADF, harmlessly)
 
 
 async def _gone(sock: Path, locale: str) -> None:
@@ -89,7 +101,6 @@ async def _gone(sock: Path, locale: str) -> None:
 async def _start(sock: Path, idle: float | None, locale: str) -> Running:
     log = log_path()
     try:
-        private_dir(sock.parent)
         private_dir(log.parent)
         with contextlib.suppress(FileNotFoundError):
             if log.stat().st_size > LOG_LIMIT:

@@ -53,9 +53,10 @@ def converter_factory() -> cattrs.Converter:
 class FlowerServer(LanguageServer):
     """A language server whose documents are workspaces: one FlowerService per workspace folder (P1, P2)."""
 
-    def __init__(self, protocol_cls: type[FlowerProtocol] = FlowerProtocol) -> None:
+    def __init__(self, protocol_cls: type[FlowerProtocol] = FlowerProtocol,
+                 converter: Callable[[], cattrs.Converter] = converter_factory) -> None:
         super().__init__("flower", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.None_,
-                         converter_factory=converter_factory, protocol_cls=protocol_cls)
+                         converter_factory=converter, protocol_cls=protocol_cls)
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"
