@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from ..lsp import protocol as p
 from .args import UsageError
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .console import Console, first_line
-from .keyboard import Keyboard
+from .keyboard import Asker, Keyboard, listen
 
 if TYPE_CHECKING:
     from ..engine.client import EngineClient
@@ -176,7 +177,11 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         if text:
             await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
         if keyboard is not None:
-            typing = asyncio.create_task(_typed(keyboard, client, folder, env))
+            asker = Asker(keyboard, console)
+            console.interactive = True
+            client.answerer = functools.partial(_ask, asker)
+            say = functools.partial(_say, client, folder, env)
+            typing = asyncio.create_task(listen(keyboard, say, asker))
         gone: asyncio.Future[Any] = asyncio.ensure_future(_closed(client))
         await asyncio.wait({end, gone}, return_when=asyncio.FIRST_COMPLETED)
         gone.cancel()
@@ -205,11 +210,16 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     return EXIT_FAILED
 
 
-async def _typed(keyboard: Keyboard, client: EngineClient, folder: str, env: dict[str, str]) -> None:
-    """Each line typed goes to the work session (`flower/say`)."""
-    while (line := await keyboard.readline()) is not None:
-        if line.strip():
-            await client.request(p.SAY, {"folder": folder, "text": line.strip(), "env": env})
+async def _say(client: EngineClient, folder: str, env: dict[str, str], text: str) -> Any:
+    """A sentence typed at the attached terminal, for the work session."""
+    return await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
+
+
+async def _ask(asker: Asker, method: str, params: Any) -> Any:
+    """The engine's `flower/ask`, answered at this terminal (S16)."""
+    if method != p.ASK or not isinstance(params, dict):
+        raise LookupError(method)
+    return {"answer": await asker(str(params.get("question", "")))}
 
 
 async def _closed(client: EngineClient) -> None:
