@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import functools
 import json
+import logging
 import os
 import signal
 import sys
@@ -44,9 +45,20 @@ async def serve_command(args: argparse.Namespace, locale: str) -> int:
             sys.stderr.write(f"flower: {note}\n")
         sys.stdout.write(f"{running.sock}\n")
         return EXIT_OK
+    from ..engine.place import log_path
     from ..lsp.__main__ import log_to_stderr
 
-    log_to_stderr(args.log_level)
+    # Started by --background, stderr is the log file already; at a terminal, the log goes to that file too,
+    # so a person sees one line, never a traceback.
+    log = log_path()
+    log_file = None
+    if sys.stderr.isatty():
+        from ..engine.place import private_dir
+
+        private_dir(log.parent)
+        log_file = open(log, "a", encoding="utf-8")  # noqa: SIM115 - open for the engine's whole life, closed below
+        sys.stderr.write(f"flower: the engine serves {sock} (log: {log}; Ctrl-C stops it)\n")
+    log_to_stderr(args.log_level, log_file)
     try:
         return await Engine(sock, args.idle if args.idle is not None else default_idle()).serve()
     except EngineRunning as exc:
@@ -55,6 +67,13 @@ async def serve_command(args: argparse.Namespace, locale: str) -> int:
     except (PlaceError, OSError) as exc:
         sys.stderr.write(f"flower: cannot serve at {sock}: {exc}\n")
         return EXIT_USAGE
+    except Exception:
+        logging.getLogger("flower.engine").exception("the engine stopped on an error")
+        sys.stderr.write(f"flower: the engine stopped on an error; the details are in {log}\n")
+        return EXIT_FAILED
+    finally:
+        if log_file is not None:
+            log_file.close()
 
 
 def default_idle() -> float:
