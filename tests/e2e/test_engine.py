@@ -455,10 +455,11 @@ async def test_terminal_detach_attach_say_ctrl_c_ps_and_stop(place, model, works
     assert "Traceback" not in started.err + ps.err + stopped.err + again.err
 
 
-async def test_terminal_attached_sees_the_run_finish(place, model, workspace):
+async def test_terminal_attached_answers_the_clarify_question_and_sees_the_run_finish(place, model, workspace):
     from test_cli import Terminal, flower
 
-    model.push(*held_first_run(workspace))
+    question = Reply(blocks=[say("Which operations should it support?")], hold=True)
+    model.push(question, *fs.first_run(workspace))
     assert (await place.serve()).returncode == 0
     env = terminal_env(place)
     assert (await flower("--detach", TASK, env=env, cwd=workspace, timeout=TIMEOUT)).code == 0
@@ -467,12 +468,18 @@ async def test_terminal_attached_sees_the_run_finish(place, model, workspace):
     try:
         await term.expect("attached to the run in the flower engine")
         model.release()
+        await term.expect("Which operations should it support?")
+        await term.expect("Your answer")  # the engine asked the terminal that attached (flower/ask)
+        term.type("add and subtract only")
         await term.expect("judge #1: passed")
         await term.expect("done")
         assert await term.wait() == 0
     finally:
         term.close()
-    assert len(model.conversation) == FULL_RUN
+    answered = model.conversation[1]
+    assert answered.session_id == model.conversation[0].session_id
+    assert answered.last_user_text.strip() == "add and subtract only"
+    assert len(model.conversation) == FULL_RUN + 1
 
 
 async def test_plain_flower_without_an_engine_runs_here_and_starts_none(place, model, workspace):

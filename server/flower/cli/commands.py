@@ -73,7 +73,7 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         if keyboard is not None:
             asker = Asker(keyboard, console)
             svc.ask = asker
-            tasks.append(asyncio.create_task(listen(keyboard, svc, asker)))
+            tasks.append(asyncio.create_task(listen(keyboard, svc.say, asker)))
         try:
             result = await (svc.new(text) if new else svc.wake(text or None))
         finally:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
+import logging
 import os
 import signal
 import sys
@@ -17,7 +19,7 @@ from ..lsp import protocol as p
 from .args import UsageError
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .console import Console, first_line
-from .keyboard import Keyboard
+from .keyboard import Asker, Keyboard, listen
 
 if TYPE_CHECKING:
     from ..engine.client import EngineClient
@@ -43,9 +45,20 @@ async def serve_command(args: argparse.Namespace, locale: str) -> int:
             sys.stderr.write(f"flower: {note}\n")
         sys.stdout.write(f"{running.sock}\n")
         return EXIT_OK
+    from ..engine.place import log_path
     from ..lsp.__main__ import log_to_stderr
 
-    log_to_stderr(args.log_level)
+    # Started by --background, stderr is the log file already; at a terminal, the log goes to that file too,
+    # so a person sees one line, never a traceback.
+    log = log_path()
+    log_file = None
+    if sys.stderr.isatty():
+        from ..engine.place import private_dir
+
+        private_dir(log.parent)
+        log_file = open(log, "a", encoding="utf-8")  # noqa: SIM115 - open for the engine's whole life, closed below
+        sys.stderr.write(f"flower: the engine serves {sock} (log: {log}; Ctrl-C stops it)\n")
+    log_to_stderr(args.log_level, log_file)
     try:
         return await Engine(sock, args.idle if args.idle is not None else default_idle()).serve()
     except EngineRunning as exc:
@@ -54,6 +67,13 @@ async def serve_command(args: argparse.Namespace, locale: str) -> int:
     except (PlaceError, OSError) as exc:
         sys.stderr.write(f"flower: cannot serve at {sock}: {exc}\n")
         return EXIT_USAGE
+    except Exception:
+        logging.getLogger("flower.engine").exception("the engine stopped on an error")
+        sys.stderr.write(f"flower: the engine stopped on an error; the details are in {log}\n")
+        return EXIT_FAILED
+    finally:
+        if log_file is not None:
+            log_file.close()
 
 
 def default_idle() -> float:
@@ -176,7 +196,11 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         if text:
             await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
         if keyboard is not None:
-            typing = asyncio.create_task(_typed(keyboard, client, folder, env))
+            asker = Asker(keyboard, console)
+            console.interactive = True
+            client.answerer = functools.partial(_ask, asker)
+            say = functools.partial(_say, client, folder, env)
+            typing = asyncio.create_task(listen(keyboard, say, asker))
         gone: asyncio.Future[Any] = asyncio.ensure_future(_closed(client))
         await asyncio.wait({end, gone}, return_when=asyncio.FIRST_COMPLETED)
         gone.cancel()
@@ -205,11 +229,16 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     return EXIT_FAILED
 
 
-async def _typed(keyboard: Keyboard, client: EngineClient, folder: str, env: dict[str, str]) -> None:
-    """Each line typed goes to the work session (`flower/say`)."""
-    while (line := await keyboard.readline()) is not None:
-        if line.strip():
-            await client.request(p.SAY, {"folder": folder, "text": line.strip(), "env": env})
+async def _say(client: EngineClient, folder: str, env: dict[str, str], text: str) -> Any:
+    """A sentence typed at the attached terminal, for the work session."""
+    return await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
+
+
+async def _ask(asker: Asker, method: str, params: Any) -> Any:
+    """The engine's `flower/ask`, answered at this terminal (S16)."""
+    if method != p.ASK or not isinstance(params, dict):
+        raise LookupError(method)
+    return {"answer": await asker(str(params.get("question", "")))}
 
 
 async def _closed(client: EngineClient) -> None:

@@ -5,12 +5,9 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from .console import Console
-
-if TYPE_CHECKING:  # the service (and the SDK behind it) is imported only when a command runs
-    from ..service import FlowerService
 
 
 class Keyboard:
@@ -84,7 +81,7 @@ class Asker:
         return answer or None
 
 
-async def listen(keyboard: Keyboard, svc: FlowerService, asker: Asker) -> None:
+async def listen(keyboard: Keyboard, say: Callable[[str], Awaitable[object]], asker: Asker) -> None:
     """Lines typed while the agent works: an answer when a question is open, else a sentence for the work session."""
     while True:
         line = await keyboard.readline()
@@ -94,4 +91,4 @@ async def listen(keyboard: Keyboard, svc: FlowerService, asker: Asker) -> None:
         if line is None:
             return
         if line.strip():
-            await svc.say(line.strip())
+            await say(line.strip())

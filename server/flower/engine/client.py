@@ -8,7 +8,7 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ class Gone(Exception):
 
 
 Listener = Callable[[str, Any], None]
+Answerer = Callable[[str, Any], Awaitable[Any]]
+"""Answers a request from the engine (`flower/ask`): its result, or raises to answer MethodNotFound."""
 
 
 class EngineClient:
@@ -45,6 +47,9 @@ class EngineClient:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: Listener | None = None) -> None:
         self.reader, self.writer = reader, writer
         self.listener = listener
+        self.answerer: Answerer | None = None
+        """Set to answer the engine's requests (the terminal answers `flower/ask`); None: MethodNotFound to all."""
+        self._answering: set[asyncio.Task[None]] = set()
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._reading = asyncio.create_task(self._read())
@@ -111,6 +116,17 @@ class EngineClient:
                 if not future.done():
                     future.set_exception(Gone("the flower engine closed the connection"))
 
+    async def _answer(self, message: dict[str, Any]) -> None:
+        method = message.get("method", "")
+        try:
+            if self.answerer is None:
+                raise LookupError(method)
+            reply: dict[str, Any] = {"result": await self.answerer(method, message.get("params"))}
+        except Exception:
+            reply = {"error": {"code": -32601, "message": f"Method Not Found: {method}"}}
+        with contextlib.suppress(Gone):
+            self._send({"jsonrpc": "2.0", "id": message["id"], **reply})
+
     def _dispatch(self, message: dict[str, Any]) -> None:
         if "id" in message and "method" not in message:
             future = self._waiting.get(message["id"])
@@ -120,9 +136,10 @@ class EngineClient:
                     future.set_exception(EngineError(error.get("code", 0), error.get("message", ""), error.get("data")))
                 else:
                     future.set_result(message.get("result"))
-        elif "id" in message:  # a request to us (flower/ask, progress): this client answers none
-            self._send({"jsonrpc": "2.0", "id": message["id"],
-                        "error": {"code": -32601, "message": f"Method Not Found: {message.get('method')}"}})
+        elif "id" in message:  # a request to us (flower/ask, progress)
+            task = asyncio.create_task(self._answer(message))
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
         elif self.listener is not None:
             try:
                 self.listener(message.get("method", ""), message.get("params"))

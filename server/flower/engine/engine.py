@@ -156,6 +156,7 @@ class Engine:
             return
         connection = Connection(self, writer, pid)
         self.connections.add(connection)
+        log.info("client pid %d connected (%d connected)", pid, len(self.connections))
         self._quiet_since = time.monotonic()
         try:
             async for body in bodies(reader):
@@ -169,6 +170,7 @@ class Engine:
         finally:
             connection.close()
             self._quiet_since = time.monotonic()
+            log.info("client pid %d left (%d connected)", pid, len(self.connections))
 
     # -- life --------------------------------------------------------------------------------------
     async def serve(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TextIO
 
 LINE_LIMIT = 8000
 """Longest log line written to stderr, in characters."""
@@ -33,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     return serve_stdio(server)  # resyncs after a bad frame; exit's code as LSP says
 
 
-def log_to_stderr(level: str) -> None:
-    """Log lines at `level` and up to stderr, redacted and cut (also the engine's log file, D11)."""
+def log_to_stderr(level: str, stream: TextIO | None = None) -> None:
+    """Log lines at `level` and up to stderr (or `stream`: the engine's log file, D11), redacted and cut."""
     from ..core.redact import redact
     from ..core.text import clip
 
@@ -49,7 +50,7 @@ def log_to_stderr(level: str) -> None:
             line: str = redact(super().format(record))
             return clip(line, LINE_LIMIT, count=True)
 
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.setLevel(level)
     handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler])
