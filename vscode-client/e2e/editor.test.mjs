@@ -159,7 +159,7 @@ test('2 the model held mid-step: Cancel → idle; Continue resumes and the model
   });
 });
 
-test('3 Reload Window mid-run: transcript and gauge from history before any model request; resumeOnStartup always continues', TIME, async () => {
+test('3 window mode, Reload Window mid-run: transcript and gauge from history before any model request; resumeOnStartup always continues', TIME, async () => {
   const ws = tempDir('ws-reload');
   await scenario('3-reload', 'reload', [ws], async (ed, model) => {
     await showTranscript(ed);
@@ -189,7 +189,7 @@ test('3 Reload Window mid-run: transcript and gauge from history before any mode
     await showTranscript(ed);
     await row(ed, '[data-kind="banner"]', /wake #3/, secs(30));
     await ed.shot('3-reload-always');
-  }, { settings: { 'flower.resumeOnStartup': 'ask' } });
+  }, { settings: { 'flower.resumeOnStartup': 'ask', 'flower.engine': 'window' } });
 });
 
 test('4 "what the model sees" marks the outage residue the pruner hides', TIME, async () => {
@@ -284,7 +284,7 @@ test('7 no credentials: the Set API Key… notification; the key reaches the mod
     const retry = ed.toast(/API key saved/);
     await retry.waitFor({ timeout: secs(30) });
     await ed.shot('7-nokey-retry');
-    // One click: setting the key restarted the idle server with it, so the retried wake runs at once.
+    // One click: the retried wake carries the key to the engine (env.ANTHROPIC_API_KEY), so it runs at once.
     await retry.locator('.monaco-button', { hasText: 'Retry' }).click();
     const first = await model.request(1, secs(60));
     assert.equal(await ed.toast(/has no Anthropic API key/).count(), 0, 'the retry was not refused again');
@@ -408,7 +408,7 @@ test('9 flower.store: a postgresql:// URL holds the task; after Reload Window th
       const flowerLogs = logs.filter((f) => f.endsWith(path.join('flower.flower', 'flower.log')));
       assert.ok(flowerLogs.length >= 1, 'the flower log was found');
       assert.ok(flowerLogs.some((f) => fs.readFileSync(f, 'utf8').includes('flower_pw:***@')), 'the flower log names the URL with its password masked');
-      assert.deepEqual([...logs, ...files(ws)].filter((f) => fs.readFileSync(f).includes(pg.password)), [], 'files holding the password');
+      assert.deepEqual([...logs, ...files(ed.dirs.state), ...files(ws)].filter((f) => fs.readFileSync(f).includes(pg.password)), [], 'files holding the password (the engine log included)');
       assert.ok(!ed.output.includes(pg.password), 'code-server output');
       assert.ok(fs.readFileSync(path.join(ed.dirs.user, 'User', 'settings.json'), 'utf8').includes(pg.url), 'the setting held the URL (the scans could have found it)');
     }, { settings: { 'flower.store': pg.url, 'flower.project': PROJECT } });
@@ -458,14 +458,146 @@ test('10 a bad setting: the server\'s own line in a notification whose Open Sett
   }, { settings: { 'flower.handoffAt': 0 } });
 });
 
-test('11 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the question is asked again and answering it continues the run; flower.notify os', { timeout: secs(300) }, async () => {
+/** A task started in the transcript's view, and its work step mid-reply: the model holds request 6 (the step's second). */
+async function midStep(/** @type {Editor} */ ed, /** @type {Model} */ model) {
+  await showTranscript(ed);
+  await start(ed);
+  await model.request(6, secs(90));
+  await row(ed, '[data-kind="tool"]', 'calc.py');
+}
+
+/** The gauge spins (a wake runs) or not. */
+async function spinning(/** @type {Editor} */ ed) {
+  return (await ed.gauge().locator('.codicon-modifier-spin, [class*="~spin"]').count()) > 0;
+}
+
+test('11 shared engine, Reload Window mid-turn: the held reply arrives after the reload, no second request for the turn, no resume offered', TIME, async () => {
+  const ws = tempDir('ws-engine-reload');
+  await scenario('11-engine-reload', 'start', [ws], async (ed, model) => {
+    await midStep(ed, model);
+    const engine = ed.engine();
+    assert.ok(engine > 0, 'the extension started an engine on the test\'s own socket');
+    await ed.shot('11-engine-reload-before');
+    await ed.reload();
+    // The new window attaches to the run still going in the engine: history, the gauge, the spinner.
+    await showTranscript(ed);
+    await row(ed, '[data-kind="user"]', TASK, secs(30));
+    await row(ed, '[data-kind="tool"]', 'calc.py', secs(30));
+    await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K after reload', secs(20));
+    await until(() => spinning(ed), 'the gauge to show the wake still running', secs(20));
+    assert.equal(model.requests.length, 6, 'the reload asked the model nothing');
+    await ed.shot('11-engine-reload-attached');
+    // The turn in flight completes where it was: its reply reaches this window live.
+    model.release();
+    await row(ed, '[data-kind="assistant"]', 'Ticking the goals.', secs(60));
+    await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    await idle(ed);
+    await ed.page.keyboard.press('Escape');
+    // As many requests as an undisturbed run: clarify ×2, goals ×2, work ×3, judge ×1.
+    assert.equal(model.requests.length, 8, 'no second request for the turn the reload came in');
+    assert.ok(model.requests[6].messages > model.requests[5].messages, 'request 7 goes on from the held reply (the same conversation, one turn further)');
+    assert.equal(await ed.toast(/Continue where it stopped/).count(), 0, 'a run still going in the engine is not offered to continue');
+    assert.equal(await ed.view().locator('[data-testid="row"][data-kind="banner"]', { hasText: /wake #2/ }).count(), 0, 'no second wake');
+    assert.equal(ed.engine(), engine, 'the same engine ran the turn before and after the reload');
+    await ed.shot('11-engine-reload-done');
+  });
+});
+
+test('12 shared engine, VS Code closed mid-turn: the run finishes with no window open; reopened, the window shows it finished', TIME, async () => {
+  const ws = tempDir('ws-engine-quit');
+  await scenario('12-engine-quit', 'start', [ws], async (ed, model) => {
+    await midStep(ed, model);
+    const engine = ed.engine();
+    assert.ok(engine > 0, 'an engine runs');
+    await ed.quit(); // the page and code-server (its extension hosts) are gone
+    assert.equal(ed.engine(), engine, 'the engine outlives VS Code');
+    model.release();
+    // Nothing is open while the run goes on to the end: the judge's request, then the wake's end mark gone.
+    await model.request(8, secs(90));
+    await until(() => !fs.existsSync(path.join(ws, 'runs', 'wake.json')), 'the wake to end in the engine', secs(60));
+    assert.match(fs.readFileSync(path.join(ws, '目标.md'), 'utf8'), /- \[x\] calc\.py subtracts/);
+    await ed.serve(); // VS Code again, same user data
+    await showTranscript(ed);
+    await row(ed, '[data-kind="assistant"]', 'Ticking the goals.', secs(30));
+    await row(ed, '[data-kind="assistant"]', 'VERDICT: PASS', secs(30));
+    const goals = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Goals/ }) });
+    await until(async () => /2\/2/.test(await goals.locator('.pane-header').innerText()), 'the Goals tree to show 2/2', secs(20));
+    await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K', secs(20));
+    await idle(ed);
+    await ed.page.keyboard.press('Escape');
+    assert.equal(model.requests.length, 8, 'the reopened window asked the model nothing');
+    assert.equal(await ed.toast(/Continue where it stopped/).count(), 0, 'a finished run is not offered to continue');
+    assert.equal(ed.engine(), engine, 'the same engine');
+    await ed.shot('12-engine-quit-reopened');
+  });
+});
+
+test('13 shared engine, two windows on one folder: both show the run live; the second says a sentence and cancels it', TIME, async () => {
+  const ws = tempDir('ws-engine-two');
+  await scenario('13-engine-two', 'cancel', [ws], async (ed, model) => {
+    await midStep(ed, model);
+    const other = await ed.window();
+    try {
+      await showTranscript(other);
+      // Attached mid-step: the history and the running wake's recent entries, and the spinner.
+      await row(other, '[data-kind="user"]', TASK, secs(30));
+      await row(other, '[data-kind="tool"]', 'calc.py', secs(30));
+      await until(() => spinning(other), 'the second window\'s gauge to show the wake running', secs(20));
+      await other.shot('13-engine-two-second');
+      // A sentence from the second window goes to the running wake (queued for the work session), and
+      // both windows show it live.
+      await other.command(title('say'));
+      await other.answer('also divide');
+      await row(ed, '[data-kind="user"]', 'also divide', secs(30));
+      await row(ed, '', 'queued for the work session: also divide', secs(30));
+      await row(other, '[data-kind="user"]', 'also divide', secs(30));
+      // The second window (which never saw the step begin) cancels the run: both windows see it end.
+      await other.command(title('cancel'));
+      await until(async () => !(await spinning(other)), 'the second window\'s gauge to stop', secs(30));
+      await until(async () => !(await spinning(ed)), 'the first window\'s gauge to stop', secs(30));
+      await idle(ed);
+      await ed.page.keyboard.press('Escape');
+      assert.equal(model.requests.length, 6, 'no model request after the cancel');
+      await ed.shot('13-engine-two-first');
+      await other.shot('13-engine-two-cancelled');
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+test('14 shared engine killed (-9) mid-step: the window reconnects to a new engine and offers to continue; Continue resumes the same session', TIME, async () => {
+  const ws = tempDir('ws-engine-kill');
+  await scenario('14-engine-kill', 'reload', [ws], async (ed, model) => {
+    await midStep(ed, model);
+    const first = ed.engine();
+    assert.ok(first > 0, 'an engine runs');
+    process.kill(-first, 'SIGKILL'); // the engine and its CLI (its own process group)
+    // The extension reconnects (starting a new engine) and finds the wake cut off: resumeOnStartup "ask".
+    const ask = ed.toast(/Continue where it stopped/);
+    await ask.waitFor({ timeout: secs(60) });
+    const second = ed.engine();
+    assert.ok(second > 0 && second !== first, `a new engine runs (${first} → ${second})`);
+    await row(ed, '[data-kind="tool"]', 'calc.py', secs(30));
+    await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K after the reconnect', secs(20));
+    assert.equal(model.requests.length, 6, 'the reconnect asked the model nothing');
+    await ed.shot('14-engine-kill-offer');
+    await ed.notificationAction(/Continue where it stopped/, /^Continue$/);
+    const resumed = await model.request(7, secs(60));
+    assert.match(resumed.text, /CALC_MARKER/, 'the resumed session carries the earlier turns');
+    await row(ed, '[data-kind="banner"]', /wake #2/, secs(30));
+    await ed.shot('14-engine-kill-continued');
+  }, { settings: { 'flower.resumeOnStartup': 'ask' } });
+});
+
+test('15 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the question is asked again and answering it continues the run; flower.notify os', { timeout: secs(300) }, async () => {
   const ws = tempDir('ws-approve');
   // A notify-send that records what it was given: flower.notify "os" runs the first one on PATH.
   const bin = tempDir('bin-approve');
   const told = path.join(bin, 'told.txt');
   fs.writeFileSync(path.join(bin, 'notify-send'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${told}'\n`, { mode: 0o755 });
   const said = () => (fs.existsSync(told) ? fs.readFileSync(told, 'utf8') : '');
-  await scenario('11-approve', 'approve', [ws], async (ed, model) => {
+  await scenario('15-approve', 'approve', [ws], async (ed, model) => {
     await showTranscript(ed);
     await start(ed);
     // The first Bash call: a card in the transcript (the view is visible, so no notification).
@@ -478,7 +610,7 @@ test('11 a tool outside flower.allow: the card in the transcript → Allow → t
     const asked = model.requests.length;
     assert.ok(!model.requests.some((r) => r.text.includes('APPROVED_42')), 'nothing ran before the answer');
     await until(() => said().includes('allow Bash'), 'the desktop notification of the question', secs(20));
-    await ed.shot('11-approve-card');
+    await ed.shot('15-approve-card');
     await first.locator('[data-testid="approval-allow"]').click();
     // The command ran: its output, which only the shell could make, is on the model's wire.
     const ran = await until(() => model.requests.slice(asked).find((r) => r.text.includes('APPROVED_42')), 'the tool result APPROVED_42 at the model', secs(60));
@@ -496,7 +628,7 @@ test('11 a tool outside flower.allow: the card in the transcript → Allow → t
     await toast.waitFor({ timeout: secs(60) });
     assert.match(await toast.innerText(), /echo SECOND_/);
     for (const button of ['Allow', 'Deny…']) assert.equal(await toast.locator('.monaco-button', { hasText: button }).count(), 1, button);
-    await ed.shot('11-approve-notification');
+    await ed.shot('15-approve-notification');
 
     // Reload Window with the question open: it is asked again — a stdio server ends with the window, the cut-off
     // wake continues (resumeOnStartup always) and the model retries; an engine keeps the question, which comes
@@ -508,12 +640,12 @@ test('11 a tool outside flower.allow: the card in the transcript → Allow → t
     assert.match(await again.locator('[data-testid="approval-summary"]').innerText(), /echo SECOND_/);
     await until(async () => (await ed.gauge().textContent())?.includes('flower: waiting for you'), 'the gauge to say waiting for you after the reload', secs(20));
     assert.ok(!model.requests.some((r) => r.text.includes('SECOND_48')), 'the second command has not run');
-    await ed.shot('11-approve-after-reload');
+    await ed.shot('15-approve-after-reload');
     await again.locator('[data-testid="approval-allow"]').click();
     await until(() => model.requests.find((r) => r.text.includes('SECOND_48')), 'the tool result SECOND_48 at the model', secs(60));
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
     await until(() => /is done/.test(said()), 'the desktop notification of the wake that ended', secs(30));
-    await ed.shot('11-approve-done');
+    await ed.shot('15-approve-done');
   }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os', 'flower.resumeOnStartup': 'always' }, env: { PATH: `${bin}:${process.env.PATH}` } });
   removeDirs([bin]);
 });

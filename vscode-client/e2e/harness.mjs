@@ -30,10 +30,43 @@ export const secs = (/** @type {number} */ n) => n * 1000 * Number(process.env.F
 
 /** @type {Set<number>} process groups still alive; killed on exit whatever happens */
 const groups = new Set();
+/** @type {Set<string>} the engine sockets (FLOWER_ENGINE) of the editors started here; their engines are killed on exit too */
+const engineSockets = new Set();
 function killAll() {
+  for (const sock of engineSockets) {
+    const pid = enginePid(sock);
+    if (pid) groups.add(pid);
+  }
   for (const pgid of groups) {
     try { process.kill(-pgid, 'SIGKILL'); } catch { /* already gone */ }
   }
+}
+
+/**
+ * The pid of the flower engine serving `sock`, or 0: the engine writes its pid into the lock next to
+ * its socket; it counts only while that process is alive and was started for this very socket (its
+ * environment names it), so a pid reused by another process is never taken for it.
+ */
+export function enginePid(/** @type {string} */ sock) {
+  let pid = 0;
+  try { pid = Number(fs.readFileSync(`${sock}.lock`, 'utf8').trim()); } catch { return 0; }
+  if (!Number.isInteger(pid) || pid <= 0) return 0;
+  try {
+    const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    return environ.includes(`FLOWER_ENGINE=${sock}`) ? pid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Stop the engine serving `sock` (it leads its own session and group: its CLI children go with it). */
+export async function stopEngine(/** @type {string} */ sock) {
+  const pid = enginePid(sock);
+  if (pid) {
+    groups.add(pid);
+    await stopGroup(pid, 10_000);
+  }
+  engineSockets.delete(sock);
 }
 process.on('exit', killAll);
 for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
@@ -249,6 +282,9 @@ function editorEnv(/** @type {Model} */ model, /** @type {Record<string, string>
     XDG_CONFIG_HOME: dirs.config,
     XDG_DATA_HOME: dirs.data,
     XDG_CACHE_HOME: dirs.cache,
+    // The engine's log; and its socket, this editor's own: a test never reaches a person's engine.
+    XDG_STATE_HOME: dirs.state,
+    FLOWER_ENGINE: dirs.engine,
   });
   if (withKey) env.ANTHROPIC_API_KEY = API_KEY;
   // The extension host otherwise takes a login shell's environment (VS Code's resolveShellEnv), whose
@@ -293,13 +329,16 @@ export class Editor {
   }
 
   async launch() {
-    const { model, open, withKey = true, locale, settings = {}, env = {} } = this.opts;
+    const { model, open, withKey = true, locale, settings = {} } = this.opts;
     const root = tempDir(this.opts.name);
-    for (const d of ['user', 'config', 'data', 'cache', 'claude']) {
+    for (const d of ['user', 'config', 'data', 'cache', 'claude', 'state']) {
       this.dirs[d] = path.join(root, d);
       fs.mkdirSync(this.dirs[d], { recursive: true });
     }
     this.dirs.root = root;
+    // The engine makes its directory (0700) itself; the path stays short (a Unix socket path has ~107 bytes).
+    this.dirs.engine = path.join(root, 'engine', 'engine.sock');
+    engineSockets.add(this.dirs.engine);
     this.dirs.extensions ??= installExtension();
     this.writeSettings({
       'workbench.startupEditor': 'none',
@@ -321,6 +360,13 @@ export class Editor {
     fs.mkdirSync(path.dirname(machine), { recursive: true });
     fs.writeFileSync(machine, JSON.stringify({ 'flower.python': PYTHON }, null, 2));
     if (locale) this.languagePack(locale);
+    await this.serve();
+  }
+
+  /** Start code-server on this editor's dirs and open the workspace in a new page. */
+  async serve() {
+    const { model, open, withKey = true, locale, env = {} } = this.opts;
+    const root = this.dirs.root;
     const port = await freePort();
     const config = path.join(root, 'code-server.yaml');
     fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
@@ -431,7 +477,9 @@ export class Editor {
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: secs(5) });
     await input.fill(file);
-    await page.locator('.quick-input-widget:visible .monaco-list-row', { hasText: name }).first().click({ timeout });
+    // The row of this folder's file: while the list still shows the previous query's results (a
+    // loaded machine), the first row named `name` may be another folder's.
+    await page.locator('.quick-input-widget:visible .monaco-list-row', { hasText: name }).filter({ hasText: folder }).first().click({ timeout });
     // The active tab's breadcrumbs name the folder: the file of *this* folder is open.
     await page.locator('.tabs-and-actions-container .tab.active', { hasText: name }).waitFor({ timeout: secs(10) });
     await page.locator('.breadcrumbs-control .monaco-breadcrumb-item', { hasText: folder }).first().waitFor({ timeout: secs(10) });
@@ -499,8 +547,36 @@ export class Editor {
     await item.locator('.monaco-button', { hasText: button }).click({ timeout: secs(10) });
   }
 
+  /** A new browser page on the same code-server (a second window), with its own extension host. */
+  async window() {
+    const context = await (await getBrowser()).newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    page.on('dialog', (d) => { this.dialogs.push(d.message()); void d.dismiss(); });
+    await page.goto(this.url, { timeout: secs(30) });
+    await page.locator('.monaco-workbench').waitFor({ timeout: secs(30) });
+    const other = new Editor(this.opts);
+    Object.assign(other, { page, context, dirs: this.dirs, url: this.url, proc: undefined });
+    // Closing this window ends its page only: code-server and the engine are the first editor's.
+    other.close = async () => { try { await context.close(); } catch { /* browser gone */ } };
+    return other;
+  }
+
+  /** Close VS Code: the browser page and code-server (with its extension hosts) end; the engine is not theirs to end. */
+  async quit() {
+    try { await this.context?.close(); } catch { /* browser gone */ }
+    await stopGroup(this.proc?.pid);
+    this.proc = undefined;
+  }
+
+  /** The pid of this editor's flower engine (0: none runs). */
+  engine() {
+    return enginePid(this.dirs.engine);
+  }
+
+  /** Stop everything this editor started: the page, code-server, and its flower engine (by pid). */
   async close() {
     try { await this.context?.close(); } catch { /* browser gone */ }
     await stopGroup(this.proc?.pid);
+    if (this.dirs.engine) await stopEngine(this.dirs.engine);
   }
 }

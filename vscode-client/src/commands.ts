@@ -17,6 +17,8 @@ export class Commands {
     private readonly warnedInterpreters = new Set<string>();
     /** Folder URI → the settings error last told (its server process and line). */
     private readonly toldSettings = new Map<string, string>();
+    /** Engine messages on screen now (not shown twice at once). */
+    private readonly told = new Set<string>();
 
     constructor(
         private readonly ctx: vscode.ExtensionContext,
@@ -317,14 +319,17 @@ export class Commands {
         const folder = server.uri;
         try {
             await server.useCurrentKey();
+            if (!(await server.ensureStarted())) throw new Error(server.startError ?? vscode.l10n.t('the flower server for {0} is not running', server.folder.name));
+            // Shared engine: this window's variables and the key go with this request only (undefined in window mode).
+            const env = await server.wakeEnv();
             const asked = server.asking();
             let status: p.FolderStatus;
-            if (call.method === 'wake') status = (await server.request(p.wake, { folder, text: call.text })).status;
+            if (call.method === 'wake') status = (await server.request(p.wake, { folder, text: call.text, env })).status;
             else if (call.method === 'say') {
-                const r = await server.request(p.say, { folder, text: call.text ?? '' });
+                const r = await server.request(p.say, { folder, text: call.text ?? '', env });
                 status = r.status;
                 if (r.action === 'delivered') void vscode.window.setStatusBarMessage(vscode.l10n.t('flower: the sentence goes to the work session next'), 4000);
-            } else status = (await server.request(p.newTask, { folder, text: call.text ?? '' })).status;
+            } else status = (await server.request(p.newTask, { folder, text: call.text ?? '', env })).status;
             server.setStatus(status, asked);
             void this.transcript().reveal(false);
         } catch (e) {
@@ -381,12 +386,26 @@ export class Commands {
     private async started(folder: vscode.WorkspaceFolder): Promise<FolderServer | undefined> {
         const server = this.servers.get(folder);
         if (await server.ensureStarted()) return server;
-        if (server.startFailure === 'failed') {
-            void vscode.window.showErrorMessage(vscode.l10n.t('The flower server for {0} could not start: see the log.', folder.name), vscode.l10n.t('Show Log')).then((c) => {
-                if (c !== undefined) this.log.show();
-            });
-        }
+        if (server.startFailure === 'failed') this.startFailed(server);
         return undefined;
+    }
+
+    /** The server could not start (or the engine be reached): one line saying why, and the log. */
+    startFailed(server: FolderServer): void {
+        const why = server.startError ?? vscode.l10n.t('see the log');
+        void vscode.window.showErrorMessage(vscode.l10n.t('The flower server for {0} could not start: {1}', server.folder.name, why), vscode.l10n.t('Show Log')).then((c) => {
+            if (c !== undefined) this.log.show();
+        });
+    }
+
+    /** The engine's own words about this client (another flower version, a refused attach): shown once per text. */
+    engineSays(server: FolderServer, message: string): void {
+        if (this.told.has(message)) return;
+        this.told.add(message);
+        void vscode.window.showWarningMessage(`flower · ${server.folder.name}: ${message}`, vscode.l10n.t('Show Log')).then((c) => {
+            this.told.delete(message);
+            if (c !== undefined) this.log.show();
+        });
     }
 
     private trusted(): boolean {

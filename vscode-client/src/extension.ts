@@ -30,6 +30,10 @@ export function activate(ctx: vscode.ExtensionContext): void {
     servers = new Servers(ctx, log, {
         missingFlower: (python) => commands?.missingFlower(python),
         stopped: (server) => commands?.stopped(server),
+        reconnected: (server) => {
+            if (commands !== undefined) void offerResume(server, commands, 'engine');
+        },
+        engineSays: (server, message) => commands?.engineSays(server, message),
         exited: (server) => progress.endAll(server),
         ask: (server, params) => {
             notifier?.tell(server, { kind: 'question', question: params.question }, false);
@@ -165,13 +169,26 @@ function startUsedFolders(all: Servers, commands: Commands): void {
 async function startFolder(all: Servers, commands: Commands, folder: vscode.WorkspaceFolder): Promise<void> {
     launched.add(folder.uri.toString());
     const server = all.get(folder);
-    if (!(await server.ensureStarted()) || !(await wasCutOff(server))) return;
+    if (await server.ensureStarted()) await offerResume(server, commands, 'window');
+    else if (server.startFailure === 'failed') commands.startFailed(server);
+}
+
+/**
+ * A wake that was cut off continues per `flower.resumeOnStartup` (at activation, and after the
+ * engine connection was lost and made again). A wake still running in the engine is not cut
+ * off: the window attached to it, and there is nothing to offer.
+ */
+async function offerResume(server: FolderServer, commands: Commands, lost: 'window' | 'engine'): Promise<void> {
+    const folder = server.folder;
+    if (!(await wasCutOff(server))) return;
     const mode = resumeOnStartup(vscode.workspace.getConfiguration('flower', folder.uri).get('resumeOnStartup'));
     if (mode === 'never') return;
     if (mode === 'ask') {
         const go = vscode.l10n.t('Continue');
         const choice = await vscode.window.showInformationMessage(
-            vscode.l10n.t('flower was working in {0} when the window closed. Continue where it stopped?', folder.name),
+            lost === 'window'
+                ? vscode.l10n.t('flower was working in {0} when the window closed. Continue where it stopped?', folder.name)
+                : vscode.l10n.t('The flower engine stopped while it was working in {0}. Continue where it stopped?', folder.name),
             go,
             vscode.l10n.t('Not now'),
         );

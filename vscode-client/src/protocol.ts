@@ -104,6 +104,8 @@ export type PrunedVerdict = 'hidden' | 'rewritten' | 'added';
 export interface WakeParams {
     folder: string;
     text?: string | null;
+    /** The variables that travel with a wake to the engine (ANTHROPIC_*, CLAUDE_*, FLOWER_*, PATH, HOME, proxies); never logged. */
+    env?: Record<string, string> | null;
 }
 export interface WakeResult {
     folder: string;
@@ -116,6 +118,7 @@ export const wake = new RequestType<WakeParams, WakeResult, void>('flower/wake')
 export interface SayParams {
     folder: string;
     text: string;
+    env?: Record<string, string> | null;
 }
 export interface SayResult {
     folder: string;
@@ -127,6 +130,7 @@ export const say = new RequestType<SayParams, SayResult, void>('flower/say');
 export interface NewParams {
     folder: string;
     text: string;
+    env?: Record<string, string> | null;
 }
 export interface NewResult {
     folder: string;
@@ -196,6 +200,64 @@ export interface WaitingFor {
     since: number;
     approval?: ApproveParams | null;
 }
+
+export interface AttachParams {
+    folder: string;
+}
+export interface AttachResult {
+    folder: string;
+    status: FolderStatus;
+    /** The `seq` of the last `flower/transcript` the folder sent before the attach: every live one after it is greater. */
+    cursor: number;
+    /** The running wake's live entries sent before the attach (the newest 500; empty when idle), for those not yet in history. */
+    recent: TranscriptNotification[];
+}
+export const attach = new RequestType<AttachParams, AttachResult, void>('flower/attach');
+
+export interface DetachParams {
+    folder: string;
+}
+export interface DetachResult {
+    folder: string;
+    /** False when this connection was not attached to it. */
+    detached: boolean;
+}
+export const detach = new RequestType<DetachParams, DetachResult, void>('flower/detach');
+
+export interface RunsParams {
+    // no fields (params may be null)
+}
+/** One folder the engine holds. */
+export interface RunInfo {
+    folder: string;
+    name: string;
+    workspace: string;
+    running: boolean;
+    step: string | null;
+    context: number | null;
+    /** Unix time (s) the folder began running, or became idle (or began being served). */
+    since: number;
+    /** Connections attached to it now. */
+    clients: number;
+}
+export interface RunsResult {
+    runs: RunInfo[];
+    /** The engine's flower version. */
+    version: string;
+    /** The engine's process id. */
+    pid: number;
+}
+export const runs = new RequestType<RunsParams, RunsResult, void>('flower/runs');
+
+export interface CancelParams {
+    folder: string;
+}
+export interface CancelResult {
+    folder: string;
+    /** False when nothing was running there. */
+    cancelled: boolean;
+}
+export const cancel = new RequestType<CancelParams, CancelResult, void>('flower/cancel');
 
 // -- server → client requests -------------------------------------------------------------
 

@@ -1,15 +1,21 @@
 /**
- * Finding Python and running one `python -m flower.lsp` language client per workspace folder
- * (D8, anchors: ruff-vscode, vscode-python-tools-extension-template).
+ * Finding Python and running one language client per workspace folder (D8, anchors: ruff-vscode,
+ * vscode-python-tools-extension-template), over one of two transports (`flower.engine`, D11):
+ * `shared` (default) connects to the user's one flower engine through its socket, starting it
+ * with `python -m flower.cli serve --background` when none answers, so the run outlives the
+ * window; `window` runs `python -m flower.lsp` as this window's stdio child.
  *
  * Interpreter, in this order: the setting `flower.python`; else the Python extension's active
  * interpreter when that extension is installed (optional, never a dependency); else `python3`
- * on PATH. The API key from SecretStorage goes only into the server process's environment
- * (D6). A crashed server restarts at most three times, then the gauge says `flower: stopped`.
+ * on PATH. The API key from SecretStorage (D6) goes with each wake request to the engine
+ * (shared), or into the child's environment (window). A crashed server restarts at most three
+ * times, a lost engine is reconnected at most five times in a row (growing delays); then the
+ * gauge says `flower: stopped`.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import type * as net from 'node:net';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
@@ -28,6 +34,8 @@ import {
     type WorkDoneProgressEnd,
     type WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
+import { connectEngine, ensureEngine } from './engine';
+import { type EngineMode, engineMode, ReconnectPolicy, travellingEnv } from './model/engine';
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
@@ -91,7 +99,9 @@ async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder): Promi
 export function checkImport(command: string): Promise<string | null> {
     return new Promise((resolve) => {
         execFile(command, ['-c', 'import flower.lsp'], { timeout: 20_000 }, (error, _stdout, stderr) => {
-            resolve(error === null ? null : (stderr.trim().split('\n').pop() ?? error.message));
+            if (error === null) return resolve(null);
+            const last = stderr.trim().split('\n').pop() ?? '';
+            resolve(last !== '' ? last : error.killed ? 'it did not answer within 20 s' : error.message);
         });
     });
 }
@@ -130,7 +140,21 @@ export class FolderServer implements vscode.Disposable {
     settingsChanged = false;
     /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
     startFailure: 'missing' | 'failed' | null = null;
+    /** Why the last start failed, in one line (the engine's own words in shared mode). */
+    startError: string | null = null;
     private readonly restarts = new RestartBudget(3);
+    /** The transport of the running client (`flower.engine`, read at each start). */
+    mode: EngineMode = 'shared';
+    /** Lost engine connections: how long to wait before the next attempt, and when to give up. */
+    private readonly reconnects = new ReconnectPolicy();
+    /** The delay (ms) before the next connection attempt: set when the engine connection was lost. */
+    private reconnectDelay = 0;
+    /** The engine connection was lost and is being made again: once attached, offer to continue (flower.resumeOnStartup). */
+    private reconnecting = false;
+    /** The open connection to the engine (shared mode). */
+    private socket: net.Socket | undefined;
+    /** While reconnecting: resolves true once attached again, false when the policy gave up. */
+    private rejoined: { done: Promise<boolean>; settle: (ok: boolean) => void } | undefined;
     /** A hash of the API key the running process got in its environment ('' for none). */
     private startedKey: string | null = null;
     /** closed() asked the client to restart the server and it has not run since. */
@@ -168,6 +192,8 @@ export class FolderServer implements vscode.Disposable {
     /** Start the client if it is not running; false when it cannot (untrusted, no flower, …). */
     ensureStarted(): Promise<boolean> {
         if (this.running) return Promise.resolve(true);
+        // A reconnect under way is the start: a second client would race it.
+        if (this.rejoined !== undefined) return this.rejoined.done;
         this.starting ??= this.start().finally(() => (this.starting = undefined));
         return this.starting;
     }
@@ -176,6 +202,7 @@ export class FolderServer implements vscode.Disposable {
     restart(): Promise<boolean> {
         const next = this.restartChain.then(async () => {
             this.restarts.reset();
+            this.reconnects.reset();
             await this.stop();
             return this.ensureStarted();
         });
@@ -185,30 +212,53 @@ export class FolderServer implements vscode.Disposable {
 
     /**
      * Restart an idle server whose process got another API key than SecretStorage holds now:
-     * the key reaches the server only through its environment (D6), so a key set after the
-     * start needs a new process before the next wake can use it.
+     * in window mode the key reaches the server only through its environment (D6), so a key set
+     * after the start needs a new process before the next wake can use it. The engine gets the
+     * key with each wake instead (wakeEnv).
      */
     async useCurrentKey(): Promise<void> {
+        if (this.mode === 'shared') return;
         if (this.client === undefined || this.startedKey === null || (this.status?.running ?? false)) return;
         if (keyHash(await this.ctx.secrets.get(SECRET_KEY)) === this.startedKey) return;
         this.log.info(`${this.folder.name}: the API key changed; restarting the server so that it has the new one`);
         await this.restart();
     }
 
+    /** Stop the client. The engine goes on: this connection detaches first, and the run (if any) continues there. */
     async stop(): Promise<void> {
         const client = this.client;
         this.client = undefined;
+        this.reconnecting = false;
+        this.rejoined?.settle(false);
+        this.rejoined = undefined;
         if (client === undefined) return;
         this.stopping = true;
         try {
+            if (this.mode === 'shared' && client.state === State.Running) {
+                await withTimeout(client.sendRequest(p.detach, { folder: this.uri }), 3000).catch((e: unknown) => {
+                    this.log.warn(`${this.folder.name}: flower/detach: ${String(e)}`);
+                });
+            }
             if (client.state !== State.Stopped) await client.stop(30_000);
         } catch (e) {
             this.log.warn(`${this.folder.name}: stopping the server: ${String(e)}`);
         } finally {
             this.stopping = false;
             await client.dispose().catch(() => undefined);
+            this.socket?.destroy();
+            this.socket = undefined;
         }
         this.setServerState('stopped');
+    }
+
+    /**
+     * The variables a wake, say or new carries to the engine (shared mode): the agent's and the
+     * CLI's from this window's environment, and the API key from SecretStorage. Undefined in
+     * window mode, where the child has this window's environment already.
+     */
+    async wakeEnv(): Promise<Record<string, string> | undefined> {
+        if (this.mode === 'window') return undefined;
+        return travellingEnv(process.env, await this.ctx.secrets.get(SECRET_KEY));
     }
 
     dispose(): void {
@@ -224,9 +274,22 @@ export class FolderServer implements vscode.Disposable {
         return this.client.sendRequest(type, params);
     }
 
-    /** Cancel the running step through its progress token (protocol.md: window/workDoneProgress/cancel). */
+    /**
+     * Cancel the running wake: in the engine by folder (flower/cancel: any attached window can,
+     * also one that attached mid-step and never saw the step's progress token); in window mode
+     * through the step's progress token (window/workDoneProgress/cancel).
+     */
     async cancel(token: string | null = this.progressToken): Promise<boolean> {
-        if (this.client === undefined || token === null) return false;
+        if (this.client === undefined) return false;
+        if (this.mode === 'shared') {
+            try {
+                return (await this.client.sendRequest(p.cancel, { folder: this.uri })).cancelled;
+            } catch (e) {
+                this.log.warn(`${this.folder.name}: flower/cancel: ${String(e)}`);
+                return false;
+            }
+        }
+        if (token === null) return false;
         await this.client.sendNotification(WorkDoneProgressCancelNotification.type, { token });
         return true;
     }
@@ -281,6 +344,10 @@ export class FolderServer implements vscode.Disposable {
     private async start(): Promise<boolean> {
         if (!vscode.workspace.isTrusted) return false;
         this.setServerState('starting');
+        // A client left behind by a failed start or reconnect is done with: a new one replaces it.
+        const old = this.client;
+        this.client = undefined;
+        await old?.dispose().catch(() => undefined);
         const python = await findPython(this.folder);
         const importError = await checkImport(python.command);
         if (importError !== null) {
@@ -290,18 +357,23 @@ export class FolderServer implements vscode.Disposable {
             this.setServerState('stopped');
             return false;
         }
-        this.log.info(`${this.folder.name}: starting ${python.command} -m flower.lsp (interpreter from ${python.source})`);
-        this.settingsChanged = false;
-        const key = await this.ctx.secrets.get(SECRET_KEY);
-        const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
-        if (key !== undefined && key !== '') env.ANTHROPIC_API_KEY = key;
-        this.startedKey = keyHash(key);
-        const serverOptions: ServerOptions = {
-            command: python.command,
-            args: ['-m', 'flower.lsp'],
-            options: { cwd: this.folder.uri.fsPath, env },
-        };
         const config = vscode.workspace.getConfiguration('flower', this.folder.uri);
+        this.mode = engineMode(config.get('engine'));
+        this.settingsChanged = false;
+        const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
+        let serverOptions: ServerOptions;
+        if (this.mode === 'shared') {
+            // The engine's own environment is only the fallback: the key goes with each wake (wakeEnv).
+            this.log.info(`${this.folder.name}: connecting to the flower engine (${python.command} -m flower.cli serve --background; interpreter from ${python.source})`);
+            this.startedKey = null;
+            serverOptions = () => this.engineTransport(python.command, env);
+        } else {
+            this.log.info(`${this.folder.name}: starting ${python.command} -m flower.lsp (interpreter from ${python.source})`);
+            const key = await this.ctx.secrets.get(SECRET_KEY);
+            if (key !== undefined && key !== '') env.ANTHROPIC_API_KEY = key;
+            this.startedKey = keyHash(key);
+            serverOptions = { command: python.command, args: ['-m', 'flower.lsp'], options: { cwd: this.folder.uri.fsPath, env } };
+        }
         const options = initializationOptions((option) => explicit(config.inspect(option)));
         this.log.info(`${this.folder.name}: server options ${redactUrls(JSON.stringify(options))} (the rest from .flower.toml, the environment or the defaults)`);
         const clientOptions: LanguageClientOptions = {
@@ -313,7 +385,12 @@ export class FolderServer implements vscode.Disposable {
             traceOutputChannel: redacting(this.log),
             // VS Code's workspace trust is flower's for the folder (D10): its own hooks and .mcp.json servers may
             // run. Not a setting (protocol.md, `trusted`), so it rides beside the options.
-            initializationOptions: { ...options, trusted: vscode.workspace.isTrusted },
+            // The engine is told the client's flower version (another one restarts it when idle, D11); neither is a setting.
+            initializationOptions: {
+                ...options,
+                trusted: vscode.workspace.isTrusted,
+                ...(this.mode === 'shared' ? { flowerVersion: String(this.ctx.extension.packageJSON.version) } : {}),
+            },
             errorHandler: {
                 error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
                 closed: (): CloseHandlerResult => this.closed(),
@@ -341,7 +418,8 @@ export class FolderServer implements vscode.Disposable {
             // this rejection and said Restart): the outcome is that restart's, not this error.
             const restarting = this.client === client && this.restartPending;
             if (!(restarting && (await outcome))) {
-                this.log.error(`${this.folder.name}: the server did not start: ${String(e)}`);
+                this.startError = e instanceof Error ? e.message : String(e);
+                this.log.error(`${this.folder.name}: the server did not start: ${this.startError}`);
                 this.startFailure = 'failed';
                 if (this.client === client) this.client = undefined;
                 await client.dispose().catch(() => undefined);
@@ -350,34 +428,122 @@ export class FolderServer implements vscode.Disposable {
             }
         }
         this.startFailure = null;
+        this.startError = null;
         this.log.info(`${this.folder.name}: the server runs`);
         this.setServerState('running');
         await this.afterStart();
         return true;
     }
 
-    /** Once per server process: its status, the newest history page, and a fresh view. */
+    /**
+     * A connection to the engine (the ServerOptions function of shared mode; the client calls it
+     * again for each reconnect): after the reconnect delay, `serve --background` makes sure the
+     * engine runs (starting it when none answers), then its socket is opened. A reconnect that
+     * fails is tried again here, with the policy's delays, until the policy gives up.
+     */
+    private async engineTransport(python: string, env: NodeJS.ProcessEnv): Promise<{ reader: net.Socket; writer: net.Socket }> {
+        for (;;) {
+            const delay = this.reconnectDelay;
+            this.reconnectDelay = 0;
+            if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+            if (this.client === undefined) throw new Error('the folder\'s client was stopped');
+            try {
+                const { path: socketPath, note } = await ensureEngine(python, env, this.folder.uri.fsPath);
+                // The same words reach the person as the engine's window/showMessage on this connection's initialize.
+                if (note !== null) this.log.info(`${this.folder.name}: the flower engine says: ${note}`);
+                this.socket?.destroy();
+                const socket = await connectEngine(socketPath);
+                this.socket = socket;
+                this.reconnects.connected(Date.now());
+                this.log.info(`${this.folder.name}: connected to the flower engine at ${socketPath}`);
+                return { reader: socket, writer: socket };
+            } catch (e) {
+                // The first connection fails at once, with the engine's own words (start() shows them).
+                const next = this.reconnecting ? this.reconnects.lost(Date.now()) : null;
+                if (next === null) {
+                    if (this.reconnecting) {
+                        this.log.error(`${this.folder.name}: the flower engine could not be reached ${this.reconnects.max} times in a row; not trying again (flower: Restart Server tries again)`);
+                        this.reconnecting = false;
+                        this.rejoined?.settle(false);
+                        this.rejoined = undefined;
+                        this.setServerState('stopped');
+                        this.keeper.patch({ running: false, step: null, waiting: null });
+                    }
+                    throw e;
+                }
+                this.log.warn(`${this.folder.name}: ${e instanceof Error ? e.message : String(e)}; trying again in ${next / 1000} s (${this.reconnects.count}/${this.reconnects.max})`);
+                this.reconnectDelay = next;
+            }
+        }
+    }
+
+    /**
+     * Once per connection: attach (shared mode; its status and cursor) or ask the status
+     * (window mode), then the newest history page and a fresh view. Attached, the engine sends
+     * this connection the folder's notifications after the cursor: the history page holds what
+     * came before, so nothing is missed, and the model drops what it already has.
+     */
     private afterStart(): Promise<void> {
         // Called by start() and by the client's Running state (also after an automatic restart):
         // both wait for the same load.
         if (this.loaded?.epoch !== this.epoch) {
             const load = async (): Promise<void> => {
-                await this.refreshStatus();
+                if (this.mode === 'shared') await this.attach();
+                else await this.refreshStatus();
                 await this.loadOlder();
                 this.emitter.fire({ type: 'reset' });
+                if (this.reconnecting) {
+                    this.reconnecting = false;
+                    this.hooks.reconnected(this);
+                }
             };
             this.loaded = { epoch: this.epoch, done: load() };
         }
         return this.loaded.done;
     }
 
-    /** Our own close handler (not the default 5-in-3-minutes): ≤ 3 restarts, then `stopped`. */
+    /** flower/attach: subscribe this connection to the folder; its status, and live entries only after the cursor. */
+    private async attach(): Promise<void> {
+        if (this.client === undefined) return;
+        try {
+            const asked = this.keeper.asking();
+            const result = await this.client.sendRequest(p.attach, { folder: this.uri });
+            this.model.attached(result.recent, result.cursor);
+            this.setStatus(result.status, asked);
+        } catch (e) {
+            const message = e instanceof Error ? e.message : String(e);
+            this.log.error(`${this.folder.name}: flower/attach: ${message}`);
+            this.hooks.engineSays(this, message);
+        }
+    }
+
+    /**
+     * Our own close handler (not the default 5-in-3-minutes): a window's child restarts ≤ 3
+     * times; a lost engine is reconnected with growing delays, ≤ 5 times in a row; then `stopped`.
+     */
     private closed(): CloseHandlerResult {
         // Whatever follows, the process that ran the steps is gone: so are its progress notifications.
         this.progressToken = null;
         this.hooks.exited(this);
         if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
-        if (this.restarts.crashed()) {
+        const delay = this.mode === 'shared' ? this.reconnects.lost(Date.now()) : null;
+        if (this.mode === 'shared' && delay !== null) {
+            this.restartPending = true;
+            this.reconnectDelay = delay;
+            this.reconnecting = true;
+            if (this.rejoined === undefined) {
+                let settle: (ok: boolean) => void = () => undefined;
+                const done = new Promise<boolean>((resolve) => (settle = resolve));
+                this.rejoined = { done, settle };
+            }
+            this.log.warn(`${this.folder.name}: the connection to the flower engine was lost; reconnecting in ${delay / 1000} s (${this.reconnects.count}/${this.reconnects.max})`);
+            this.setServerState('starting');
+            this.model = new TranscriptModel();
+            this.epoch++;
+            this.emitter.fire({ type: 'reset' });
+            return { action: CloseAction.Restart, handled: true, message: `reconnecting to the flower engine (${this.reconnects.count}/${this.reconnects.max})` };
+        }
+        if (this.mode === 'window' && this.restarts.crashed()) {
             this.restartPending = true;
             this.log.warn(`${this.folder.name}: the server stopped; restart ${this.restarts.count}/${this.restarts.max}`);
             this.setServerState('starting');
@@ -387,7 +553,9 @@ export class FolderServer implements vscode.Disposable {
             this.emitter.fire({ type: 'reset' });
             return { action: CloseAction.Restart, handled: true, message: `restarting the server (${this.restarts.count}/${this.restarts.max})` };
         }
-        this.log.error(`${this.folder.name}: the server stopped ${this.restarts.max + 1} times; not restarting`);
+        this.log.error(this.mode === 'shared'
+            ? `${this.folder.name}: the flower engine could not be reached ${this.reconnects.max} times in a row; not trying again`
+            : `${this.folder.name}: the server stopped ${this.restarts.max + 1} times; not restarting`);
         this.restartPending = false;
         this.settle?.(false);
         this.setServerState('stopped');
@@ -408,6 +576,8 @@ export class FolderServer implements vscode.Disposable {
             if (e.newState === State.Running) {
                 this.restartPending = false;
                 this.settle?.(true);
+                this.rejoined?.settle(true);
+                this.rejoined = undefined;
                 this.setServerState('running');
                 void this.afterStart();
             }
@@ -502,6 +672,10 @@ export class FolderServer implements vscode.Disposable {
 export interface ServerHooks {
     missingFlower(python: Interpreter): void;
     stopped(server: FolderServer): void;
+    /** The engine connection was lost and made again: the run may have been cut off (flower.resumeOnStartup). */
+    reconnected(server: FolderServer): void;
+    /** The engine refused this client (another flower version, …): its own words, for the person. */
+    engineSays(server: FolderServer, message: string): void;
     /** The server process ended (asked or not). */
     exited(server: FolderServer): void;
     ask(server: FolderServer, params: p.AskParams): Promise<p.AskResult>;
@@ -574,6 +748,13 @@ function redacting(log: vscode.LogOutputChannel): vscode.LogOutputChannel {
             return (...args: unknown[]) => value.apply(target, args.map((a) => (typeof a === 'string' ? redactUrls(a) : a)));
         },
     });
+}
+
+/** `promise`, or a rejection after `ms`. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms)));
+    return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** The key's sha-256 ('' for none): what is kept in memory to notice a changed key. */

@@ -35,7 +35,8 @@ test('every server option has its setting, contributed in package.json, and a ch
     assert.deepEqual(SERVER_SETTINGS.filter((k) => !contributed.includes(k)), []);
     const all = initializationOptions(() => 1);
     assert.deepEqual(Object.keys(all), OPTIONS);
-    assert.deepEqual(SERVER_SETTINGS, ['flower.python', ...OPTIONS.map((o) => `flower.${o}`)]);
+    // flower.engine picks the transport (D11): a change restarts the server too.
+    assert.deepEqual(SERVER_SETTINGS, ['flower.python', 'flower.engine', ...OPTIONS.map((o) => `flower.${o}`)]);
     // A URL with a password belongs to the user, never to workspace settings that may be committed; not
     // `machine`: a remote window (code-server) then ignores the user's value, seen after Reload Window.
     assert.equal(pkg.contributes.configuration.properties['flower.store'].scope, 'application');

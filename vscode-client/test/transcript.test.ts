@@ -141,3 +141,20 @@ test('rows before and after a position page through the model', () => {
     assert.deepEqual(m.after(pos, 2).map((r) => r.key), ['u7', 'u8']);
     assert.deepEqual(m.tail(3).map((r) => r.key), ['u8', 'u9', 'u10']);
 });
+
+test('attached mid-wake (flower/attach): recent entries, then history adds what they lack, then live only above the cursor', () => {
+    const m = new TranscriptModel();
+    const sentence = { ...entry(40, 'x'), uuid: null, role: 'user' as const, text: 'also divide' };
+    const shown = m.attached([entry(41, 'r41'), sentence, entry(42, 'r42')], 42);
+    assert.deepEqual(shown.map((r) => r.key), ['r41', 'r42'], 'a sentence said (no uuid) comes from history, not from recent');
+    m.appendTranscript(entry(43, 'live43'));
+    // History: older entries, one recent entry already stored (r41), and the stored sentence.
+    m.mergeHistory(page([entry(7, 'h7'), entry(8, 'r41'), { ...entry(9, 'said'), role: 'user', text: 'also divide' }], null));
+    assert.deepEqual(m.appendTranscript(entry(42, 'again')), [], 'sent before the attach: not appended again');
+    assert.equal(m.appendTranscript(entry(44, 'live44')).length, 1);
+    assert.deepEqual(keys(m), ['h7', 'r41', 'said', 'r42', 'live43', 'live44']);
+    assert.equal(m.all().filter((r) => r.text === 'also divide').length, 1, 'the sentence once');
+    // A later, lower cursor never lets an old notification in again.
+    m.attached([], 10);
+    assert.deepEqual(m.appendTranscript(entry(44, 'live44')), []);
+});

@@ -7,6 +7,9 @@
     flower status            what the next run would resume
     flower trust [DIR]       let this folder's own hooks, env and MCP servers run (untrust takes it back, D10)
     flower demo              the whole thing offline on the built-in scripted model
+    flower --detach "task"   run it in the engine (D11) and return; `flower` here then attaches to the run
+    flower ps | stop         the engine's runs; stop the one here
+    flower serve             the engine: one per user; --background starts it detached if none runs
 
 Exit codes: 0 done; 1 the run did not finish (the reason is the last line on stderr);
 2 bad input; 3 another flower drives this workspace; 70 an unexpected error (one line names it and the log
@@ -31,7 +34,17 @@ from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
 from ..core.trust import decide
 from ..settings import SettingsError
-from .args import UsageError, demo_parser, main_parser, once_parser, status_parser, trust_parser
+from .args import (
+    UsageError,
+    demo_parser,
+    main_parser,
+    once_parser,
+    ps_parser,
+    serve_parser,
+    status_parser,
+    stop_parser,
+    trust_parser,
+)
 from .commands import (
     EXIT_BUSY,
     EXIT_FAILED,
@@ -45,7 +58,7 @@ from .commands import (
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
-COMMANDS = ("once", "status", "demo", "trust", "untrust")
+COMMANDS = ("once", "status", "demo", "trust", "untrust", "serve", "stop", "ps")
 
 
 def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
@@ -59,6 +72,13 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
         if command in ("trust", "untrust"):
             from .trust import trust_command
             return trust_command, trust_parser(locale, command == "trust").parse_args(rest)
+        if command in ("serve", "stop", "ps"):
+            from . import engine
+            if command == "stop":
+                return engine.stop_command, stop_parser(locale).parse_args(rest)
+            if command == "ps":
+                return engine.ps_command, ps_parser(locale).parse_args(rest)
+            return engine.serve_command, serve_parser(locale).parse_args(rest)
         from ..demo import demo_command
         return demo_command, demo_parser(locale).parse_args(rest)
     return flower_command, main_parser(locale).parse_intermixed_args(argv)

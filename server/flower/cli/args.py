@@ -103,11 +103,13 @@ def main_parser(locale: str) -> Parser:
         locale=locale, prog="flower",
         description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
         epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower trust|untrust [DIR] · "
-               "flower demo (offline, no API key). "
+               "flower demo (offline, no API key) · flower serve · flower ps · flower stop. "
                "Exit codes: 0 done, 1 not finished, 2 bad input, 3 workspace busy, 130 interrupted.",
     )
     made.add_argument("text", nargs="*", help="the task (first time) or one more sentence (afterwards)")
     made.add_argument("--new", action="store_true", help="archive this task (lineage, 需求.md, 目标.md) and start the text as a new one")
+    made.add_argument("--detach", action="store_true",
+                      help="run it in the flower engine (started if none runs) and return at once; `flower` here attaches to it")
     made.add_argument("--no-trim", dest="trim", action="store_false", default=None,
                       help="keep large old tool results resident on resume (trim is on by default)")
     made.add_argument("--rounds", type=rounds_type(locale), metavar="N",
@@ -153,6 +155,43 @@ def trust_parser(locale: str, yes: bool) -> Parser:
     made.add_argument("dir", nargs="?", metavar="DIR", help="the folder (default: the current directory)")
     made.set_defaults(yes=yes)
     return made
+
+
+def stop_parser(locale: str) -> Parser:
+    """`flower stop`."""
+    return Parser(locale=locale, prog="flower stop",
+                  description="Stop the run the flower engine holds in this directory (the next `flower` here continues it).")
+
+
+def ps_parser(locale: str) -> Parser:
+    """`flower ps [--json]`."""
+    made = Parser(locale=locale, prog="flower ps", description="The folders the flower engine holds, running or idle.")
+    made.add_argument("--json", action="store_true", help="print them as JSON (flower/runs)")
+    return made
+
+
+def serve_parser(locale: str) -> Parser:
+    """`flower serve [--background] [--idle SECONDS] [--log-level LEVEL]` (D11)."""
+    made = Parser(locale=locale, prog="flower serve",
+                  description="The flower engine: one per user, holding every folder's run for every window and terminal.")
+    made.add_argument("--background", action="store_true",
+                      help="make sure one engine runs (start it detached if none answers), print its socket path, return")
+    made.add_argument("--idle", type=seconds_type, metavar="SECONDS",
+                      help="stop after this long with no wake running and no client (default 600; env FLOWER_ENGINE_IDLE)")
+    made.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                      help="what the engine logs (to stderr; to its log file with --background)")
+    return made
+
+
+def seconds_type(value: str) -> float:
+    """A number of seconds > 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds > 0")
+    return seconds
 
 
 def demo_parser(locale: str) -> Parser:

@@ -52,10 +52,17 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
 
 async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboard: Keyboard | None) -> int:
     from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+    from . import engine
 
     text = " ".join(args.text).strip()
     workspace = Path.cwd()
-    trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
+    if not args.detach and not args.new and (held := await engine.held_here(workspace, locale)) is not None:
+        return await engine.attach_command(held, workspace, locale, text or None)  # the run lives in the engine (D11)
+    # Before the settings (an untrusted folder's file may set less) and before a detached start: the engine's
+    # folder decides by the same record, so the person's answer here is the engine's too (D10).
+    trust = await settle(workspace, console, keyboard)
+    if args.detach:
+        return await engine.detach_command(args, text, locale)
     settings = settings_of(args, workspace, trust.trusted)
     run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
     setup_logging(console)
@@ -85,7 +92,7 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
             asker = Asker(keyboard, console)
             svc.ask = asker
             svc.approvals.askers.append(asker.approve)
-            tasks.append(asyncio.create_task(listen(keyboard, svc, asker)))
+            tasks.append(asyncio.create_task(listen(keyboard, svc.say, asker)))
         else:
             unattended(svc, settings, console)
         try:

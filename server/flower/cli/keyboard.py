@@ -5,16 +5,13 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from ..core.approvals import Approval, Decision
 from .console import Console
 
 YES = ("y", "yes", "是", "好")
 ALWAYS = ("a", "always", "总是")
-
-if TYPE_CHECKING:  # the service (and the SDK behind it) is imported only when a command runs
-    from ..service import FlowerService
 
 
 class Keyboard:
@@ -106,7 +103,7 @@ class Asker:
                 self.waiting = None
 
 
-async def listen(keyboard: Keyboard, svc: FlowerService, asker: Asker) -> None:
+async def listen(keyboard: Keyboard, say: Callable[[str], Awaitable[object]], asker: Asker) -> None:
     """Lines typed while the agent works: an answer when a question is open, else a sentence for the work session."""
     while True:
         line = await keyboard.readline()
@@ -116,4 +113,4 @@ async def listen(keyboard: Keyboard, svc: FlowerService, asker: Asker) -> None:
         if line is None:
             return
         if line.strip():
-            await svc.say(line.strip())
+            await say(line.strip())

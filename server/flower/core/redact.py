@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any, overload
 
 from .text import clip
@@ -16,6 +17,13 @@ TOOL_INPUT_LIMIT = 4000
 """Longest string inside a tool input that is passed on whole; longer ones are cut (`cut`)."""
 
 _KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
+_HELD: set[str] = set()
+"""Credential values that arrived with a client's request (the engine, D11), redacted like this process's own."""
+
+
+def hold_secrets(env: Mapping[str, str]) -> None:
+    """Redact from now on the credential values in `env` (a request's travelling variables), wherever they appear."""
+    _HELD.update(v for k in SECRET_ENV if len(v := env.get(k, "")) >= 8 and not _KEY_SHAPE.fullmatch(v))
 
 
 def _secrets() -> list[str]:
@@ -23,7 +31,7 @@ def _secrets() -> list[str]:
 
     Shaped ones are left to the one `sk-ant-` scan, so the usual case costs a single substring search.
     """
-    values = {v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 8 and not _KEY_SHAPE.fullmatch(v)}
+    values = {v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 8 and not _KEY_SHAPE.fullmatch(v)} | _HELD
     return sorted(values, key=len, reverse=True)
 
 

@@ -98,6 +98,33 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "done": {"en": "done · the judge passed it (round {rounds})", "zh": "完成 · 判定通过(第 {rounds} 轮)"},
     "done_plain": {"en": "done", "zh": "完成"},
+    # -- the engine (D11) -------------------------------------------------------------------------
+    "engine_attached": {
+        "en": "-> attached to the run in the flower engine (type a sentence for the work session; Ctrl-C leaves it running)",
+        "zh": "-> 已连上 flower 引擎里的这次运行(输入一句话给干活会话;Ctrl-C 离开,它继续跑)",
+    },
+    "engine_detached": {
+        "en": "detached: the run goes on in the flower engine; `flower` here attaches again, `flower stop` stops it",
+        "zh": "已离开:这次运行在 flower 引擎里继续;在这里运行 `flower` 再连上,`flower stop` 停下它",
+    },
+    "engine_started": {
+        "en": "started in the flower engine: `flower` here attaches to it, `flower stop` stops it, `flower ps` lists runs",
+        "zh": "已在 flower 引擎里开始:在这里运行 `flower` 连上它,`flower stop` 停下,`flower ps` 列出运行",
+    },
+    "engine_stopped": {"en": "stopped; `flower` here continues where it stopped", "zh": "已停下;在这里运行 `flower` 就接着做"},
+    "engine_nothing_here": {
+        "en": "nothing runs here in the flower engine ({where})",
+        "zh": "flower 引擎在这里({where})没有在跑的事",
+    },
+    "engine_none": {"en": "no flower engine is running", "zh": "没有在运行的 flower 引擎"},
+    "engine_gone": {
+        "en": "the flower engine went away; run `flower` here again to continue where it stopped",
+        "zh": "flower 引擎不在了;在这里再运行 `flower` 就接着做",
+    },
+    "engine_busy_update": {
+        "en": "flower engine {version} is running a task; it will update when the task ends",
+        "zh": "flower 引擎 {version} 正在跑一件事;这件事结束后它会更新",
+    },
     "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
     "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
     "offline": {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TextIO
 
 LINE_LIMIT = 8000
 """Longest log line written to stderr, in characters."""
@@ -24,28 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watch-loop", action="store_true",
                         help="measure event-loop stalls: warn on each over 50 ms, summary on stderr at shutdown")
     args = parser.parse_args(argv)
-    from ..core.redact import redact
-    from ..core.text import clip
-
-    class Redacting(logging.Formatter):
-        """D6: whatever a log line quotes (payloads at DEBUG, errors), API keys never reach the log.
-
-        Lines are also cut at LINE_LIMIT characters: a reader of stderr that takes lines (an editor's
-        output channel, pytest-lsp's forwarder with its 64 KiB limit) must never choke on one.
-        """
-
-        def format(self, record: logging.LogRecord) -> str:
-            line: str = redact(super().format(record))
-            return clip(line, LINE_LIMIT, count=True)
-
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(args.log_level)
-    handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=args.log_level, handlers=[handler])
-    if args.log_level != "DEBUG":
-        logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
-    # asyncio's DEBUG lines log every selector event.
-    logging.getLogger("asyncio").setLevel(max(logging.INFO, logging.getLevelName(args.log_level)))
+    log_to_stderr(args.log_level)
 
     from .framing import serve_stdio
     from .server import LoopWatch, server  # after logging is set up
@@ -63,6 +43,32 @@ def main(argv: list[str] | None = None) -> int:
         error = crash.caught(exc, folder.svc.run_dir if folder is not None else None, "crash_editor")
         logging.getLogger("flower").error("%s", error.text(server.locale))
         return crash.EXIT_CRASH
+
+
+def log_to_stderr(level: str, stream: TextIO | None = None) -> None:
+    """Log lines at `level` and up to stderr (or `stream`: the engine's log file, D11), redacted and cut."""
+    from ..core.redact import redact
+    from ..core.text import clip
+
+    class Redacting(logging.Formatter):
+        """D6: whatever a log line quotes (payloads at DEBUG, errors), API keys never reach the log.
+
+        Lines are also cut at LINE_LIMIT characters: a reader of stderr that takes lines (an editor's
+        output channel, pytest-lsp's forwarder with its 64 KiB limit) must never choke on one.
+        """
+
+        def format(self, record: logging.LogRecord) -> str:
+            line: str = redact(super().format(record))
+            return clip(line, LINE_LIMIT, count=True)
+
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setLevel(level)
+    handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+    if level != "DEBUG":
+        logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(level)))
+    # asyncio's DEBUG lines log every selector event.
+    logging.getLogger("asyncio").setLevel(max(logging.INFO, logging.getLevelName(level)))
 
 
 if __name__ == "__main__":

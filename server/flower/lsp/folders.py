@@ -18,11 +18,12 @@ import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, Protocol, assert_never
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ..core import crash
 from ..core.approvals import Approval, Decision
 from ..core.banner import kilo, label
 from ..core.errors import FlowerError
@@ -42,17 +43,15 @@ from ..core.events import (
     Verdict,
     Waiting,
 )
-from ..core.redact import cut
+from ..core.redact import cut, hold_secrets
 from ..core.text import clip, tool_label
+from ..core.travel import travelling
 from ..core.trust import decide, why
 from ..history import History, Item, Pruned, UnknownSession, Verdicts
 from ..service import FlowerService
 from ..settings import KEYS, OPTIONS, Settings, SettingsError, load
 from ..status import WaitingFor, WakeOutcome, to_json
 from . import protocol as p
-
-if TYPE_CHECKING:
-    from .server import FlowerServer
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +93,30 @@ OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
 """Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
 
 
+class Peer(Protocol):
+    """Whom a Folder talks to: one client's server (stdio), or the engine's fan-out to every client attached (D11)."""
+
+    @property
+    def protocol(self) -> Any:
+        """`notify(method, params)`, `send_request_async(method, params)`, `client_capabilities`."""
+
+    @property
+    def work_done_progress(self) -> Any:
+        """`create_async(token)`, `begin`, `report`, `end` of `$/progress`."""
+
+
+def crashed(exc: Exception, folder: Folder | None) -> crash.Crash:
+    """A bug: its traceback goes to the folder's run dir log (core/crash.py), the editor gets one line."""
+    error = crash.caught(exc, folder.svc.run_dir if folder is not None else None, "crash_editor")
+    log.error("unexpected error%s (traceback in %s): %s", f" in {folder.uri}" if folder else "", error.log,
+              error.said.fields["what"])
+    return error
+
+
 class Folder:
     """A workspace folder: the lineage key (P2), with its own service and `runs/`."""
 
-    def __init__(self, ls: FlowerServer, uri: str, name: str, path: Path, locale: str, options: dict[str, object],
+    def __init__(self, ls: Peer, uri: str, name: str, path: Path, locale: str, options: dict[str, object],
                  editor_trust: bool = False):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
         self.settings_error: SettingsError | None = None
@@ -153,6 +172,21 @@ class Folder:
             await asyncio.wait([asyncio.shield(self._opened)], timeout=wait)
 
     # -- commands --------------------------------------------------------------------------
+    @property
+    def cursor(self) -> int:
+        """The last `seq` given to a transcript entry, live or in history: every later live one is above it."""
+        return self._seq
+
+    def continue_after(self, seq: int) -> None:
+        """Number live entries above `seq` (a folder rebuilt in the engine continues its clients' sequence)."""
+        self._seq = max(self._seq, seq)
+
+    def hold_env(self, env: dict[str, str] | None) -> None:
+        """The requesting client's variables: the next wake here runs with them over this process's own (D11)."""
+        if env is not None:
+            self.svc.env = travelling(env)
+            hold_secrets(self.svc.env)  # a key that came with the request is redacted like one of ours (D6)
+
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory: no read, no model request, no waiting."""
         s = self.svc.snapshot()
@@ -323,7 +357,7 @@ class Folder:
                 outcome["error"] = result.said.text(self.svc.locale)  # the editor's language (D4)
         except Exception as exc:  # an expected FlowerError, or a bug: either way the folder stays usable
             if not isinstance(exc, FlowerError):
-                exc = self.ls.crashed(exc, self)
+                exc = crashed(exc, self)
             run.error = exc
             outcome = {"ok": False, "error": exc.text(self.svc.locale)}
         if not run.announced:

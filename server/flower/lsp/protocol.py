@@ -26,6 +26,10 @@ SAY = "flower/say"
 NEW = "flower/new"
 STATUS = "flower/status"
 HISTORY = "flower/history"
+ATTACH = "flower/attach"
+DETACH = "flower/detach"
+RUNS = "flower/runs"
+CANCEL = "flower/cancel"
 ASK = "flower/ask"
 """Server → client request: a clarify question the person answers."""
 APPROVE = "flower/approve"
@@ -76,6 +80,8 @@ class WakeParams:
     """The workspace folder's URI, exactly as in LSP `WorkspaceFolder.uri`."""
     text: str | None = None
     """On a fresh folder: the task. On a used folder: one more sentence (S15). Absent: just continue (S1)."""
+    env: dict[str, str] | None = None
+    """The requesting client's travelling variables (`ANTHROPIC_*`, `CLAUDE_*`, `FLOWER_*`, `PATH`, `HOME`, proxies): a wake started here runs with them (D11)."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "also support dark mode"}'
 
@@ -102,6 +108,8 @@ class SayParams:
     """The workspace folder's URI."""
     text: str
     """The sentence; must not be blank."""
+    env: dict[str, str] | None = None
+    """The requesting client's travelling variables (`ANTHROPIC_*`, `CLAUDE_*`, `FLOWER_*`, `PATH`, `HOME`, proxies): a wake started here runs with them (D11)."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "use SQLite, not Postgres"}'
 
@@ -126,6 +134,8 @@ class NewParams:
     """The workspace folder's URI."""
     text: str
     """The new task; must not be blank."""
+    env: dict[str, str] | None = None
+    """The requesting client's travelling variables (`ANTHROPIC_*`, `CLAUDE_*`, `FLOWER_*`, `PATH`, `HOME`, proxies): a wake started here runs with them (D11)."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "write the user guide"}'
 
@@ -393,6 +403,112 @@ class HistoryResult:
     """Every session of the folder that sessions.db holds, oldest first."""
     pending: list[str]
     """Sessions in this page whose pruner verdicts are still computed; a `flower/pruned` follows for each."""
+
+
+# -- client → server: the engine's requests (D11) ----------------------------------------------
+@attrs.define
+class AttachParams:
+    """`flower/attach`: send this connection the folder's notifications from now on."""
+
+    folder: str
+    """The folder's URI (served from now on if it was not)."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
+
+
+@attrs.define
+class AttachResult:
+    """`flower/attach` result: where live notifications begin for this connection."""
+
+    folder: str
+    """The folder URI."""
+    status: FolderStatus
+    """The folder's status at the moment of the attach."""
+    cursor: int
+    """The `seq` of the last `flower/transcript` the folder sent before the attach: every live one after it has a greater `seq`."""
+    recent: list[TranscriptNotification]
+    """The running wake's live transcript entries sent before the attach (the newest 500; empty when idle), for those not yet in history."""
+
+
+@attrs.define
+class DetachParams:
+    """`flower/detach`: stop sending this connection the folder's notifications; the run goes on."""
+
+    folder: str
+    """The folder's URI."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
+
+
+@attrs.define
+class DetachResult:
+    """`flower/detach` result."""
+
+    folder: str
+    """The folder URI."""
+    detached: bool
+    """False when this connection was not attached to it."""
+
+
+@attrs.define
+class RunsParams:
+    """`flower/runs`: every folder the engine holds (params may be null)."""
+
+    EXAMPLE: ClassVar[str] = "{}"
+
+
+@attrs.define
+class RunInfo:
+    """One folder the engine holds."""
+
+    folder: str
+    """The folder URI."""
+    name: str
+    """Its display name."""
+    workspace: str
+    """Its path on disk."""
+    running: bool
+    """A wake runs there now."""
+    step: str | None
+    """The step running now, or null."""
+    context: int | None
+    """The work session's context size in tokens, or null."""
+    since: float
+    """Unix time the folder began running, or became idle (or began being served)."""
+    clients: int
+    """Connections attached to it now."""
+
+
+@attrs.define
+class RunsResult:
+    """`flower/runs` result."""
+
+    runs: list[RunInfo]
+    """Every folder the engine holds, in the order it began serving them."""
+    version: str
+    """The engine's flower version."""
+    pid: int
+    """The engine's process id."""
+
+
+@attrs.define
+class CancelParams:
+    """`flower/cancel`: stop the folder's running wake cleanly (its sessions resume at the next wake)."""
+
+    folder: str
+    """The folder's URI."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
+
+
+@attrs.define
+class CancelResult:
+    """`flower/cancel` result."""
+
+    folder: str
+    """The folder URI."""
+    cancelled: bool
+    """False when nothing was running there."""
 
 
 # -- server → client: request ------------------------------------------------------------------
@@ -735,7 +851,7 @@ def to_wire(payload: Any) -> Any:
 
 
 PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams,
-          ANSWER: AnswerParams}
+          ANSWER: AnswerParams, ATTACH: AttachParams, DETACH: DetachParams, RUNS: RunsParams, CANCEL: CancelParams}
 """Each request method's params class."""
 
 NOTIFICATIONS = {

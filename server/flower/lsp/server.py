@@ -26,7 +26,7 @@ from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
 from ..settings import OPTIONS
 from . import protocol as p
-from .folders import CLOSE_TIMEOUT, Folder
+from .folders import CLOSE_TIMEOUT, Folder, crashed
 from .framing import FlowerProtocol
 
 log = logging.getLogger(__name__)
@@ -55,9 +55,10 @@ def converter_factory() -> cattrs.Converter:
 class FlowerServer(LanguageServer):
     """A language server whose documents are workspaces: one FlowerService per workspace folder (P1, P2)."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol_cls: type[FlowerProtocol] = FlowerProtocol,
+                 converter: Callable[[], cattrs.Converter] = converter_factory) -> None:
         super().__init__("flower", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.None_,
-                         converter_factory=converter_factory, protocol_cls=FlowerProtocol)
+                         converter_factory=converter, protocol_cls=protocol_cls)
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"
@@ -125,13 +126,6 @@ class FlowerServer(LanguageServer):
                 os._exit(143)
 
         self._stopping = asyncio.ensure_future(stop())
-
-    def crashed(self, exc: Exception, folder: Folder | None) -> crash.Crash:
-        """A bug: its traceback goes to the folder's run dir log (core/crash.py), the editor gets one line."""
-        error = crash.caught(exc, folder.svc.run_dir if folder is not None else None, "crash_editor")
-        log.error("unexpected error%s (traceback in %s): %s", f" in {folder.uri}" if folder else "", error.log,
-                  error.said.fields["what"])
-        return error
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log out-of-band errors; never show raw exception text (it could carry secrets) to the person."""
@@ -233,7 +227,7 @@ def answers(method: str, params_cls: type) -> Callable[[Handler], Handler]:
                 raise p.error(p.FLOWER_ERROR, exc.text(ls.locale), key=exc.key) from None
             except Exception as exc:  # the last resort: one line to the editor, the traceback in the run dir's log
                 path = _path(getattr(value, "folder", None) or "")
-                error = ls.crashed(exc, ls.folders.get(_key(path)) if path is not None else None)
+                error = crashed(exc, ls.folders.get(_key(path)) if path is not None else None)
                 raise p.error(p.UNEXPECTED, error.text(ls.locale), key=error.key, log=str(error.log)) from None
         return run
 
@@ -251,8 +245,8 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
     ls.locale = locale_from(params.locale)
     raw = params.initialization_options
-    ls.editor_trust = isinstance(raw, dict) and raw.get("trusted") is True  # not a setting: VS Code's own decision
-    ls.options = _options({k: v for k, v in raw.items() if k != "trusted"} if isinstance(raw, dict) else raw)
+    ls.editor_trust = editor_trust(raw)
+    ls.options = _options(raw)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
@@ -287,21 +281,35 @@ def progress_cancelled(ls: FlowerServer, params: types.WorkDoneProgressCancelPar
 @answers(p.WAKE, p.WakeParams)
 async def wake(ls: FlowerServer, params: p.WakeParams) -> p.WakeResult:
     """Continue (or start) the workflow in a folder; returns at once, the work goes on in the background."""
-    return await ls.folder(params.folder).wake(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.wake(params.text)
 
 
 @server.feature(p.SAY)
 @answers(p.SAY, p.SayParams)
 async def say(ls: FlowerServer, params: p.SayParams) -> p.SayResult:
     """One more sentence for the work session."""
-    return await ls.folder(params.folder).say(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.say(params.text)
 
 
 @server.feature(p.NEW)
 @answers(p.NEW, p.NewParams)
 async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
     """Archive the current task and start another (S28)."""
-    return await ls.folder(params.folder).new(params.text)
+    folder = ls.folder(params.folder)
+    folder.hold_env(params.env)
+    return await folder.new(params.text)
+
+
+@server.feature(p.CANCEL)
+@answers(p.CANCEL, p.CancelParams)
+async def cancel(ls: FlowerServer, params: p.CancelParams) -> p.CancelResult:
+    """Stop the folder's running wake cleanly; answers once its end state has been sent (`flower stop`, Cancel)."""
+    folder = ls.folder(params.folder)
+    return p.CancelResult(folder.uri, await folder.cancel_and_wait())
 
 
 @server.feature(p.ANSWER)
@@ -341,6 +349,15 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
         print(ls.loop_watch.report(), file=sys.stderr, flush=True)
 
 
+NOT_SETTINGS = ("trusted",)
+"""`initializationOptions` that are no setting: VS Code's workspace trust (D10), read by `editor_trust`."""
+
+
+def editor_trust(raw: Any) -> bool:
+    """The client says its workspace is trusted (VS Code's workspace trust, D10): then so are its folders."""
+    return isinstance(raw, dict) and raw.get("trusted") is True
+
+
 def _options(raw: Any) -> dict[str, object]:
     """`initializationOptions` (protocol.md) as setting key → value, unchecked: `settings.load` is the one validator.
 
@@ -355,6 +372,8 @@ def _options(raw: Any) -> dict[str, object]:
     given: dict[str, object] = {}
     for option, value in raw.items():
         key = OPTIONS.get(option)
+        if option in NOT_SETTINGS:
+            continue
         if key is None:
             log.warning("initializationOptions: ignoring unknown %s", option)
         elif value is not None and not (isinstance(value, str) and not value.strip()):

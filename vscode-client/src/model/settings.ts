@@ -21,7 +21,7 @@ export type Option = keyof InitializationOptions;
 export const OPTIONS = Object.keys(EVERY_OPTION) as Option[];
 
 /** The settings read at a server's start (initializationOptions, the interpreter): a change restarts an idle server. */
-export const SERVER_SETTINGS: readonly string[] = ['flower.python', ...OPTIONS.map((o) => `flower.${o}`)];
+export const SERVER_SETTINGS: readonly string[] = ['flower.python', 'flower.engine', ...OPTIONS.map((o) => `flower.${o}`)];
 
 /** The files at a folder's root whose flower settings the server reads when it starts. */
 export const SETTINGS_FILES = ['.flower.toml', 'pyproject.toml'] as const;

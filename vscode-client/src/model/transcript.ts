@@ -61,6 +61,24 @@ export class TranscriptModel {
         return this.nextBefore !== null;
     }
 
+    /**
+     * Attached to the engine's folder (flower/attach): the running wake's `recent` entries, which
+     * may not be in sessions.db yet (each uuid is shown once, so history merged later adds only
+     * what they lack; a sentence said, uuid null, is in history as the stored user entry), and
+     * from now on live entries only above `cursor` (those up to it are in history or `recent`).
+     */
+    attached(recent: readonly TranscriptNotification[], cursor: number): Row[] {
+        const changed: Row[] = [];
+        for (const n of recent) {
+            if (n.uuid === null || this.byKey.has(n.uuid)) continue;
+            const row = this.fromEntry(n, this.endPos());
+            this.insert(row);
+            changed.push(row);
+        }
+        this.lastLiveSeq = Math.max(this.lastLiveSeq, cursor);
+        return this.commit(changed, true);
+    }
+
     /** A live `flower/transcript`; returns the changed rows (none for a duplicate). */
     appendTranscript(n: TranscriptNotification): Row[] {
         if (n.seq <= this.lastLiveSeq) return [];
