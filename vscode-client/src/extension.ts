@@ -39,8 +39,8 @@ export function activate(ctx: vscode.ExtensionContext): void {
             notifier?.tell(server, { kind: 'question', question: params.question }, false);
             return commands?.ask(server, params) ?? Promise.resolve({ answer: null });
         },
-        // Not yet set up: no answer but a denial (never an allow by default).
-        approve: (server, params, token) => approvals?.approve(server, params, token) ?? Promise.resolve({ decision: 'deny', message: null }),
+        // Not yet set up: no answer (an error response), never a decision made for the person.
+        approve: (server, params, token) => approvals?.approve(server, params, token) ?? Promise.reject(new Error('flower is starting: no answer yet')),
         approved: (server, n) => approvals?.approved(server, n),
         progress: (server, token, params) => progress.handle(server, token, params),
     });

@@ -18,7 +18,15 @@ import type { TranscriptView } from './transcript';
 /** The request a window holds for a question, answered when the person decides. */
 interface Held {
     resolve(result: p.ApproveResult): void;
+    /** No answer from this window (it closes, its connection went, the server withdrew the question). */
+    reject(reason: Error): void;
 }
+
+/**
+ * Why a held request ends without an answer. An error response is no answer (the server's rule and the
+ * other windows still decide); a denial sent here would be taken as the person's — a reload must never deny.
+ */
+const NO_ANSWER = 'this window gave no answer (it closed, reconnected, or the question was withdrawn)';
 
 export class ApprovalsView implements vscode.Disposable {
     private readonly byFolder = new Map<string, Approvals>();
@@ -62,22 +70,27 @@ export class ApprovalsView implements vscode.Disposable {
         const fresh = approvals.ask(params);
         const known = approvals.get(params.id);
         if (!fresh && known?.state !== 'open') {
-            // Answered here or closed: say what was decided (a closed id cannot be answered again).
-            return Promise.resolve({ decision: known?.decision ?? 'deny', message: known?.message ?? null });
+            // Answered here: the same answer again. Closed without a decision known here: no answer.
+            const decision = known?.decision ?? null;
+            return decision === null ? Promise.reject(new Error(NO_ANSWER)) : Promise.resolve({ decision, message: known?.message ?? null });
         }
         // The same question asked twice on this connection: both requests get the one answer.
         const before = this.held.get(key);
-        const answer = new Promise<p.ApproveResult>((resolve) =>
+        const answer = new Promise<p.ApproveResult>((resolve, reject) =>
             this.held.set(key, {
                 resolve: (r) => {
                     before?.resolve(r);
                     resolve(r);
                 },
+                reject: (e) => {
+                    before?.reject(e);
+                    reject(e);
+                },
             }),
         );
         token.onCancellationRequested(() => {
-            // The server withdrew the question (answered elsewhere, or by the unattended rule): never an allow.
-            this.held.get(key)?.resolve({ decision: 'deny', message: null });
+            // The server withdrew the question (answered elsewhere, or by the unattended rule).
+            this.held.get(key)?.reject(new Error(NO_ANSWER));
             this.held.delete(key);
         });
         if (fresh) this.opened(server, params);
@@ -188,13 +201,14 @@ export class ApprovalsView implements vscode.Disposable {
     private dropHeld(server: FolderServer): void {
         for (const [key, held] of this.held) {
             if (!key.startsWith(`${server.uri}\n`)) continue;
-            held.resolve({ decision: 'deny', message: null });
+            held.reject(new Error(NO_ANSWER));
             this.held.delete(key);
         }
     }
 
     dispose(): void {
-        for (const held of this.held.values()) held.resolve({ decision: 'deny', message: null });
+        // The window closes (a reload among others): its open questions stay open for the next window.
+        for (const held of this.held.values()) held.reject(new Error(NO_ANSWER));
         this.held.clear();
         for (const s of this.subscriptions) s.dispose();
     }
