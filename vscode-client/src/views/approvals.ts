@@ -46,11 +46,12 @@ export class ApprovalsView implements vscode.Disposable {
                 const approvals = this.of(server);
                 if (event.type === 'status') {
                     // After a reload the question is known only from the status (its request was the old window's).
-                    if (approvals.fromStatus(server.status)) this.opened(server, server.status?.waitingFor?.approval ?? null);
+                    this.fromStatus(server, approvals);
                 } else if (event.type === 'reset') {
                     approvals.reconnect();
                     this.dropHeld(server);
-                    this.changed(server);
+                    // A new connection's status may have come before its reset (an attach): it names what is open.
+                    if (!this.fromStatus(server, approvals)) this.changed(server);
                 } else if (event.type === 'state' && !event.n.running) {
                     approvals.end();
                     this.dropHeld(server);
@@ -142,6 +143,13 @@ export class ApprovalsView implements vscode.Disposable {
         const folder = this.focus.folder;
         if (a === null || folder === undefined) return;
         void this.answer(this.servers.get(folder), a);
+    }
+
+    /** Open the card of the question the folder's status names, if it is new here. */
+    private fromStatus(server: FolderServer, approvals: Approvals): boolean {
+        if (!approvals.fromStatus(server.status)) return false;
+        this.opened(server, server.status?.waitingFor?.approval ?? null);
+        return true;
     }
 
     private of(server: FolderServer): Approvals {
