@@ -646,6 +646,8 @@ test('15 a tool outside flower.allow: the card in the transcript → Allow → t
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
     await until(() => /is done/.test(said()), 'the desktop notification of the wake that ended', secs(30));
     await ed.shot('15-approve-done');
-  }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os', 'flower.resumeOnStartup': 'always' }, env: { PATH: `${bin}:${process.env.PATH}` } });
+    // flower.engine "window" (a stdio server per window): the engine (21:26 UTC) answers flower/answer with
+    // Method Not Found, so a question that outlives the reload there cannot be answered from the new window yet.
+  }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os', 'flower.resumeOnStartup': 'always', 'flower.engine': 'window' }, env: { PATH: `${bin}:${process.env.PATH}` } });
   removeDirs([bin]);
 });
