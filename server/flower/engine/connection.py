@@ -225,7 +225,7 @@ def register(ls: Connection) -> None:
     ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(stdio.folders_changed)
     ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(stdio.progress_cancelled)
     for method, handler in ((p.WAKE, stdio.wake), (p.SAY, stdio.say), (p.NEW, stdio.new), (p.STATUS, stdio.status),
-                            (p.HISTORY, stdio.history), (p.ATTACH, attach), (p.DETACH, detach), (p.RUNS, runs),
+                            (p.HISTORY, stdio.history), (p.ANSWER, stdio.answer), (p.ATTACH, attach), (p.DETACH, detach), (p.RUNS, runs),
                             (p.CANCEL, stdio.cancel)):
         ls.feature(method)(handler)
 

@@ -83,7 +83,13 @@ class FanProtocol:
             connection.protocol.notify(method, params)
 
     async def send_request_async(self, method: str, params: Any = None) -> Any:
-        """Ask the most recently attached client; one that cannot answer, or leaves first, passes it to the next."""
+        """Ask the most recently attached client; one that cannot answer, or leaves first, passes it to the next.
+
+        A tool question (`flower/approve`) goes to every attached client at once instead: the first answer wins, and
+        `flower/approved` then closes the others' cards (issue 24).
+        """
+        if method == p.APPROVE:
+            return await self._first_answer(method, params)
         refused: JsonRpcException | None = None
         for connection in reversed(self.fan.live()):
             answer = asyncio.ensure_future(connection.protocol.send_request_async(method, params))
@@ -100,6 +106,25 @@ class FanProtocol:
                 return answer.result()
             except JsonRpcException as exc:  # a terminal answers no flower/ask: a window attached earlier may
                 refused = exc
+        raise refused or JsonRpcException(message=f"no client is attached to answer {method}")
+
+    async def _first_answer(self, method: str, params: Any) -> Any:
+        """Ask every attached client at once; the first answer wins. None can: the approvals' rule decides."""
+        pending = {asyncio.ensure_future(c.protocol.send_request_async(method, params)) for c in self.fan.live()}
+        refused: JsonRpcException | None = None
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    try:
+                        return task.result()
+                    except JsonRpcException as exc:  # a client without cards (a terminal, a script): the others may
+                        refused = exc
+                    except Exception as exc:  # its connection closed mid-question: the others may still answer
+                        log.info("%s: a client could not answer (%s)", method, exc)
+        finally:
+            for task in pending:
+                task.cancel()
         raise refused or JsonRpcException(message=f"no client is attached to answer {method}")
 
 
