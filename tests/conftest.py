@@ -55,7 +55,8 @@ def env(model: ScriptedModel, tmp_path: Path) -> dict[str, str]:
     # kill mid-command leaves behind, and every later shell would print the lock's complaint into tool results.
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "HOME": str(home)}
+    # flower's own trust record (D10) lives under XDG_CONFIG_HOME: the test's, never the machine's.
+    return {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
 
 
 async def run_program(name: str, args: dict, env: dict[str, str], cwd: Path, timeout: float = 90.0) -> dict:

@@ -1,14 +1,14 @@
 """The stored transcript of a workspace's sessions, a page at a time, with what the pruner makes of it (S23).
 
-Read straight from the folder's store in worker threads — `runs/sessions.db` (read-only SQLite) or the shared
-PostgreSQL store's tables (D9, its `entries.seq` is the order) — so any front-end can show the whole conversation
-after a restart without a wake. Which session belongs to which step
-comes from the lineage (S5) and the manifest rows (S6–S7, the judge's `<step>·判定#N` included).
-The pruner needs a whole session, so its verdicts are computed once per (session, entry count)
-and cached — in a thread for small sessions, in a worker process for large ones (the pruner is
-Python and would hold the GIL the event loop needs) — and a page never waits for them longer
-than a short budget: the caller is told which sessions are still pending. A PostgreSQL session is pruned in a
-thread whatever its size (its rows come over the network; a worker process would need a connection of its own).
+The domain logic of a history view: which step a stored entry belongs to, which blocks of it a transcript shows,
+what the pruner's verdicts are, how a page is cut. Every read is the store's own (`stores/base.Store`: SQLite in
+run_dir read-only, or the shared PostgreSQL store, D9), so any front-end can show the whole conversation after a
+restart without a wake. Which session belongs to which step comes from the lineage (S5) and the manifest rows
+(S6–S7, the judge's `<step>·判定#N` included), read from the task's records.
+The pruner needs a whole session, so its verdicts are computed once per (session, entry count) and cached — in a
+thread for small sessions, in a worker process for large ones when the store can be read from one (the pruner is
+Python and would hold the GIL the event loop needs) — and a page never waits for them longer than a short budget:
+the caller is told which sessions are still pending.
 """
 
 from __future__ import annotations
@@ -16,30 +16,24 @@ from __future__ import annotations
 import asyncio
 import bisect
 import gc
-import json
 import multiprocessing
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal
 
 from claude_agent_sdk import project_key_for_directory
 
-from .core import shared
-from .core.errors import FlowerError
 from .core.lineage import Lineage
-from .core.manifest import Manifest, parse_name
+from .core.manifest import Manifest
+from .core.records import Records
 from .core.redact import cut
 from .core.text import clip, tool_label
-from .runtime import context_of
-from .stores.postgres import CONNECT_TIMEOUT_S, PostgresSessionStore
-from .stores.prune import PruningSessionStore
-from .stores.sqlite import SqliteSessionStore, decode_bodies
-from .workflow.flower import WORK
-from .workflow.goal import verdict_of
+from .stores.base import Store
+from .stores.opener import open_store
+from .stores.prune import prune
 
 TEXT_LIMIT = 4000
 """Tool results and tool-input strings are cut here, in history and live (a Write of a large file would flood a view)."""
@@ -49,13 +43,10 @@ LARGE = 2000
 """Sessions with more entries are pruned in a worker process, and pages do not wait for their verdicts."""
 LAST = 1 << 62
 """A `before` above every seq."""
-PG_WAIT = 10.0
-"""How long a page waits out a shared store's outage before answering with the error (seconds)."""
 
-_PAGE = """
-SELECT e.seq, e.transcript, e.body FROM entries e
-WHERE e.transcript IN ({ids}) AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
-"""
+Role = Literal["user", "assistant"]
+Kind = Literal["text", "tool", "result"]
+Pruned = Literal["hidden", "rewritten", "added"]
 
 
 @dataclass
@@ -66,13 +57,13 @@ class Item:
     session_id: str
     step: str | None
     uuid: str
-    role: str
-    kind: str
+    role: Role
+    kind: Kind
     text: str
     tool_name: str | None = None
     tool_input: dict[str, Any] | None = None
     tool_use_id: str | None = None
-    pruned: str | None = None
+    pruned: Pruned | None = None
     pruned_text: str | None = None
 
 
@@ -85,7 +76,7 @@ class Session:
     entries: int
     current: bool
     transcript: int = 0
-    """Its row id in sessions.db's `transcripts`."""
+    """Its row id in the store's `transcripts`."""
 
 
 @dataclass
@@ -93,7 +84,7 @@ class Verdicts:
     """What the pruner makes of one session: uuid → verdict, the new text of rewritten entries, added entries."""
 
     count: int
-    verdicts: dict[str, str] = field(default_factory=dict)
+    verdicts: dict[str, Pruned] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     added: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Stored uuid → the synthesized entries the pruner places right after it."""
@@ -114,7 +105,7 @@ class UnknownSession(ValueError):
     """A session id that is not one of the workspace's sessions."""
 
 
-Block = tuple[str, str, str, str, str | None, Any, str | None]
+Block = tuple[str, Role, Kind, str, str | None, Any, str | None]
 """(uuid, role, kind, text, tool name, tool input, tool_use id) of one shown content block."""
 Runs = dict[str, list[tuple[float, str]]]
 """Session → its manifest runs as (start time, step name), oldest first."""
@@ -138,20 +129,21 @@ def items_of(entry: dict[str, Any]) -> list[Block]:
         return []
     content = message.get("content")
     blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-    out: list[tuple[str, str, str, str | None, Any, str | None]] = []
+    role: Role = "user" if kind == "user" else "assistant"
+    out: list[tuple[Role, Kind, str, str | None, Any, str | None]] = []
     for block in blocks if isinstance(blocks, list) else []:
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
         if btype == "text" and isinstance(block.get("text"), str) and block["text"]:  # as the runtime emits them live
-            out.append((kind, "text", block["text"], None, None, None))
+            out.append((role, "text", block["text"], None, None, None))
         elif btype == "tool_use" and kind == "assistant":
             name = str(block.get("name") or "")
-            out.append((kind, "tool", tool_label(name, block.get("input")), name, block.get("input"), block.get("id")))
+            out.append((role, "tool", tool_label(name, block.get("input")), name, block.get("input"), block.get("id")))
         elif btype == "tool_result" and kind == "user":
             body = _result_text(block.get("content"))
             text = clip(body, TEXT_LIMIT, count=True) if body is not None else "[a result that is not text]"
-            out.append((kind, "result", text, None, None, block.get("tool_use_id")))
+            out.append((role, "result", text, None, None, block.get("tool_use_id")))
     # One uuid per item: the CLI stores one block per entry; should an entry hold more, they get `<uuid>#<i>`.
     return [(uuid if i == 0 else f"{uuid}#{i}", *rest) for i, rest in enumerate(out)]
 
@@ -165,174 +157,33 @@ def _epoch(stamp: Any) -> float | None:
         return None
 
 
-Body = bytes | str
-"""A stored entry's JSON as `decode_bodies` takes it."""
-
-
-class Reader(Protocol):
-    """One read of a store's entries (sync, in a worker thread): the little SQL History needs, per store."""
-
-    def latest_seq(self) -> int:
-        """The highest entry position, 0 when there is none."""
-
-    def transcripts(self, project_key: str, session_ids: list[str]) -> list[tuple[int, str, int]]:
-        """(row id, session id, entry count) of the main transcripts of these sessions."""
-
-    def rows(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Body]]:
-        """(seq, transcript row id, body) of these transcripts' entries below `before`, newest first."""
-
-    def session(self, project_key: str, session_id: str, before: int = LAST, limit: int | None = None) -> list[tuple[int, Body]]:
-        """(seq, body) of a session's entries below `before`: all oldest first, or the last `limit` newest first."""
-
-    def count(self, project_key: str, session_id: str) -> int:
-        """How many entries a session stores."""
-
-    def close(self) -> None:
-        """Done reading."""
-
-
-class SqliteReader:
-    """A read-only connection to sessions.db (`mode=ro`: never creates or writes it, a view must not disturb a wake)."""
-
-    def __init__(self, db_path: Path) -> None:
-        self.con = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
-
-    def latest_seq(self) -> int:
-        """The rowid's maximum (fast)."""
-        return int(self.con.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()[0])
-
-    def transcripts(self, project_key: str, session_ids: list[str]) -> list[tuple[int, str, int]]:
-        """See Reader."""
-        return self.con.execute(
-            "SELECT t.id, t.session_id, (SELECT count(*) FROM entries e WHERE e.transcript = t.id)"
-            " FROM transcripts t WHERE t.project_key = ? AND t.subpath = ''"
-            " AND t.session_id IN (SELECT value FROM json_each(?)) ORDER BY t.id",
-            (project_key, json.dumps(session_ids))).fetchall()
-
-    def rows(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Body]]:
-        """See Reader."""
-        return self.con.execute(_PAGE.format(ids=",".join("?" * len(transcripts))), (*transcripts, before, limit)).fetchall()
-
-    def session(self, project_key: str, session_id: str, before: int = LAST, limit: int | None = None) -> list[tuple[int, Body]]:
-        """See Reader."""
-        order = "DESC LIMIT ?" if limit is not None else "LIMIT -1"
-        return self.con.execute(
-            "SELECT e.seq, e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
-            " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' AND e.seq < ? ORDER BY e.seq " + order,
-            (project_key, session_id, before, *(() if limit is None else (limit,)))).fetchall()
-
-    def count(self, project_key: str, session_id: str) -> int:
-        """See Reader."""
-        return int(self.con.execute(
-            "SELECT count(*) FROM transcripts t JOIN entries e ON e.transcript = t.id"
-            " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ''", (project_key, session_id)).fetchone()[0])
-
-    def close(self) -> None:
-        """Close the connection."""
-        self.con.close()
-
-
-class PgReader:
-    """The shared store's tables (D9); project keys mapped to the identity as the store maps them.
-
-    From a worker thread the queries run on the store's pool, on the event loop that owns it: one connection each,
-    so a page, a pruner's load and a wake's appends never share one (asyncpg runs one query at a time on a
-    connection). Without that loop (or on it) they use the store's synchronous link, as a status does.
-    """
-
-    def __init__(self, store: PostgresSessionStore, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.store, self.loop = store, loop
-
-    def _fetch(self, sql: str, *args: Any) -> list[Any]:
-        try:
-            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            here = None
-        if self.loop is None or self.loop is here or self.loop.is_closed():
-            found: list[Any] = self.store.link().call(lambda conn: conn.fetch(self.store.sql(sql), *args))
-            return found
-        future = asyncio.run_coroutine_threadsafe(self.store.fetch(sql, *args, wait=PG_WAIT), self.loop)
-        try:
-            return future.result(PG_WAIT + CONNECT_TIMEOUT_S)
-        except TimeoutError:
-            future.cancel()
-            raise
-
-    def _key(self, project_key: str) -> str:
-        return self.store.keys.get(project_key, project_key)
-
-    def latest_seq(self) -> int:
-        """The ordering column's maximum."""
-        return int(self._fetch("SELECT coalesce(max(seq), 0) FROM {s}.entries")[0][0])
-
-    def transcripts(self, project_key: str, session_ids: list[str]) -> list[tuple[int, str, int]]:
-        """See Reader."""
-        return [(r[0], r[1], r[2]) for r in self._fetch(
-            "SELECT t.id, t.session_id, (SELECT count(*) FROM {s}.entries e WHERE e.transcript = t.id)"
-            " FROM {s}.transcripts t WHERE t.project_key = $1 AND t.subpath = '' AND t.session_id = any($2::text[])"
-            " ORDER BY t.id", self._key(project_key), session_ids)]
-
-    def rows(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Body]]:
-        """See Reader."""
-        return [(r[0], r[1], _body(r[2], r[3])) for r in self._fetch(
-            "SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = any($1::bigint[]) AND seq < $2"
-            " ORDER BY seq DESC LIMIT $3", list(transcripts), before, limit)]
-
-    def session(self, project_key: str, session_id: str, before: int = LAST, limit: int | None = None) -> list[tuple[int, Body]]:
-        """See Reader."""
-        return [(r[0], _body(r[1], r[2])) for r in self._fetch(
-            "SELECT e.seq, e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id"
-            " WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = '' AND e.seq < $3"
-            + (" ORDER BY e.seq DESC LIMIT $4" if limit is not None else " ORDER BY e.seq"),
-            self._key(project_key), session_id, before, *(() if limit is None else (limit,)))]
-
-    def count(self, project_key: str, session_id: str) -> int:
-        """See Reader."""
-        return int(self._fetch(
-            "SELECT count(*) FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id"
-            " WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = ''", self._key(project_key), session_id)[0][0])
-
-    def close(self) -> None:
-        """Nothing: the link stays open for the next read (the store closes it)."""
-
-
-def _body(plain: bool, body: bytes) -> Body:
-    return body.decode() if plain else body
-
-
-def _decode(bodies: list[Body]) -> list[Any]:
-    """A whole session decoded with the GC paused."""
+def _paused_gc(work: Callable[[], Verdicts]) -> Verdicts:
     # No cycles are built here: a GC pass over a whole session just decoded would cost more than the
-    # decoding, and in a thread would hold the GIL the event loop needs (as PruningSessionStore.load does).
+    # pruning, and in a thread would hold the GIL the event loop needs (as PruningSessionStore.load does).
     paused = gc.isenabled()
     gc.disable()
     try:
-        return decode_bodies(bodies)
+        return work()
     finally:
         if paused:
             gc.enable()
 
 
-def prune_session(db_path: str, project_key: str, session_id: str, trim: bool, spill_dir: str) -> Verdicts:
-    """Load a whole session from sessions.db and prune it: CPU-bound, run in a worker (a process for large ones)."""
-    entries: list[Any] = []
-    if Path(db_path).exists():
-        reader = SqliteReader(Path(db_path))
-        try:
-            rows = reader.session(project_key, session_id)
-        finally:
-            reader.close()
-        entries = _decode([r[1] for r in rows])
-    return prune_entries(entries, SqliteSessionStore(db_path), trim, spill_dir)
+def prune_loaded(load: Callable[[str, str], list[Any]], project_key: str, session_id: str, trim: bool,
+                 spill_dir: str) -> Verdicts:
+    """Load a whole session with the store's `loader()` and prune it: CPU-bound, run in a worker process."""
+    return prune_entries(load(project_key, session_id), trim, spill_dir)
 
 
-def prune_entries(entries: list[Any], store: Any, trim: bool, spill_dir: str) -> Verdicts:
-    """The pruner's verdicts on a whole session's entries (CPU-bound)."""
+def prune_entries(entries: list[Any], trim: bool, spill_dir: str) -> Verdicts:
+    """The pruner's verdicts on a whole session's entries, as the model's resume sees them (CPU-bound)."""
     out = Verdicts(len(entries))
     if not entries:
         return out
-    pruner = PruningSessionStore(store, trim=trim, spill_dir=spill_dir)
-    result = pruner.prune(entries)
+    return _paused_gc(lambda: _verdicts(prune(entries, trim=trim, spill_dir=Path(spill_dir)), out))
+
+
+def _verdicts(result: Any, out: Verdicts) -> Verdicts:
     out.verdicts = dict(result.verdicts)
     anchor: str | None = None
     for entry in result.entries:
@@ -353,109 +204,55 @@ def prune_entries(entries: list[Any], store: Any, trim: bool, spill_dir: str) ->
 class History:
     """A workspace's stored transcript, read from its store page by page (no model, no lock, no writes)."""
 
-    def __init__(self, workspace: str | Path, run_dir: str | Path, *, trim: bool = True, store: Any = None) -> None:
-        """`store` is the folder's raw store: a PostgresSessionStore is read over its link, anything else is run_dir/sessions.db."""
+    def __init__(self, workspace: str | Path, run_dir: str | Path, *, trim: bool = True, store: Store | None = None,
+                 records: Records | None = None) -> None:
+        """`store` and `records` are the folder's (`Sessions.raw`, `Sessions.records`); none given: run_dir's files."""
         self.workspace, self.run_dir = Path(workspace), Path(run_dir)
-        self.db_path = self.run_dir / "sessions.db"
-        self.pg = store if isinstance(store, PostgresSessionStore) else None
         self.project_key = project_key_for_directory(self.workspace)
+        if store is None or records is None:
+            opened, files = open_store(self.run_dir, None, self.workspace, self.project_key)
+            store, records = store or opened, records or files
+        self.store, self.records = store, records
         self.trim = trim
         self._pool: ProcessPoolExecutor | None = None
-        self._steps: tuple[tuple[int, ...], tuple[Runs, dict[str, str]]] | None = None
-        self._verdict: tuple[tuple[int, ...], tuple[int, bool, str] | None] | None = None
+        self._steps: tuple[Hashable, tuple[Runs, dict[str, str]]] | None = None
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
-        self._context: dict[str, tuple[tuple[int, ...], int | None]] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        """The event loop of the async calls, whose pool a shared store's reads in worker threads use."""
 
-    # -- reading (sync: call from a worker thread unless noted) ----------------------------------
-    def _connect(self) -> Reader | None:
-        if self.pg is not None:
-            return PgReader(self.pg, self._loop)
-        return SqliteReader(self.db_path) if self.db_path.exists() else None
+    async def latest_seq(self) -> int:
+        """The highest entry position in the store, 0 when there is none or it cannot be read now."""
+        try:
+            return await self.store.newest_seq()
+        except Exception:  # a store not answering: no entries known yet, the next page says more
+            return 0
 
-    def latest_seq(self) -> int:
-        """The highest entry position in the store, 0 when there is none or it cannot be read now (fast)."""
+    async def count(self, session_id: str) -> int:
+        """How many entries the store holds for a session (0 when none, or it cannot be read now)."""
         try:
-            reader = self._connect()
-        except Exception:  # a shared store not answering: its one line comes from the wake (D9)
-            return 0
-        if reader is None:
-            return 0
-        try:
-            return reader.latest_seq()
-        except Exception:  # sqlite3 or PostgreSQL: no entries known yet, the next page says more
-            return 0
-        finally:
-            reader.close()
-
-    def count(self, session_id: str) -> int:
-        """How many entries the store holds for a session (0 when none)."""
-        try:
-            reader = self._connect()
+            return await self.store.count(self.project_key, session_id)
         except Exception:
             return 0
-        if reader is None:
-            return 0
-        try:
-            return reader.count(self.project_key, session_id)
-        except Exception:
-            return 0
-        finally:
-            reader.close()
-
-    def _stamps(self, *names: str) -> tuple[int, ...] | None:
-        """The state of run_dir's record files, or None when a shared store holds them (read afresh each time)."""
-        if shared.of(self.run_dir) is not None:
-            return None
-        return tuple(_stamp(self.run_dir / name) for name in names)
 
     def steps(self) -> tuple[Runs, dict[str, str]]:
-        """Session → its runs from the manifest (oldest first), and the lineage's step → session (cached per file state)."""
-        stamp = self._stamps("lineage.json", "manifest.json")
-        if self._steps is not None and stamp is not None and self._steps[0] == stamp:
+        """Session → its runs from the manifest (oldest first), and the lineage's step → session (sync: a worker thread).
+
+        Read again only when the records' change stamp moved.
+        """
+        stamp = self.records.stamp()
+        if self._steps is not None and self._steps[0] == stamp:
             return self._steps[1]
-        lineage = Lineage.load(self.run_dir, self.workspace)
+        lineage = Lineage.load(self.run_dir, self.workspace, records=self.records)
         runs: Runs = {}
-        for row in Manifest(self.run_dir, run="history").rows():
-            sid, step = row.get("session_id"), row.get("step")
-            if isinstance(sid, str) and isinstance(step, str):
-                start = row.get("started_at")
-                runs.setdefault(sid, []).append((float(start) if isinstance(start, (int, float)) else 0.0, step))
+        for row in Manifest(self.run_dir, run="history", records=self.records).parsed():
+            if row.session_id is not None:
+                runs.setdefault(row.session_id, []).append((row.started_at, row.step))
         found = {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
-        if stamp is not None:
-            self._steps = (stamp, found)
+        self._steps = (stamp, found)
         return found
 
-    def last_verdict(self) -> tuple[int, bool, str] | None:
-        """The judge's last verdict on the current work session as the manifest recorded it: (round, passed, reasons)."""
-        stamp = self._stamps("manifest.json", "lineage.json")
-        if self._verdict is not None and stamp is not None and self._verdict[0] == stamp:
-            return self._verdict[1]
-        runs, lineage = self.steps()
-        work = lineage.get(WORK)
-        # A judge round before the current work session began judged another task (flower/new, S28).
-        since = runs[work][0][0] if work is not None and work in runs else float("inf")
-        found: tuple[float, int, bool, str] | None = None
-        for row in Manifest(self.run_dir, run="history").rows() if work is not None else []:
-            step, kind, n = parse_name(str(row.get("step") or ""))
-            start = row.get("started_at")
-            if kind != "judge" or step != WORK or not isinstance(start, (int, float)) or start < since:
-                continue
-            if found is None or start >= found[0]:
-                error = row.get("error")
-                passed, reasons = verdict_of(str(row.get("text") or "")) if row.get("ok") else (
-                    False, f"the judge could not run: {error}")
-                found = (float(start), n, passed, reasons)
-        value = found[1:] if found is not None else None
-        if stamp is not None:
-            self._verdict = (stamp, value)
-        return value
-
-    def sessions(self, con: Reader | None = None, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:
+    async def sessions(self, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:
         """Every session of the workspace that the store holds, oldest first, with its steps."""
-        runs, lineage = steps or self.steps()
+        runs, lineage = steps if steps is not None else await asyncio.to_thread(self.steps)
         current = set(lineage.values())
         names: dict[str, list[str]] = {}
         for sid, started in runs.items():
@@ -463,47 +260,22 @@ class History:
         for step, sid in lineage.items():
             if step not in names.setdefault(sid, []):
                 names[sid].append(step)
-        own = con is None
-        con = con or self._connect()
-        if con is None:
-            return []
-        try:
-            rows = con.transcripts(self.project_key, list(names))
-        except sqlite3.OperationalError as err:
-            if "no such table" in str(err):
-                return []
-            raise
-        finally:
-            if own:
-                con.close()
+        rows = await self.store.transcripts(self.project_key, list(names))
         first = {sid: min((t for t, _ in runs.get(sid, [])), default=float("inf")) for sid in names}
         found = [Session(sid, names[sid], count, sid in current, tid) for tid, sid, count in rows]
         return sorted(found, key=lambda s: (first[s.session_id], s.transcript))
 
-    def read(self, session_id: str | None, before: int | None, limit: int) -> tuple[list[Item], int | None, list[Session]]:
+    async def read(self, session_id: str | None, before: int | None, limit: int) -> tuple[list[Item], int | None, list[Session]]:
         """A page of items (oldest first) below `before`, the cursor for the page before it, and the sessions."""
-        con = self._connect()
-        if con is None:
-            if session_id is not None:
-                raise UnknownSession(session_id)
-            return [], None, []
-        try:
-            steps = self.steps()
-            sessions = self.sessions(con, steps)
-            chosen = [s for s in sessions if session_id is None or s.session_id == session_id]
-            if session_id is not None and not chosen:
-                raise UnknownSession(session_id)
-            items, next_before = self._page(con, chosen, steps[0], before if before is not None else LAST, limit)
-        except sqlite3.DatabaseError as err:
-            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
-                raise
-            raise FlowerError("db_unreadable", db=self.db_path, reason=err) from err
-        finally:
-            con.close()
+        steps = await asyncio.to_thread(self.steps)
+        sessions = await self.sessions(steps)
+        chosen = [s for s in sessions if session_id is None or s.session_id == session_id]
+        if session_id is not None and not chosen:
+            raise UnknownSession(session_id)
+        items, next_before = await self._page(chosen, steps[0], before if before is not None else LAST, limit)
         return items, next_before, sessions
 
-    def _page(self, con: Reader, chosen: Sequence[Session], runs: Runs, before: int,
-              limit: int) -> tuple[list[Item], int | None]:
+    async def _page(self, chosen: Sequence[Session], runs: Runs, before: int, limit: int) -> tuple[list[Item], int | None]:
         if not chosen:
             return [], None
         by_id = {s.transcript: s for s in chosen}
@@ -511,10 +283,10 @@ class History:
         out: list[list[Item]] = []  # per producing row, newest first
         cursor, batch, read = before, limit + 1, 0
         while True:
-            rows = con.rows(list(by_id), cursor, batch)
+            rows = await self.store.page(list(by_id), cursor, batch)
             if not rows:
                 return _flatten(out), None
-            for (seq, tid, _), entry in zip(rows, decode_bodies([r[2] for r in rows]), strict=True):
+            for seq, tid, entry in rows:
                 cursor = seq
                 blocks = items_of(entry) if isinstance(entry, dict) else []
                 if not blocks:
@@ -530,48 +302,14 @@ class History:
             shown = len(out) / read
             batch = max(16, min(5000, int((limit + 1 - len(out)) / max(shown, 0.05) * 1.2)))
 
-    def context(self, session_id: str) -> int | None:
-        """A session's last context size in tokens (its last model round), read from sessions.db; cached per db state."""
-        stamp: tuple[int, ...] | None = None
-        if self.pg is None:
-            try:
-                stamp = tuple(int(p.stat().st_mtime_ns) for p in (self.db_path, Path(f"{self.db_path}-wal")) if p.exists())
-            except OSError:
-                stamp = ()
-        cached = self._context.get(session_id)
-        if cached is not None and stamp is not None and cached[0] == stamp:
-            return cached[1]
-        value: int | None = None
-        try:
-            con = self._connect()
-        except Exception:
-            return None
-        if con is not None:
-            try:
-                value = self._read_context(con, session_id)
-            except Exception:  # sqlite3 or PostgreSQL: unknown for now
-                value = None
-            finally:
-                con.close()
-        if stamp is not None:
-            self._context[session_id] = (stamp, value)
-        return value
+    async def context(self, session_id: str) -> int | None:
+        """A session's last context size in tokens (its last real model round), read backwards from the store's newest entry."""
+        return await self.store.last_context(self.project_key, session_id)
 
-    def _read_context(self, con: Reader, session_id: str) -> int | None:
-        cursor, batch = LAST, 32
-        while True:  # the last model round is near the end: read backwards a few rows at a time
-            rows = con.session(self.project_key, session_id, cursor, batch)
-            if not rows:
-                return None
-            found = context_of(decode_bodies([b for _, b in reversed(rows)]))
-            if found is not None:
-                return found
-            cursor, batch = rows[-1][0], min(batch * 4, 4096)
-
-    # -- async (on the event loop) ---------------------------------------------------------------
+    # -- the pruner's verdicts (on the event loop) --------------------------------------------------
     def verdicts(self, session_id: str, count: int | None = None) -> asyncio.Future[Verdicts]:
-        """The pruner's verdicts for a session: cached when its entry count is unchanged, else computed in a thread."""
-        loop = self._loop = asyncio.get_running_loop()
+        """The pruner's verdicts for a session: cached when its entry count is unchanged, else computed off the loop."""
+        loop = asyncio.get_running_loop()
         ready = self._verdicts.get(session_id)
         if ready is not None and count is not None and ready.count >= count:
             done: asyncio.Future[Verdicts] = loop.create_future()
@@ -581,15 +319,14 @@ class History:
         running = self._computing.get(key)
         if running is not None:
             return running
-        args = (str(self.db_path), self.project_key, session_id, self.trim, str(self.run_dir / "spill"))
-        if self.pg is not None:
-            future = asyncio.ensure_future(asyncio.to_thread(self._prune_pg, session_id))
-        elif count is not None and count > LARGE:
+        load = self.store.loader()
+        spill = str(self.run_dir / "spill")
+        if load is not None and count is not None and count > LARGE:
             # The pruner is Python: in a thread it would hold the GIL for seconds of a large session,
             # and every request would wait behind it (benchmarks/editor.py). A process has its own.
-            future = asyncio.ensure_future(self._in_process(args))
+            future = asyncio.ensure_future(self._in_process(load, session_id, spill))
         else:
-            future = asyncio.ensure_future(asyncio.to_thread(prune_session, *args))
+            future = asyncio.ensure_future(self._in_thread(session_id, spill))
 
         def keep(f: asyncio.Future[Verdicts]) -> None:
             self._computing.pop(key, None)
@@ -602,17 +339,16 @@ class History:
         self._computing[key] = future
         return future
 
-    def _prune_pg(self, session_id: str) -> Verdicts:
-        """A shared store's session pruned here (sync, in a thread): its rows come over the store's link."""
-        reader = PgReader(self.pg, self._loop) if self.pg is not None else None
-        entries = _decode([b for _, b in reader.session(self.project_key, session_id)]) if reader is not None else []
-        return prune_entries(entries, self.pg, self.trim, str(self.run_dir / "spill"))
+    async def _in_thread(self, session_id: str, spill: str) -> Verdicts:
+        entries = await self.store.session(self.project_key, session_id)
+        return await asyncio.to_thread(prune_entries, entries, self.trim, spill)
 
-    async def _in_process(self, args: tuple[str, str, str, bool, str]) -> Verdicts:
+    async def _in_process(self, load: Callable[[str, str], list[Any]], session_id: str, spill: str) -> Verdicts:
         await asyncio.sleep(0.02)  # let the page that asked go out first: starting a worker costs a process spawn
         if self._pool is None:
             self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        return await asyncio.get_running_loop().run_in_executor(self._pool, prune_session, *args)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, prune_loaded, load, self.project_key, session_id, self.trim, spill)
 
     def close(self) -> None:
         """Stop the worker process, if one was started (verdicts still being computed are dropped)."""
@@ -623,8 +359,7 @@ class History:
     async def page(self, session_id: str | None = None, before: int | None = None, limit: int = 200,
                    wait: float = VERDICT_WAIT) -> Page:
         """A page of history with the pruner's verdicts of the sessions it shows (those not ready in `wait` are pending)."""
-        self._loop = asyncio.get_running_loop()
-        items, next_before, sessions = await asyncio.to_thread(self.read, session_id, before, limit)
+        items, next_before, sessions = await self.read(session_id, before, limit)
         counts = {s.session_id: s.entries for s in sessions}
         futures = {sid: self.verdicts(sid, counts.get(sid)) for sid in dict.fromkeys(i.session_id for i in items)}
         small = [f for sid, f in futures.items() if not f.done() and counts.get(sid, 0) <= LARGE]
@@ -658,14 +393,6 @@ def apply(items: Iterable[Item], ready: dict[str, Verdicts]) -> list[Item]:
                     out.append(Item(item.seq, item.session_id, item.step, uuid, role, kind, text, name, data, use,
                                     pruned="added", pruned_text=text))
     return out
-
-
-def _stamp(path: Path) -> int:
-    try:
-        st = path.stat()
-    except OSError:
-        return -1
-    return st.st_mtime_ns ^ st.st_size ^ st.st_ino
 
 
 def _flatten(rows: list[list[Item]]) -> list[Item]:

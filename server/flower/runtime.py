@@ -4,47 +4,61 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from claude_agent_sdk import (
     AssistantMessage,
+    CanUseToolShadowedWarning,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     CLINotFoundError,
     MirrorErrorMessage,
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    PermissionUpdate,
     ProcessError,
     ResultError,
     ResultMessage,
     SessionStoreEntry,
     SystemMessage,
     TextBlock,
+    ToolPermissionContext,
     ToolUseBlock,
     project_key_for_directory,
 )
+from claude_agent_sdk.types import PermissionRuleValue
 
+from .core.approvals import Approval, Approvals, describe, tool_of
+from .core.context import tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
-from .core.identity import workspace_identity
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
+from .core.memory import give_back
+from .core.records import Records
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
-from .stores.postgres import PostgresSessionStore
+from .core.trust import Trust, decide, project_memory
+from .stores.base import Store
+from .stores.opener import open_store
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
-from .stores.shared import open_shared
-from .stores.sqlite import SqliteSessionStore
 
 log = logging.getLogger("flower")
 # A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
 # the same failure, printed by logging's last resort with no handler of ours, would only repeat it as noise.
 logging.getLogger("claude_agent_sdk._internal.transcript_mirror_batcher").addHandler(logging.NullHandler())
+# The work agent's allowed tools are meant to pass unasked; can_use_tool is for everything else (issue 24).
+warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
 CREDENTIAL_ENV = (
@@ -64,6 +78,8 @@ class AgentSpec:
     model: str | None = None
     permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] = "default"
     disallowed_tools: list[str] = field(default_factory=list)
+    follows_settings: bool = False
+    """Its allowed tools and permission mode are the person's `allow` and `mode` settings (the work agent)."""
 
 
 @dataclass
@@ -84,7 +100,7 @@ class _Attempt:
 
 @dataclass
 class Budget:
-    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (issue #15)."""
+    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (`max_cost`)."""
 
     cap: float | None = None
     spent: float = 0.0
@@ -112,26 +128,13 @@ class BudgetSpent(FlowerError):
         super().__init__(said.key, **said.fields)
 
 
-SETTING_SOURCES: list[Literal["user", "project", "local"]] = ["user", "project", "local"]
-"""What agents load as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude (issue #15)."""
-
-
-def tokens_of(usage: dict[str, Any]) -> int:
-    """Context size of one API response: input + cache read + cache creation tokens."""
-    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-
-
-def context_of(entries: Sequence[Mapping[str, object]] | None) -> int | None:
-    """Context size of a transcript: input + cache read + cache creation of its last real assistant message."""
-    for entry in reversed(entries or []):
-        message = entry.get("message") if entry.get("type") == "assistant" else None
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
-            continue
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            # One API response is several entries repeating one usage; the last one is enough (dedup by id).
-            return tokens_of(usage)
-    return None
+SettingSource = Literal["user", "project", "local"]
+SETTING_SOURCES: list[SettingSource] = ["user", "project", "local"]
+"""What agents load in a trusted folder, as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude."""
+UNTRUSTED_SOURCES: list[SettingSource] = ["user"]
+"""What agents load in an untrusted folder (D10): the user's own setup only. Without "project" the CLI reads neither the
+folder's .claude/settings*.json (hooks, env, apiKeyHelper, permissions) nor its .mcp.json, nor its CLAUDE.md, which
+flower then puts in the prompt itself (it is text)."""
 
 
 def project_key(workspace: str | os.PathLike[str]) -> str:
@@ -141,10 +144,15 @@ def project_key(workspace: str | os.PathLike[str]) -> str:
 
 @dataclass(frozen=True)
 class Sessions:
-    """A run_dir's `sessions.db`: the raw store (every entry as written) and the pruned view the model resumes from (S23, D2)."""
+    """A task's store: the raw sessions (every entry as written), the pruned view the model resumes from (S23, D2), and the records.
 
-    raw: SqliteSessionStore | PostgresSessionStore
+    The records (lineage, manifest, lock, wake mark) are the same backend's as the sessions: run_dir's files beside
+    sessions.db, or the shared store's tables (D9). Everything that reads or writes them is given this object's.
+    """
+
+    raw: Store
     pruned: PruningSessionStore
+    records: Records
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False, store: str | None = None,
@@ -155,13 +163,9 @@ class Sessions:
         workspace's sessions, lineage, manifest and lock are keyed by its identity (`project` overrides it, D9).
         """
         run_dir = Path(os.path.abspath(run_dir))
-        raw: SqliteSessionStore | PostgresSessionStore
-        if store is None or store.strip().lower() in ("", "sqlite"):
-            raw = SqliteSessionStore(run_dir / "sessions.db")
-        else:
-            where = workspace if workspace is not None else os.getcwd()
-            raw = open_shared(store, run_dir, project_key(where), workspace_identity(where, project))
-        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"))
+        where = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
+        raw, records = open_store(run_dir, store, where, project_key(where), project)
+        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"), records)
 
     async def __aenter__(self) -> Sessions:
         return self
@@ -171,8 +175,7 @@ class Sessions:
 
     async def ready(self) -> None:
         """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
-        if isinstance(self.raw, PostgresSessionStore):
-            await self.raw.open()
+        await self.raw.open()
 
     def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
         """Whether sessions.db holds this workspace's session (S10)."""
@@ -184,7 +187,7 @@ class Sessions:
 
     def context(self, workspace: str | os.PathLike[str], session_id: str) -> int | None:
         """The session's last-round context size read back from sessions.db now (sync, read-only); None if unknown."""
-        return context_of(self.raw.load_sync({"project_key": project_key(workspace), "session_id": session_id}))
+        return self.raw.last_context_sync(project_key(workspace), session_id)
 
     async def close(self) -> None:
         """Close the database connection (the next use reopens it)."""
@@ -207,6 +210,10 @@ class Runtime:
         fallback_model: str | None = None,
         isolated: bool = False,
         budget: Budget | None = None,
+        trust: Trust | None = None,
+        allow: list[str] | None = None,
+        mode: str | None = None,
+        approvals: Approvals | None = None,
     ):
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
@@ -219,6 +226,8 @@ class Runtime:
         self.env = dict(env or {})
         self.project_key = project_key(self.workspace)
         self.raw_store = self.sessions.raw
+        self.records = self.sessions.records
+        """The task's lineage, manifest, lock and wake mark: the same backend as its sessions."""
         # S23/S25: the model always resumes from the pruned view; `trim` only switches large-result trimming.
         self.store = self.sessions.pruned
         self.db_path = self.raw_store.path
@@ -231,6 +240,12 @@ class Runtime:
         """What this wake may spend and has spent: checked at the start of every run, so no workflow code needs to."""
         self.model_seen: str | None = None
         """The model the CLI last reported using (its init message, assistant messages)."""
+        self.trust = trust or decide(self.workspace, {**os.environ, **self.env})
+        """Whether the folder's own configuration may run (D10): decided once, for every agent of this Runtime."""
+        self.allow, self.mode = allow, mode
+        """The person's `allow` rules and permission `mode` for agents that follow the settings (None: the agent's own)."""
+        self.approvals = approvals
+        """Where a tool call outside the rules is asked (None: it is denied on the spot, as the CLI does unasked)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -242,8 +257,8 @@ class Runtime:
         return await self.sessions.entries(self.workspace, session_id)
 
     async def context_size(self, session_id: str) -> int | None:
-        """The session's last-round context size in tokens, read back from sessions.db; None if unknown."""
-        return context_of(await self.entries(session_id))
+        """The session's last-round context size in tokens, read back from the end of sessions.db; None if unknown."""
+        return await self.raw_store.last_context(self.project_key, session_id)
 
     async def close(self) -> None:
         """Close the session store if this Runtime opened it."""
@@ -271,21 +286,43 @@ class Runtime:
             return
         raise MissingCredentials()
 
-    def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None]) -> ClaudeAgentOptions:
+    def setting_sources(self) -> list[SettingSource]:
+        """Which Claude Code settings every agent loads: none when isolated, the user's only until the folder is trusted."""
+        if self.isolated:
+            return []
+        return list(SETTING_SOURCES if self.trust.trusted else UNTRUSTED_SOURCES)
+
+    def permissions(self, agent: AgentSpec) -> tuple[list[str], str]:
+        """The agent's allowed tool rules (with what the person allowed always) and permission mode."""
+        allowed = list(self.allow if agent.follows_settings and self.allow is not None else agent.allowed_tools)
+        mode = self.mode if agent.follows_settings and self.mode is not None else agent.permission_mode
+        if self.approvals is not None and mode != "dontAsk":
+            allowed += [r for r in self.approvals.always if r not in allowed and tool_of(r) not in agent.disallowed_tools]
+        return allowed, mode
+
+    def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None], step: str | None = None) -> ClaudeAgentOptions:
         """SDK options: the workspace as cwd, our store mirrored eagerly, resume through the store (D2)."""
+        sources = self.setting_sources()
+        allowed, mode = self.permissions(agent)
+        # A tool call the rules leave to a prompt is put to the person (dontAsk: the agent may use nothing else).
+        asks = self.approvals is not None and mode != "dontAsk"
+        # An untrusted folder's CLAUDE.md is still read (D10), but by flower: the CLI reads it only with "project".
+        memory = project_memory(self.workspace) if sources == UNTRUSTED_SOURCES else ""
+        append = "\n\n".join(part for part in (agent.instructions, memory) if part)
         return ClaudeAgentOptions(
             cwd=str(self.workspace),
-            system_prompt={"type": "preset", "preset": "claude_code", "append": agent.instructions} if agent.instructions else None,
-            allowed_tools=list(agent.allowed_tools),
+            system_prompt={"type": "preset", "preset": "claude_code", "append": append} if append else None,
+            allowed_tools=allowed,
             disallowed_tools=list(agent.disallowed_tools),
             max_turns=agent.max_turns,
-            permission_mode=agent.permission_mode,
+            permission_mode=mode,  # type: ignore[arg-type]  # checked against MODES by the settings
+            can_use_tool=functools.partial(self._can_use_tool, step or agent.name) if asks else None,
             resume=resume,
             session_store=self.store,
             session_store_flush="eager",
             env=self.env,
-            # The user's Claude Code setup applies unless isolated (issue #15); the judge's spec blocks writes either way.
-            setting_sources=[] if self.isolated else list(SETTING_SOURCES),
+            # The judge's spec blocks writes whatever the sources.
+            setting_sources=sources,
             model=agent.model or self.model,
             fallback_model=self.fallback_model,
             max_budget_usd=self.budget.remaining,
@@ -376,8 +413,10 @@ class Runtime:
             await self._reconcile(resume)
         refused = self.raw_store.refused
         try:
-            async with ClaudeSDKClient(self.options(agent, resume, stderr.append)) as client:
+            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step)) as client:
                 await client.query(prompt)
+                if resume:  # the materialised session is freed by now; the CLI works meanwhile
+                    give_back()
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
@@ -398,6 +437,30 @@ class Runtime:
         if not out.text:
             out.text = "\n".join(texts)
         return out
+
+    async def _can_use_tool(self, step: str, tool: str, tool_input: dict[str, Any],
+                            context: ToolPermissionContext) -> PermissionResult:
+        """The CLI's permission prompt, put to the person through the approvals (issue 24); never allowed by a timeout."""
+        assert self.approvals is not None
+        summary, kind, detail = describe(tool, tool_input)
+        suggested = [r for u in context.suggestions if u.type == "addRules" and u.behavior == "allow" for r in u.rules or []]
+        rules = [r.tool_name + (f"({r.rule_content})" if r.rule_content else "") for r in suggested]
+        approval = Approval(id=context.tool_use_id or f"{tool}-{time.time()}", step=step, tool=tool, input=tool_input,
+                            summary=summary, detail_kind=kind, detail=detail, suggestions=rules)
+        decision = await self.approvals.decide(approval)
+        if decision.choice == "deny":
+            return PermissionResultDeny(message=decision.reason(tool))
+        if decision.choice == "allow":
+            return PermissionResultAllow()
+        # Always: the CLI keeps its suggested rule in .claude/settings.local.json, as Claude Code does; flower
+        # remembers it too, for this workspace's later runs (an untrusted folder's CLI does not read that file).
+        keep = rules or [tool]
+        self.approvals.always.extend(r for r in keep if r not in self.approvals.always)
+        values = suggested or [PermissionRuleValue(tool_name=tool)]
+        # "session" applies it to this CLI at once (an untrusted folder's CLI does not load the local file it is kept in).
+        return PermissionResultAllow(updated_permissions=[
+            PermissionUpdate(type="addRules", rules=values, behavior="allow", destination=where)
+            for where in ("session", "localSettings")])
 
     async def sweep(self) -> None:
         """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""

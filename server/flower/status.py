@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .core import goals
+from .core.approvals import Approval
 from .core.lineage import Lineage
-from .core.lock import wake_mark
-from .core.manifest import Manifest
+from .core.manifest import Manifest, ManifestRow
+from .core.records import FileRecords, Records
 from .core.requirements import REQUIREMENTS_FILE
 from .core.texts import Said
 
@@ -43,6 +44,16 @@ class WaitState:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WaitingFor:
+    """What the run waits for, since when: the person (a tool approval, a clarifying question) or the API (an outage)."""
+
+    what: Literal["approval", "question", "outage"]
+    since: float
+    approval: Approval | None = None
+    """The open tool question, for a front-end that attaches while it waits (issue 24)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class VerdictState:
     """The judge's last verdict in this process (S14)."""
 
@@ -53,7 +64,7 @@ class VerdictState:
 
 @dataclass(frozen=True, kw_only=True)
 class Cost:
-    """What was spent, in USD: by the current (or last) wake in this process, and by the whole task (issue #15)."""
+    """What was spent, in USD: by the current (or last) wake in this process, and by the whole task."""
 
     wake: float = 0.0
     task: float = 0.0
@@ -80,6 +91,7 @@ class Status:
     running: bool = False
     step: str | None = None
     waiting: WaitState | None = None
+    waiting_for: WaitingFor | None = None
     verdict: VerdictState | None = None
     handoff_at: int = int(WINDOW * 0.6)
     """Context size (tokens) of the work session above which work moves to a new session (S26)."""
@@ -92,6 +104,8 @@ class Status:
     cost: Cost = field(default_factory=Cost)
     settings: dict[str, Any] | None = None
     """The settings in effect and where each came from (`Settings.shown()`), when the front-end read them."""
+    unreachable: Said | None = None
+    """The task's store is not answering: the rest of this status is what was read before (D9)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,26 +132,43 @@ class WakeOutcome:
 
 
 def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
-            has_session: Callable[[str], bool] | None = None) -> Status:
-    """The Status read from files only: lineage (sessions filtered by `has_session(sid)` when given, S10) and goals.
+            has_session: Callable[[str], bool] | None = None, *, records: Records | None = None) -> Status:
+    """The Status read from the records (run_dir's files unless `records` are given) and the workspace's files.
 
-    `run_dir` is relative to the current directory (S4).
+    The lineage's sessions are filtered by `has_session(sid)` when given (S10). `run_dir` is relative to the current
+    directory (S4). Raises when a shared store does not answer.
     """
     workspace, run_dir = Path(os.path.abspath(workspace)), Path(os.path.abspath(run_dir))
-    lineage = Lineage.load(run_dir, workspace, has_session)
-    task, last, model = recorded(workspace, run_dir)
-    marked, held = wake_mark(run_dir)
+    records = records if records is not None else FileRecords(run_dir)
+    lineage = Lineage.load(run_dir, workspace, has_session, records=records)
+    found = recorded(workspace, run_dir, records)
+    marked, held = records.wake_mark()
     return Status(
         workspace=str(workspace), run_dir=str(run_dir), woke=lineage.woke,
         started=bool(lineage.steps) or (workspace / REQUIREMENTS_FILE).exists(),
         steps=dict(lineage.steps),
         goals=[Goal(text=g.text, done=g.done) for g in goals.read(workspace / goals.GOALS_FILE)],
-        interrupted=marked and not held, elsewhere=marked and held, model=model, cost=Cost(wake=last, task=task),
+        interrupted=marked and not held, elsewhere=marked and held, model=found.model,
+        cost=Cost(wake=found.last, task=found.task),
     )
 
 
-def recorded(workspace: Path, run_dir: Path) -> tuple[float, float, str | None]:
-    """(USD the current task has cost, USD of its newest process's rows, the model its newest run reported), from the manifest.
+@dataclass(frozen=True, kw_only=True)
+class Recorded:
+    """What the manifest says of the current task."""
+
+    task: float
+    """USD the task has cost (every step, round and judge since it began)."""
+    last: float
+    """USD of its newest process's rows."""
+    model: str | None
+    """The model its newest run reported."""
+    rows: list[ManifestRow]
+    """The task's rows, oldest end first."""
+
+
+def recorded(workspace: Path, run_dir: Path, records: Records | None = None) -> Recorded:
+    """What the manifest says of the current task (run_dir's files unless `records` are given), parsed once per change.
 
     The task began at the newest archive of `flower --new` (S28), if any: rows before it were another task's.
     A terminal `flower` is one wake per process, so its newest process's rows are the last wake's cost.
@@ -147,34 +178,27 @@ def recorded(workspace: Path, run_dir: Path) -> tuple[float, float, str | None]:
         began = max((d.stat().st_mtime for d in archive.iterdir() if d.is_dir()), default=0.0)
     except OSError:
         began = 0.0
-    manifest = Manifest(run_dir)
-    try:
-        stat = manifest.path.stat()
-        key: tuple[object, ...] = (stat.st_mtime_ns, stat.st_size, began)
-    except OSError:
-        key = (None, None, began)
-    cached = _recorded.get(manifest.path)
-    if cached is None or cached[0] != key:  # status is asked often (the gauge): parse the manifest once per change
-        cached = _recorded[manifest.path] = (key, _sum_rows(manifest, began))
+    # The records' own change stamp, not manifest.json's: a shared store never writes that file (D9).
+    records = records if records is not None else FileRecords(run_dir)
+    key = (records.where, run_dir)
+    stamp = (records.stamp(), began)
+    cached = _recorded.get(key)
+    if cached is None or cached[0] != stamp:  # status is asked often (the gauge): parse the manifest once per change
+        cached = _recorded[key] = (stamp, _sum_rows(Manifest(run_dir, run="status", records=records).parsed(), began))
     return cached[1]
 
 
-_recorded: dict[Path, tuple[tuple[object, ...], tuple[float, float, str | None]]] = {}
-"""manifest path → (its mtime, size and the task's start when read, what `recorded` found there)."""
+_recorded: dict[tuple[str, Path], tuple[object, Recorded]] = {}
+"""(records, run_dir) → (their change stamp and the task's start when read, what `recorded` found there)."""
 
 
-def _sum_rows(manifest: Manifest, began: float) -> tuple[float, float, str | None]:
-    rows = [r for r in manifest.rows() if isinstance(r, dict) and _number(r.get("started_at")) >= began]
-    task = sum((_number(r.get("cost_usd")) for r in rows), 0.0)
-    rows.sort(key=lambda r: _number(r.get("ended_at")))
-    model = next((r["model"] for r in reversed(rows) if isinstance(r.get("model"), str) and r["model"]), None)
-    newest = rows[-1].get("run") if rows else None
-    last = sum((_number(r.get("cost_usd")) for r in rows if r.get("run") == newest), 0.0)
-    return round(task, 6), round(last, 6), model
-
-
-def _number(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+def _sum_rows(parsed: list[ManifestRow], began: float) -> Recorded:
+    rows = sorted((r for r in parsed if r.started_at >= began), key=lambda r: r.ended_at)
+    task = sum((r.cost_usd for r in rows), 0.0)
+    newest = rows[-1].run if rows else None
+    last = sum((r.cost_usd for r in rows if r.run == newest), 0.0)
+    return Recorded(task=round(task, 6), last=round(last, 6), model=next((r.model for r in reversed(rows) if r.model), None),
+                    rows=rows)
 
 
 def to_json(obj: Status | WakeOutcome) -> dict[str, Any]:

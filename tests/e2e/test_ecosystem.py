@@ -17,6 +17,7 @@ from pygls.exceptions import JsonRpcException
 from test_cli import flower
 from test_lsp import servers, uri  # noqa: F401  (servers: the language-server fixture)
 
+from flower.core import trust
 from flower.core.manifest import Manifest
 from flower.lsp import protocol as p
 from flower.testing import ScriptedModel, text, tool
@@ -66,12 +67,13 @@ def tool_names(request: Request) -> set[str]:
     return {t.get("name", "") for t in request.body.get("tools", [])}
 
 
-def project(ws: Path, tmp: Path, allow: list[str]) -> None:
-    """A project as a Claude Code user keeps it: CLAUDE.md, .mcp.json with a stdio server, and permissions.
+def project(ws: Path, tmp: Path, allow: list[str], env: dict[str, str]) -> None:
+    """A project as a Claude Code user keeps it, trusted by its person: CLAUDE.md, .mcp.json with a stdio server, and permissions.
 
     The allow rules are in `.claude/settings.local.json`: the CLI ignores `.claude/settings.json`'s allow
-    entries in a workspace nobody accepted the trust dialog for (as in a fresh clone), so they would not apply here.
+    entries in a workspace nobody accepted Claude Code's own trust dialog for, so they would not apply here.
     """
+    trust.remember(ws, True, env)  # as `flower trust` does: the folder's own setup runs (D10; test_trust.py for the rest)
     server = tmp / "stamps.py"
     server.write_text(STAMPS, encoding="utf-8")
     (ws / "CLAUDE.md").write_text(f"# Conventions\n\n{MARKER}\n", encoding="utf-8")
@@ -83,7 +85,7 @@ def project(ws: Path, tmp: Path, allow: list[str]) -> None:
 async def test_claude_md_and_mcp_server_reach_the_agents_and_the_judge_never_writes(
         model: ScriptedModel, env: dict[str, str], workspace: Path, tmp_path: Path) -> None:
     # The project's settings allow writes and shell: the worker may use them, the judge still must not.
-    project(workspace, tmp_path, allow=["mcp__stamps", "Write", "Edit", "Bash"])
+    project(workspace, tmp_path, allow=["mcp__stamps", "Write", "Edit", "Bash"], env=env)
     model.push(*clarify(workspace), *goals(workspace),
                tool("mcp__stamps__stamp", {"word": "calc"}), *work(workspace),
                tool("Write", {"file_path": str(workspace / "judged.txt"), "content": "the judge wrote"}),
@@ -104,7 +106,7 @@ async def test_claude_md_and_mcp_server_reach_the_agents_and_the_judge_never_wri
 
 async def test_isolated_runs_without_claude_md(model: ScriptedModel, env: dict[str, str], workspace: Path,
                                                 tmp_path: Path) -> None:
-    project(workspace, tmp_path, allow=[])
+    project(workspace, tmp_path, allow=[], env=env)
     model.push(text("plain"), text("with the house rules"))
     isolated = await flower("once", "--isolated", "hello", env=env, cwd=workspace)
     assert isolated.code == 0, isolated.err
@@ -180,4 +182,21 @@ async def test_the_editor_reads_the_settings_file_under_its_options_and_names_a_
     assert raised.value.message == f"{bad / '.flower.toml'}: rounds must be a whole number >= 1, e.g. rounds = 10 (got 0)"
     assert not (bad / "需求.md").exists()
     [status] = (await client.request(p.STATUS, {"folder": uri(bad)}))["folders"]
-    assert status["running"] is False  # the folder still answers
+    assert status["running"] is False  # the folder still answers, and says what is wrong before any wake
+    assert status["settings"] == {"message": raised.value.message, "key": "rounds", "option": None,
+                                  "file": str(bad / ".flower.toml")}
+    [status] = (await client.request(p.STATUS, {"folder": uri(good)}))["folders"]
+    assert status["settings"] is None
+
+
+async def test_a_bad_editor_option_is_the_folders_settings_error_not_dropped(
+        servers: Any, env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    (tmp_path / ".flower.toml").write_text("handoff_at = 90000\n")
+    client = await servers(tmp_path, options={"handoffAt": 0, "model": "m"})
+    [status] = (await client.request(p.STATUS, {"folder": uri(tmp_path)}))["folders"]
+    line = "flower.handoffAt: handoff_at must be a number of tokens >= 1, e.g. handoff_at = 120000 (got 0)"
+    assert status["settings"] == {"message": line, "key": "handoff_at", "option": "handoffAt", "file": None}
+    with pytest.raises(JsonRpcException) as raised:
+        await client.request(p.WAKE, {"folder": uri(tmp_path), "text": "build a calculator"})
+    assert raised.value.code == p.FLOWER_ERROR and raised.value.message == line
+    assert not (tmp_path / "需求.md").exists() and not (tmp_path / "runs").exists()

@@ -141,6 +141,10 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         "runDir": str(workspace / "runs"), "woke": 0, "steps": {}, "goals": [], "context": None,
         "window": 200_000, "handoffAt": 120_000, "running": False, "step": None, "waiting": None, "verdict": None,
         "interrupted": False, "elsewhere": False, "model": None, "cost": {"wake": 0.0, "task": 0.0, "max": None},
+        "settings": None,
+        # No `trusted` option and no record: its own hooks and MCP servers would not run (D10, test_trust.py).
+        "trusted": False, "trust": "nobody trusted it yet; its own hooks, env and MCP servers do not run",
+        "unreachable": None, "waitingFor": None,
     }
     # Without a folder: every folder; the same payload with null params.
     assert (await client.request(p.STATUS, None))["folders"] == [status]

@@ -269,5 +269,5 @@ async def test_history_shows_rewritten_text_and_added_entries_in_place(workspace
         if (before := one.next_before) is None:
             break
     assert seen == [i.uuid for i in page.items]
-    assert history.context(session) == 9  # the last real round's input tokens (S19)
+    assert await history.context(session) == 9  # the last real round's input tokens (S19)
     history.close()

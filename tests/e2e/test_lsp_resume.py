@@ -12,7 +12,8 @@ from test_lsp import servers as servers  # noqa: F401 - the language-server fixt
 
 import flowerscript as fs
 from conftest import until
-from flower.core.lock import WAKE_FILE, WorkspaceLock, clear_wake, interrupted, mark_wake, wake_mark
+from flower.core.lock import WAKE_FILE, WorkspaceLock
+from flower.core.records import clear_wake, interrupted, mark_wake, wake_mark
 from flower.core.texts import text
 from flower.lsp import protocol as p
 from flower.testing import Reply, say

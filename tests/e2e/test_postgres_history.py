@@ -15,7 +15,6 @@ from test_lsp import uri
 from test_lsp_history import all_pages, history
 
 import flowerscript as fs
-from flower.core import shared
 from flower.history import History, Page
 from flower.lsp import protocol as p
 from flower.runtime import Sessions
@@ -99,11 +98,11 @@ async def test_pages_read_at_once_from_threads_share_the_store_without_clashing(
             await sessions.raw.append({"project_key": key, "session_id": sid}, [
                 {"type": "user", "uuid": f"{sid}-{i}", "message": {"role": "user", "content": f"{sid} line {i}"}}
                 for i in range(20)])
-        shared.of(runs).save_lineage({"workspace": str(ws), "woke": 1, "steps": {"澄清": "s1", "目标": "s2"}})
-        history = History(ws, runs, store=sessions.raw)
+        sessions.records.save_lineage({"workspace": str(ws), "woke": 1, "steps": {"澄清": "s1", "目标": "s2"}})
+        history = History(ws, runs, store=sessions.raw, records=sessions.records)
         pages = await asyncio.wait_for(asyncio.gather(
             *(history.page(limit=7, before=before) for before in (None, 30, 20, 10) * 3),
-            *(asyncio.to_thread(history.count, sid) for sid in ("s1", "s2") * 3)), 30)
+            *(history.count(sid) for sid in ("s1", "s2") * 3)), 30)
         serial = [await history.page(limit=7, before=before) for before in (None, 30, 20, 10)]
         assert [_shown(x) for x in pages[:12]] == [_shown(x) for x in serial] * 3 and all(len(_shown(x)) == 7 for x in serial)
         assert pages[12:] == [20, 20] * 3

@@ -52,7 +52,7 @@ async def run(rt: Runtime, agent: AgentSpec, prompt: str, resume: str | None = N
 
 
 async def stored_unchanged(rt: Runtime, sid: str, before: list[dict]) -> list[dict]:
-    """sessions.db still starts with exactly the entries it held before the resume (S23a, D2)."""
+    """sessions.db still starts with exactly the entries it held before the resume (D2)."""
     after = await rt.entries(sid)
     assert after[:len(before)] == before
     return after

@@ -125,10 +125,10 @@ def test_unwritable_run_dir_never_raises_and_catches_up_later(tmp_path, caplog):
 
 
 def test_a_held_manifest_lock_fails_the_write_softly_and_the_next_one_catches_up(tmp_path, monkeypatch, caplog):
-    import flower.core.manifest as manifest_module
+    import flower.core.records as records_module
     from flower.core.lock import exclusive
 
-    monkeypatch.setattr(manifest_module, "LOCK_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(records_module, "LOCK_TIMEOUT_S", 0.05)
     m = Manifest(tmp_path)
     with exclusive(m.lock_path, 1):  # another process in the middle of its write
         assert m.add(StepResult("干活", ok=True)) is False

@@ -14,14 +14,15 @@ import asyncpg
 import pytest
 from claude_agent_sdk.testing import run_session_store_conformance
 
-from flower.core import shared
 from flower.core.lineage import Lineage
-from flower.core.lock import WAKE_FILE, WorkspaceBusy, WorkspaceLock, clear_wake, interrupted, mark_wake, wake_mark
+from flower.core.lock import WAKE_FILE, WorkspaceBusy, WorkspaceLock
 from flower.core.manifest import Manifest, StepResult
+from flower.core.records import clear_wake, interrupted, mark_wake, wake_mark
 from flower.stores.postgres import SCHEMA_VERSION, PostgresSessionStore, StoreError, _Batch
 from flower.stores.prune import PruningSessionStore
 from flower.stores.shared import open_shared
 from pg import PASSWORD, PASSWORD_USER, READER, PgServer, free_port
+from rounds import assistant, session_ending_in_a_long_tool_run, user
 
 KEY = {"project_key": "-work-proj", "session_id": "s1"}
 
@@ -112,6 +113,55 @@ async def test_a_batch_whose_commit_was_lost_is_not_stored_twice(store: Postgres
     assert await store.load(KEY) == [title, {"type": "x"}]
 
 
+@pytest.mark.parametrize("tail", [0, 16, 5000])
+async def test_last_context_is_the_last_real_round_read_from_the_end(pg_url: str, tail: int) -> None:
+    # Stored under the identity (D9): asked by the local key, as the runtime asks.
+    async with PostgresSessionStore(pg_url, keys={"-work-proj": "git:example.org/team/proj"}) as store:
+        other = {**KEY, "session_id": "s2"}
+        entries = session_ending_in_a_long_tool_run(tail)
+        for i in range(0, len(entries), 7):  # another session's rounds in between: only s1's count
+            await store.append(KEY, entries[i:i + 7])
+            await store.append(other, [assistant(f"o{i}", (50_000, 0, 0))])
+        await store.append({**KEY, "subpath": "subagents/agent-1"}, [assistant("sub", (70_000, 0, 0))])
+        assert await store.last_context("-work-proj", "s1") == 15
+        assert store.last_context_sync("-work-proj", "s1") == 15
+        assert await store.last_context("-work-proj", "s2") == 50_000
+        assert await store.last_context("-work-proj", "nope") is None
+        assert await store.last_context("git:example.org/other", "s1") is None
+        await store.append({**KEY, "session_id": "s3"}, [user("u"), assistant("syn", (5, 0, 0), model="<synthetic>")])
+        assert await store.last_context("-work-proj", "s3") is None
+
+
+async def test_last_context_never_reads_the_whole_session(store: PostgresSessionStore) -> None:
+    await store.append(KEY, [user(f"old{i}") for i in range(200)])
+    await store.append(KEY, [assistant("a", (3, 4, 5)), user("last")])
+    # Spoil the oldest rows: a read of the whole session fails on them, one from the end never reaches them.
+    conn = await asyncpg.connect(store.url)  # the store has no raw-SQL door: a connection of the test's own
+    try:
+        await conn.execute(store.sql("UPDATE {s}.entries SET body = 'not json'::bytea WHERE seq IN"
+                                     " (SELECT seq FROM {s}.entries ORDER BY seq LIMIT 100)"))
+    finally:
+        await conn.close()
+    with pytest.raises(ValueError):
+        await store.load(KEY)
+    assert await store.last_context(KEY["project_key"], KEY["session_id"]) == 12
+    assert store.last_context_sync(KEY["project_key"], KEY["session_id"]) == 12
+
+
+async def test_latest_seq_and_entries_after_read_one_session_from_a_point(pg_url: str) -> None:
+    async with PostgresSessionStore(pg_url, keys={"-work-proj": "git:example.org/team/proj"}) as store:
+        pk, sid = KEY["project_key"], KEY["session_id"]
+        assert await store.latest_seq(pk, sid) == 0 and await store.entries_after(pk, sid, 0) == []
+        await store.append(KEY, [e("a"), e("b")])
+        await store.append({**KEY, "session_id": "s2"}, [e("x")])
+        first = await store.latest_seq(pk, sid)
+        await store.append(KEY, [e("c"), e(), e("s", text="cut emoji \ud83d")])
+        assert await store.latest_seq(pk, sid) > first
+        assert await store.entries_after(pk, sid, 0) == [e("a"), e("b"), e("c"), e(), e("s", text="cut emoji \ud83d")]
+        assert await store.entries_after(pk, sid, first) == [e("c"), e(), e("s", text="cut emoji \ud83d")]
+        assert await store.latest_seq("git:example.org/other", sid) == 0
+
+
 def one_line(exc: StoreError) -> str:
     line = exc.text("en")
     assert "\n" not in line
@@ -186,22 +236,21 @@ async def test_appends_wait_out_a_restart_and_nothing_is_lost_or_doubled() -> No
 
 @pytest.fixture
 def two_machines(pg_url: str, tmp_path):
-    """Two run_dirs (two machines' runs/) bound to one identity in one database; unbound afterwards."""
+    """Two run_dirs (two machines' runs/) with their records of one identity in one database."""
     made = []
     for name in ("a", "b"):
         run_dir = tmp_path / name / "runs"
-        store = open_shared(pg_url, run_dir, f"-{name}-checkout", "example.org/team/calc")
-        made.append((run_dir, store))
+        store, records = open_shared(pg_url, run_dir, f"-{name}-checkout", "example.org/team/calc")
+        made.append((run_dir, store, records))
     yield made
-    for run_dir, store in made:
-        shared.unbind(run_dir)
+    for _, store, _ in made:
         if store._sync is not None:  # noqa: SLF001 - the background link of the sync calls
             store._sync.close()
 
 
 def test_lineage_and_manifest_are_the_identitys_whichever_machine_writes(two_machines, tmp_path, caplog) -> None:
-    (run_a, _), (run_b, _) = two_machines
-    on_a = Lineage.load(run_a, tmp_path / "a" / "checkout")
+    (run_a, _, rec_a), (run_b, _, rec_b) = two_machines
+    on_a = Lineage.load(run_a, tmp_path / "a" / "checkout", records=rec_a)
     on_a.wake()
     on_a.record("干活", "sid-1")  # S11: in the database when record() returns
     assert not (run_a / "lineage.json").exists()
@@ -209,26 +258,31 @@ def test_lineage_and_manifest_are_the_identitys_whichever_machine_writes(two_mac
     run_b.mkdir(parents=True)
     (run_b / "lineage.json").write_text(json.dumps({"workspace": str(tmp_path / "b" / "checkout"), "woke": 7, "steps": {}}))
     with caplog.at_level(logging.WARNING):
-        on_b = Lineage.load(run_b, tmp_path / "b" / "checkout", has_session=lambda sid: sid == "sid-1")
+        on_b = Lineage.load(run_b, tmp_path / "b" / "checkout", has_session=lambda sid: sid == "sid-1", records=rec_b)
     assert (on_b.woke, on_b.steps) == (1, {"干活": "sid-1"})
     assert "following the lineage of example.org/team/calc" in caplog.text and "wake 7" in caplog.text
     # Each writer's rows are its own (S8); both are read from either machine, in the order written.
-    Manifest(run_a, run="run-a").add(StepResult(step="干活", session_id="sid-1", ok=False))
-    Manifest(run_b, run="run-b").add(StepResult(step="干活", session_id="sid-1", ok=True))
-    rows = Manifest(run_a).rows()
+    before = rec_b.stamp()
+    Manifest(run_a, run="run-a", records=rec_a).add(StepResult(step="干活", session_id="sid-1", ok=False))
+    Manifest(run_b, run="run-b", records=rec_b).add(StepResult(step="干活", session_id="sid-1", ok=True))
+    rows = Manifest(run_a, records=rec_a).rows()
     assert [(r["run"], r["ok"]) for r in rows] == [("run-a", False), ("run-b", True)]
     assert not (run_a / "manifest.json").exists()
+    # The change stamp a status re-reads by moved with the other machine's write, and only with a write.
+    assert rec_b.stamp() != before and rec_a.stamp() == rec_b.stamp()
+    # The files of run_dir were never consulted: without the records, it is run_dir's own (empty) files.
+    assert Manifest(run_a).rows() == [] and Lineage.load(run_a, tmp_path / "a" / "checkout").woke == 0
 
 
 def test_one_writer_across_machines_and_a_released_lock_is_free_at_once(two_machines) -> None:
-    (run_a, _), (run_b, _) = two_machines
-    with WorkspaceLock(run_a):
+    (run_a, _, rec_a), (run_b, _, rec_b) = two_machines
+    with WorkspaceLock(run_a, rec_a):
         with pytest.raises(WorkspaceBusy) as busy:
-            WorkspaceLock(run_b).acquire()
+            WorkspaceLock(run_b, rec_b).acquire()
         assert busy.value.pid == os.getpid() and busy.value.host == socket.gethostname()
         line = busy.value.text("en")
         assert f"pid {os.getpid()} on {socket.gethostname()}" in line and f"kill {os.getpid()} on" in line
-    with WorkspaceLock(run_b) as taken:  # the lock went with A's connection
+    with WorkspaceLock(run_b, rec_b) as taken:  # the lock went with A's connection
         assert taken.held
 
 
@@ -238,14 +292,13 @@ def test_the_lock_is_taken_again_after_a_database_restart(tmp_path) -> None:
         server.init().start()
         url = server.url(server.new_database())
         runs = [tmp_path / name / "runs" for name in ("a", "b")]
-        stores = [open_shared(url, run_dir, f"-{i}", "calc") for i, run_dir in enumerate(runs)]
-        with WorkspaceLock(runs[0]):
+        opened = [open_shared(url, run_dir, f"-{i}", "calc") for i, run_dir in enumerate(runs)]
+        with WorkspaceLock(runs[0], opened[0][1]):
             server.restart()  # the holder's connection, and the advisory lock with it, are gone
-            Lineage.load(runs[0], tmp_path / "a").wake()  # the next write takes it back first
+            Lineage.load(runs[0], tmp_path / "a", records=opened[0][1]).wake()  # the next write takes it back first
             with pytest.raises(WorkspaceBusy):
-                WorkspaceLock(runs[1]).acquire()
-        for run_dir, store in zip(runs, stores, strict=True):
-            shared.unbind(run_dir)
+                WorkspaceLock(runs[1], opened[1][1]).acquire()
+        for store, _ in opened:
             if store._sync is not None:  # noqa: SLF001
                 store._sync.close()
     finally:
@@ -253,17 +306,17 @@ def test_the_lock_is_taken_again_after_a_database_restart(tmp_path) -> None:
 
 
 def test_a_lock_lost_in_an_outage_to_another_flower_stops_this_one_before_it_writes(pg_url: str, two_machines, tmp_path) -> None:
-    (run_a, store), (run_b, _) = two_machines
-    with WorkspaceLock(run_a):
-        Lineage.load(run_a, tmp_path / "a").record("干活", "sid-a")
+    (run_a, store, rec_a), (run_b, _, rec_b) = two_machines
+    with WorkspaceLock(run_a, rec_a):
+        Lineage.load(run_a, tmp_path / "a", records=rec_a).record("干活", "sid-a")
         # A's lock connection ends as in a database restart (the server ends it); B starts meanwhile and drives.
         assert asyncio.run(_end_lock_connection(pg_url, store.sql("{s}"), "example.org/team/calc"))
-        with WorkspaceLock(run_b):
-            Lineage.load(run_b, tmp_path / "b").record("干活", "sid-b")
+        with WorkspaceLock(run_b, rec_b):
+            Lineage.load(run_b, tmp_path / "b", records=rec_b).record("干活", "sid-b")
             with pytest.raises(WorkspaceBusy) as busy:  # A's next write finds B holding the lock, and stops
-                Lineage.load(run_a, tmp_path / "a").record("干活", "sid-a2")
+                Lineage.load(run_a, tmp_path / "a", records=rec_a).record("干活", "sid-a2")
             assert busy.value.pid == os.getpid() and busy.value.host == socket.gethostname()
-            assert Lineage.load(run_b, tmp_path / "b").steps == {"干活": "sid-b"}  # A wrote nothing more
+            assert Lineage.load(run_b, tmp_path / "b", records=rec_b).steps == {"干活": "sid-b"}  # A wrote nothing more
 
 
 async def _end_lock_connection(url: str, schema: str, identity: str) -> bool:
@@ -276,15 +329,15 @@ async def _end_lock_connection(url: str, schema: str, identity: str) -> bool:
 
 
 def test_a_wake_cut_off_on_one_machine_is_seen_from_the_other(two_machines) -> None:
-    (run_a, _), (run_b, _) = two_machines
-    assert not interrupted(run_b)
-    with WorkspaceLock(run_a):
-        mark_wake(run_a)
-        assert not interrupted(run_b) and wake_mark(run_b) == (True, True)  # under way on A: B waits
+    (run_a, _, rec_a), (run_b, _, rec_b) = two_machines
+    assert not interrupted(rec_b)
+    with WorkspaceLock(run_a, rec_a):
+        mark_wake(rec_a)
+        assert not interrupted(rec_b) and wake_mark(rec_b) == (True, True)  # under way on A: B waits
     # A's lock went (as with kill -9) and its mark stayed: B sees the wake was cut off, with no file of its own.
-    assert interrupted(run_b) and wake_mark(run_b) == (True, False) and not (run_a / WAKE_FILE).exists()
-    with WorkspaceLock(run_b):
-        mark_wake(run_b)
-        assert not interrupted(run_a)
-        clear_wake(run_b)  # B's wake continued and ended
-    assert not interrupted(run_a) and not interrupted(run_b)
+    assert interrupted(rec_b) and wake_mark(rec_b) == (True, False) and not (run_a / WAKE_FILE).exists()
+    with WorkspaceLock(run_b, rec_b):
+        mark_wake(rec_b)
+        assert not interrupted(rec_a)
+        clear_wake(rec_b)  # B's wake continued and ended
+    assert not interrupted(rec_a) and not interrupted(rec_b)

@@ -13,6 +13,7 @@ import attrs
 
 from conftest import ROOT
 from flower.lsp import protocol as p
+from flower.settings import OPTIONS
 
 TS = ROOT / "vscode-client" / "src" / "protocol.ts"
 
@@ -49,11 +50,12 @@ def _payload_classes() -> dict[str, type]:
 def test_every_request_and_notification_has_one_typed_constant() -> None:
     requests = _constants("RequestType")
     notifications = _constants("NotificationType")
-    assert set(requests) == {*p.PARAMS, p.ASK}, set(requests) ^ {*p.PARAMS, p.ASK}
+    assert set(requests) == {*p.PARAMS, p.ASK, p.APPROVE}, set(requests) ^ {*p.PARAMS, p.ASK, p.APPROVE}
     assert set(notifications) == set(p.NOTIFICATIONS), set(notifications) ^ set(p.NOTIFICATIONS)
     for method, cls in p.PARAMS.items():
         assert requests[method] == cls.__name__, method
     assert requests[p.ASK] == p.AskParams.__name__
+    assert requests[p.APPROVE] == p.ApproveParams.__name__
     for method, cls in p.NOTIFICATIONS.items():
         assert notifications[method] == cls.__name__, method
 
@@ -70,3 +72,7 @@ def test_error_codes_match() -> None:
     source = _source()
     for name in ("UNKNOWN_FOLDER", "WORKSPACE_BUSY", "FLOWER_ERROR", "MISSING_CREDENTIALS"):
         assert re.search(rf"export const {name} = {getattr(p, name)};", source), name
+
+
+def test_the_clients_initialization_options_are_the_settings_schemas_editor_options() -> None:
+    assert _interfaces()["InitializationOptions"] == list(OPTIONS)

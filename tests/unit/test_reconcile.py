@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import sqlite3
 import tempfile
 import uuid
 from pathlib import Path
@@ -226,9 +227,11 @@ async def test_sweep_imports_every_session_of_the_key_and_rereads_only_changed_f
         assert await raw.load(KEY) is None
 
         more = chat(6)
-        own.write_bytes(jsonl(more))  # the file grew: read again, against the store as it is
-        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(more)
-        assert await raw.load(KEY) == more
+        own.write_bytes(jsonl(more))  # the file grew: only what it gained is read, against what was stored since
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(more) - len(chat(4))
+        assert await raw.load(KEY) == more[len(chat(4)):]
+        await raw.delete(KEY)
+        await raw.append(KEY, more)
 
         (run_dir / SWEPT_FILE).write_bytes(b"{cut")  # an unreadable memory: every file is read again, nothing lost
         await raw.delete(key2)
@@ -292,5 +295,71 @@ async def test_a_resume_after_the_sweep_reads_no_file_twice(tmp_path: Path, monk
         assert await reconcile(raw, KEY["project_key"], SID, env, run_dir) == len(chat(6)) - len(chat(4))
         remembered = json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]]
         assert remembered[str(own)][0] == own.stat().st_size
+    finally:
+        await raw.close()
+
+
+async def test_a_grown_file_is_read_from_where_the_last_read_stopped_against_what_was_stored_since(tmp_path: Path, monkeypatch):
+    # After a kill the CLI's file holds a few lines more than the store: only those are read, and compared with the
+    # entries stored since the last read, never the whole file against the whole session. A file that shrank or was
+    # rewritten is read whole.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    cfg, run_dir, db = tmp_path / "cfg", tmp_path / "runs", tmp_path / "sessions.db"
+    env = {"CLAUDE_CONFIG_DIR": str(cfg)}
+    own = transcript_path(cfg, KEY["project_key"], SID)
+    own.parent.mkdir(parents=True)
+    rows = chat(40)
+    own.write_bytes(jsonl(rows))
+    raw = SqliteSessionStore(db)
+    try:
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(rows)
+        # Spoil every stored row: reading the whole session to compare would fail on them.
+        await raw.close()
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE entries SET body = X'7B'")
+        grown = chat(44)
+        own.write_bytes(jsonl(grown) + b'{"type":"user","uuid":"cut mid-wri')
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(grown) - len(rows)
+        assert await raw.entries_after(KEY["project_key"], SID, len(rows)) == grown[len(rows):]
+        # The cut line, completed, and what came after it: read from the end of the last whole line.
+        more = chat(46)
+        own.write_bytes(jsonl(more))
+        assert await reconcile(raw, KEY["project_key"], SID, env, run_dir) == len(more) - len(grown)
+        assert await raw.entries_after(KEY["project_key"], SID, len(rows)) == more[len(rows):]
+        read = json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]][str(own)]
+        assert read[:3] == [own.stat().st_size, own.stat().st_mtime_ns, own.stat().st_size]
+        assert read[4] == jsonl(more)[-64:].hex()
+
+        await raw.delete(KEY)
+        await raw.append(KEY, more)  # a readable store again
+        title = {"type": "custom-title", "customTitle": "renamed", "sessionId": SID}
+        own.write_bytes(jsonl([title, *more]))  # rewritten, longer: the bytes before the offset differ
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == 1
+        assert await raw.load(KEY) == [*more, title]
+        own.write_bytes(jsonl(chat(2)))  # truncated: read whole, nothing missing
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == 0
+        read = json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]][str(own)]
+        assert read[2] == len(jsonl(chat(2)))
+        own.write_bytes(jsonl(chat(3)))  # and from there on, read by offset again
+        await raw.delete(KEY)
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(chat(3)) - len(chat(2))
+    finally:
+        await raw.close()
+
+
+async def test_an_older_flowers_memory_means_a_whole_read(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    cfg, run_dir = tmp_path / "cfg", tmp_path / "runs"
+    own = transcript_path(cfg, KEY["project_key"], SID)
+    own.parent.mkdir(parents=True)
+    own.write_bytes(jsonl(chat(3)))
+    run_dir.mkdir()
+    st = own.stat()
+    # [size, mtime_ns] was the whole memory of a file: taken as unknown, the file is read whole once.
+    (run_dir / SWEPT_FILE).write_text(json.dumps({KEY["project_key"]: {str(own): [st.st_size + 1, st.st_mtime_ns]}}))
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        assert await sweep(raw, KEY["project_key"], run_dir, {"CLAUDE_CONFIG_DIR": str(cfg)}) == len(chat(3))
+        assert len(json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]][str(own)]) == 5
     finally:
         await raw.close()

@@ -1,18 +1,20 @@
-"""One place for settings (issue #15): flag > environment > file > default, sources shown, bad input named."""
+"""One place for settings: flag > environment > file > default, sources shown, bad input named."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from pathlib import Path
 
 import pytest
 
 from flower.core.errors import FlowerError
+from flower.core.trust import Trust
 from flower.lsp.folders import OPTION_LABELS
 from flower.lsp.server import _options
 from flower.runtime import AgentSpec, Budget, BudgetSpent, Runtime
-from flower.settings import SettingsError, load
+from flower.settings import ENV, KEYS, OPTIONS, Settings, SettingsError, load
 from flower.workflow.goal import JUDGE
 
 WRITES = {"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"}
@@ -72,13 +74,50 @@ def test_a_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
     assert load(tmp_path, env={"FLOWER_ISOLATED": "yes", "FLOWER_ROUNDS": "2"}).isolated is True
 
 
-def test_editor_options_override_the_file_and_are_named_as_options(tmp_path: Path) -> None:
+def test_editor_options_override_the_file_and_are_named_as_the_editors_settings(tmp_path: Path) -> None:
     (tmp_path / ".flower.toml").write_text('model = "from-file"\nrounds = 3\n')
-    options = _options({"model": "from-editor", "maxCost": 2, "isolated": True, "store": "sqlite", "project": "p",
-                        "fallbackModel": "small", "trim": "no", "bogus": 1})
-    s = load(tmp_path, options.given(), env={}, labels=OPTION_LABELS)
-    assert (s.model, s.max_cost, s.isolated, s.fallback_model, s.rounds, s.trim) == ("from-editor", 2.0, True, "small", 3, True)
-    assert s.sources["max_cost"] == "initializationOptions.maxCost" and s.sources["project"] == "initializationOptions.project"
+    options = _options({"model": "from-editor", "maxCost": 2, "isolated": True, "store": "sqlite", "project": " ",
+                        "fallbackModel": "small", "handoffAt": None, "bogus": 1})
+    assert options == {"model": "from-editor", "max_cost": 2, "isolated": True, "store": "sqlite", "fallback_model": "small"}
+    s = load(tmp_path, options, env={}, labels=OPTION_LABELS)
+    assert (s.model, s.max_cost, s.isolated, s.fallback_model, s.rounds, s.project) == ("from-editor", 2.0, True, "small", 3, None)
+    assert s.sources["max_cost"] == "flower.maxCost" and s.sources["rounds"] == str(tmp_path / ".flower.toml")
+
+
+@pytest.mark.parametrize(("raw", "line"), [
+    ({"handoffAt": 0}, "flower.handoffAt: handoff_at must be a number of tokens >= 1, e.g. handoff_at = 120000 (got 0)"),
+    ({"trim": "no"}, "flower.trim: trim must be true or false, e.g. trim = true (got 'no')"),
+    ({"rounds": 2.5}, "flower.rounds: rounds must be a whole number >= 1, e.g. rounds = 10 (got 2.5)"),
+    ({"store": "mysql://db"}, "flower.store: store must be sqlite or a postgresql:// URL, "
+                              'e.g. store = "postgresql://me@db.example.org/flower" (got \'mysql://db\')'),
+])
+def test_a_bad_editor_option_is_the_same_one_line_error_as_a_bad_file_not_dropped(
+        tmp_path: Path, raw: dict[str, object], line: str) -> None:
+    (tmp_path / ".flower.toml").write_text("rounds = 3\n")  # the file does not stand in for the bad option
+    with pytest.raises(SettingsError) as caught:
+        load(tmp_path, _options(raw), env={}, labels=OPTION_LABELS)
+    assert caught.value.text("en") == line
+    assert caught.value.file is None and caught.value.where == OPTION_LABELS[caught.value.setting]
+
+
+def test_a_bad_file_says_which_file_so_a_front_end_can_open_it(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.flower]\nrounds = "many"\n')
+    with pytest.raises(SettingsError) as caught:
+        load(tmp_path, env={})
+    assert (caught.value.file, caught.value.setting) == (str(tmp_path / "pyproject.toml"), "rounds")
+    (tmp_path / ".flower.toml").write_text("rounds = [\n")
+    with pytest.raises(SettingsError) as caught:
+        load(tmp_path, env={})
+    assert caught.value.file == str(tmp_path / ".flower.toml")
+    with pytest.raises(SettingsError) as caught:
+        load(tmp_path / "elsewhere", env={"FLOWER_ROUNDS": "many"})
+    assert caught.value.file is None and caught.value.where == "$FLOWER_ROUNDS"
+
+
+def test_every_editor_option_is_a_setting_and_every_key_has_a_variable() -> None:
+    fields = {f.name for f in dataclasses.fields(Settings)} - {"sources"}
+    assert set(KEYS) == fields and set(OPTIONS.values()) == fields - {"run_dir"}
+    assert len(set(ENV.values())) == len(KEYS) and set(OPTION_LABELS.values()) == {f"flower.{o}" for o in OPTIONS}
 
 
 def test_budget_stops_the_next_run_once_spent_reaches_the_cap() -> None:
@@ -93,7 +132,8 @@ def test_budget_stops_the_next_run_once_spent_reaches_the_cap() -> None:
 
 def test_runtime_options_load_the_users_setup_unless_isolated(tmp_path: Path) -> None:
     agent = AgentSpec("a")
-    rt = Runtime(tmp_path, tmp_path / "runs", model="m1", fallback_model="m2", budget=Budget(cap=3.0, spent=1.0))
+    rt = Runtime(tmp_path, tmp_path / "runs", model="m1", fallback_model="m2", budget=Budget(cap=3.0, spent=1.0),
+                 trust=Trust(True, "flower", tmp_path))
     opts = rt.options(agent, None, print)
     assert opts.setting_sources == ["user", "project", "local"]
     assert (opts.model, opts.fallback_model, opts.max_budget_usd) == ("m1", "m2", 2.0)
@@ -126,6 +166,8 @@ def test_the_task_cost_is_the_manifests_rows_since_the_task_began_and_follows_ne
     (tmp_path / "notes" / "archive" / "20260101-000000").mkdir(parents=True)  # `flower --new` here: a new task began
     wake = Manifest(tmp_path / "runs", run="wake")
     wake.add(StepResult("澄清", ok=True, cost_usd=0.25, started_at=time.time(), ended_at=time.time(), model="m-new"))
-    assert recorded(tmp_path, tmp_path / "runs") == (0.25, 0.25, "m-new")
+    found = recorded(tmp_path, tmp_path / "runs")
+    assert (found.task, found.last, found.model) == (0.25, 0.25, "m-new")
     wake.add(StepResult("目标", ok=True, cost_usd=0.5, started_at=time.time(), ended_at=time.time() + 1))
-    assert recorded(tmp_path, tmp_path / "runs") == (0.75, 0.75, "m-new")  # a new row counts at once (no stale cache)
+    found = recorded(tmp_path, tmp_path / "runs")
+    assert (found.task, found.last, found.model) == (0.75, 0.75, "m-new")  # a new row counts at once (no stale cache)

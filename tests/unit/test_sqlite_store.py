@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
 from claude_agent_sdk.testing import run_session_store_conformance
 
 from flower.stores.sqlite import SessionStoreError, SqliteSessionStore
+from rounds import assistant, session_ending_in_a_long_tool_run, user
 
 KEY = {"project_key": "-work-proj", "session_id": "s1"}
 
@@ -199,3 +201,60 @@ async def test_load_sync_reads_what_load_reads(tmp_path: Path) -> None:
     assert store.load_sync(KEY) == entries == await store.load(KEY)
     assert store.load_sync({**KEY, "session_id": "other"}) is None
     await store.close()
+
+
+@pytest.mark.parametrize("tail", [0, 15, 16, 100, 5000])
+async def test_last_context_is_the_last_real_round_read_from_the_end(tmp_path: Path, tail: int) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    store = SqliteSessionStore(path)
+    assert store.last_context_sync("-work-proj", "s1") is None
+    assert not path.parent.exists()  # the sync read creates nothing
+    other = {**KEY, "session_id": "s2"}
+    entries = session_ending_in_a_long_tool_run(tail)
+    # Another session's rounds appended in between: the pages of seqs interleave, only s1's count.
+    for i in range(0, len(entries), 7):
+        await store.append(KEY, entries[i:i + 7])
+        await store.append(other, [assistant(f"o{i}", (50_000, 0, 0))])
+    await store.append({**KEY, "subpath": "subagents/agent-1"}, [assistant("sub", (70_000, 0, 0))])
+    assert await store.last_context("-work-proj", "s1") == 15
+    assert store.last_context_sync("-work-proj", "s1") == 15
+    assert await store.last_context("-work-proj", "s2") == 50_000
+    assert await store.last_context("-work-proj", "nope") is None
+    assert await store.last_context("-other", "s1") is None
+    await store.close()
+
+
+async def test_last_context_none_without_a_real_round(store: SqliteSessionStore) -> None:
+    await store.append(KEY, [user("u"), assistant("syn", (5, 0, 0), model="<synthetic>"), *(user(f"t{i}") for i in range(40))])
+    assert await store.last_context(KEY["project_key"], KEY["session_id"]) is None
+
+
+async def test_last_context_never_reads_the_whole_session(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with SqliteSessionStore(path) as store:
+        await store.append(KEY, [user(f"old{i}") for i in range(200)])
+        await store.append(KEY, [assistant("a", (3, 4, 5)), user("last")])
+    # Spoil the oldest rows: a read of the whole session fails on them, one from the end never reaches them.
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE entries SET body = X'7B6E6F74206A736F6E' WHERE seq <= 100")
+    conn.commit()
+    conn.close()
+    async with SqliteSessionStore(path) as store:
+        with pytest.raises(ValueError):
+            await store.load(KEY)
+        assert await store.last_context(KEY["project_key"], KEY["session_id"]) == 12
+        assert store.last_context_sync(KEY["project_key"], KEY["session_id"]) == 12
+
+
+async def test_latest_seq_and_entries_after_read_one_session_from_a_point(store: SqliteSessionStore) -> None:
+    pk, sid = KEY["project_key"], KEY["session_id"]
+    assert await store.latest_seq(pk, sid) == 0 and await store.entries_after(pk, sid, 0) == []
+    await store.append(KEY, [e("a"), e("b")])
+    await store.append({**KEY, "session_id": "s2"}, [e("x")])
+    first = await store.latest_seq(pk, sid)
+    await store.append(KEY, [e("c"), e()])
+    assert await store.latest_seq(pk, sid) > first
+    assert await store.entries_after(pk, sid, 0) == [e("a"), e("b"), e("c"), e()]
+    assert await store.entries_after(pk, sid, first) == [e("c"), e()]
+    assert await store.entries_after(pk, sid, await store.latest_seq(pk, sid)) == []
+    assert await store.latest_seq("-other", sid) == 0

@@ -1,6 +1,6 @@
 // The extension in a real VS Code (code-server 4.100.3 + headless Chromium), installed from the
 // built .vsix, with the real `python -m flower.lsp` and Claude Code CLI against the scripted model
-// of e2e/model.py. Each test is one scenario of issue 11 (8: issue 15, 9: issue 14); each saves screenshots to
+// of e2e/model.py. Each test is one scenario of issue 11 (8: issue 15, 9: issue 14, 10: issue 21); each saves screenshots to
 // vscode-client/test-results/<n>-<name>.png. Run by e2e/run.sh (`node --test`).
 // @ts-check
 
@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
 import {
-  API_KEY, CLIENT, Editor, Model, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
+  API_KEY, CLIENT, E2E, Editor, Model, PYTHON, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
 } from './harness.mjs';
 
 after(closeBrowser);
@@ -74,8 +74,11 @@ async function start(/** @type {Editor} */ ed, task = TASK, locale = '') {
 }
 const TIME = { timeout: secs(150) };
 
-test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree', TIME, async () => {
+test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree; a trusted workspace runs its .mcp.json', TIME, async () => {
   const ws = tempDir('ws-start');
+  // The folder's own MCP server: VS Code's workspace trust is flower's (D10), so it runs for the agents.
+  const marker = path.join(ws, '.mcp-ran');
+  fs.writeFileSync(path.join(ws, '.mcp.json'), JSON.stringify({ mcpServers: { marker: { command: PYTHON, args: [path.join(E2E, 'mcp_marker.py'), marker] } } }));
   await scenario('1-start', 'start', [ws], async (ed, model) => {
     await showTranscript(ed);
     await start(ed);
@@ -108,6 +111,9 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     assert.match(await goals.locator('.pane-header').innerText(), /2\/2/);
     const text = await gauge.textContent();
     assert.match(text ?? '', /42\.3K/);
+    assert.ok(fs.existsSync(marker), "the trusted workspace's .mcp.json server ran");
+    const tip = await ed.gaugeTooltip((t) => t.includes('trusted:'), 'the trust');
+    assert.match(tip, /trusted: yes \(the editor's workspace trust\)/);
     await ed.shot('1-start-done');
     // The folder's .flower.toml is read when its server starts: written now, the idle server restarts
     // with it, and the gauge names the model it sets (the settings outrank the model the CLI reported).
@@ -409,4 +415,45 @@ test('9 flower.store: a postgresql:// URL holds the task; after Reload Window th
   } finally {
     await pg.stop();
   }
+});
+
+test('10 a bad setting: the server\'s own line in a notification whose Open Settings opens the setting, then the .flower.toml', TIME, async () => {
+  const ws = tempDir('ws-settings');
+  const OPTION_LINE = 'flower.handoffAt: handoff_at must be a number of tokens >= 1, e.g. handoff_at = 120000 (got 0)';
+  await scenario('10-settings', 'settings', [ws], async (ed, model) => {
+    // The server starts while the task's box is open: its status says what is wrong, at once.
+    await ed.command(title('start'));
+    const option = ed.toast(OPTION_LINE);
+    await option.waitFor({ timeout: secs(60) });
+    assert.match(await option.innerText(), new RegExp(`flower · ${path.basename(ws)}: `));
+    assert.equal(await option.locator('.codicon-error').count(), 1, 'an error: no wake can run');
+    await ed.answer(TASK, secs(15));
+    // The wake is refused with the same line (the client logs it): still one notification, and nothing ran.
+    await until(() => files(ed.dirs.user).some((f) => f.endsWith(path.join('flower.flower', 'flower.log'))
+      && fs.readFileSync(f, 'utf8').includes(`wake: ${OPTION_LINE}`)), 'the refused wake in the flower log', secs(30));
+    assert.equal(await ed.page.locator('.notification-toast', { hasText: 'handoff_at' }).count(), 1, 'one notification with the line');
+    assert.ok(!fs.existsSync(path.join(ws, '需求.md')), 'nothing ran');
+    await ed.shot('10-settings-option');
+    await ed.notificationAction(OPTION_LINE, /^Open Settings$/);
+    const item = ed.page.locator('.settings-editor .setting-item-contents', { hasText: 'Handoff At' }).first();
+    await item.waitFor({ timeout: secs(15) });
+    // The user settings hold the value: the Settings editor opens on them, filtered to the setting.
+    assert.equal(await ed.page.locator('.settings-editor .settings-tab.checked, .settings-editor .action-label.checked', { hasText: 'User' }).count(), 1);
+    assert.equal(await ed.page.locator('.settings-editor .setting-item-contents').count(), 1, 'only that setting shown');
+    await ed.shot('10-settings-opened');
+    // A .flower.toml the server cannot read restarts the idle server; the file is now what is wrong
+    // (it is read before the options), and Open Settings opens it at the key.
+    const file = path.join(ws, '.flower.toml');
+    fs.writeFileSync(file, 'model = "claude-haiku-4-5"\nrounds = "many"\n');
+    const FILE_LINE = `${file}: rounds must be a whole number >= 1, e.g. rounds = 10 (got 'many')`;
+    const bad = ed.toast(FILE_LINE);
+    await bad.waitFor({ timeout: secs(60) });
+    await ed.shot('10-settings-file');
+    await ed.notificationAction(FILE_LINE, /^Open Settings$/);
+    await ed.page.locator('.tabs-and-actions-container .tab.active', { hasText: '.flower.toml' }).waitFor({ timeout: secs(15) });
+    await until(async () => /Ln 2, Col 1/.test((await ed.page.locator('.statusbar-item', { hasText: /Ln \d+, Col \d+/ }).first().innerText()) ?? ''),
+      'the cursor on the line of rounds', secs(10));
+    await ed.shot('10-settings-file-opened');
+    assert.equal(model.requests.length, 0, 'no model request: every wake was refused');
+  }, { settings: { 'flower.handoffAt': 0 } });
 });

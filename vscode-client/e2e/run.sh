@@ -31,4 +31,7 @@ rm -rf test-results
 mkdir -p test-results
 # One scenario at a time (each starts code-server, a language server and the CLI); each test
 # bounds itself, and the whole run is bounded too so a hang fails instead of blocking `make test`.
-exec timeout --kill-after=10 900 node --test --test-concurrency=1 "$E2E"/*.test.mjs
+# FLOWER_E2E_ONLY='^10 ' runs only the scenarios whose name matches (node's --test-name-pattern).
+only=()
+[[ -n "${FLOWER_E2E_ONLY:-}" ]] && only=(--test-name-pattern="$FLOWER_E2E_ONLY")
+exec timeout --kill-after=10 900 node --test --test-concurrency=1 "${only[@]}" "$E2E"/*.test.mjs

@@ -9,11 +9,14 @@ import type { Focus } from './folders';
 import { cap, capReached, formatTokens, usd } from './model/gauge';
 import * as p from './protocol';
 import { pipInstall } from './model/install';
+import { keyLine, type SettingsFix, settingsFix } from './model/settings';
 import { type FolderServer, installSource, type Interpreter, SECRET_KEY, type Servers, type WakeCall } from './server';
 import type { TranscriptView } from './views/transcript';
 
 export class Commands {
     private readonly warnedInterpreters = new Set<string>();
+    /** Folder URI → the settings error last told (its server process and line). */
+    private readonly toldSettings = new Map<string, string>();
 
     constructor(
         private readonly ctx: vscode.ExtensionContext,
@@ -275,7 +278,33 @@ export class Commands {
         if (choice === raise) await vscode.commands.executeCommand('workbench.action.openSettings', 'flower.maxCost');
     }
 
+    /**
+     * The server cannot use a setting (FolderStatus.settings): its own line, with Open Settings,
+     * as soon as its status says so; once per server process and line (a restart that still finds
+     * it wrong tells again).
+     */
+    settingsProblem(server: FolderServer): void {
+        if (server.statusEpoch !== server.epoch) return; // the status of a process that is gone
+        const problem = server.status?.settings ?? null;
+        const told = problem === null ? undefined : `${server.epoch}\n${problem.message}`;
+        if (this.toldSettings.get(server.uri) === told) return;
+        if (told === undefined) this.toldSettings.delete(server.uri);
+        else this.toldSettings.set(server.uri, told);
+        if (problem !== null) this.showSettingsProblem(server, problem);
+    }
+
     // -- internals ------------------------------------------------------------------------
+
+    private showSettingsProblem(server: FolderServer, problem: p.SettingsProblem): void {
+        const config = vscode.workspace.getConfiguration('flower', server.folder.uri);
+        const inspected = problem.option === null ? undefined : config.inspect(problem.option);
+        const fix = settingsFix(problem, inspected, vscode.workspace.workspaceFile !== undefined);
+        const open = vscode.l10n.t('Open Settings');
+        void vscode.window
+            .showErrorMessage(`flower · ${server.folder.name}: ${problem.message}`, ...(fix === null ? [] : [open]))
+            .then((choice) => (choice === open && fix !== null ? openFix(fix) : undefined))
+            .then(undefined, (e: unknown) => this.log.warn(`${server.folder.name}: opening the settings: ${String(e)}`));
+    }
 
     /**
      * Send a wake/say/new and show its outcome; errors become one clear message. `patience`
@@ -312,6 +341,12 @@ export class Commands {
                 return this.send(server, call, patience - 2000);
             }
             this.log.warn(`${server.folder.name}: ${call.method}: ${message}`);
+            const problem = server.status?.settings ?? null;
+            const reason: unknown = e instanceof ResponseError ? (e.data as { key?: unknown } | undefined)?.key : undefined;
+            if (code === p.FLOWER_ERROR && (reason === 'settings_bad' || reason === 'settings_untrusted') && problem !== null) {
+                this.showSettingsProblem(server, problem); // the same line, with the way to fix it
+                return;
+            }
             const items = code === p.WORKSPACE_BUSY || code === null ? [] : [vscode.l10n.t('Show Log')];
             void vscode.window.showErrorMessage(`flower · ${server.folder.name}: ${message}`, ...items).then((c) => {
                 if (c !== undefined) this.log.show();
@@ -359,6 +394,18 @@ export class Commands {
         void vscode.window.showWarningMessage(vscode.l10n.t('flower runs an agent, so it works only in a trusted workspace. Trust this folder first (Manage Workspace Trust).'));
         return false;
     }
+}
+
+/** Open what fixes a setting: the settings editor at the setting, in its scope; or the settings file at the key. */
+async function openFix(fix: NonNullable<SettingsFix>): Promise<void> {
+    if (fix.kind === 'setting') {
+        const command = { user: 'workbench.action.openSettings', workspace: 'workbench.action.openWorkspaceSettings', folder: 'workbench.action.openFolderSettings' }[fix.scope];
+        await vscode.commands.executeCommand(command, { query: fix.id });
+        return;
+    }
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(fix.path));
+    const line = keyLine(path.basename(fix.path), doc.getText(), fix.key);
+    await vscode.window.showTextDocument(doc, { selection: new vscode.Range(line, 0, line, 0) });
 }
 
 function isFolder(x: unknown): x is vscode.WorkspaceFolder {

@@ -58,6 +58,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
         new GoalsView(all, focus),
         ...c.register(),
         all.onEvent(async ({ server, event }) => {
+            if (event.type === 'status') c.settingsProblem(server);
             if (event.type !== 'state' || event.n.running) return;
             // The status the wake ended with (its cost: stopped at the cap?), before any restart.
             await server.refreshStatus();

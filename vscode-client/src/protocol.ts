@@ -72,6 +72,28 @@ export interface FolderStatus {
     model: string | null;
     /** What this wake and the whole task have cost, and the cap. */
     cost: Cost;
+    /** A setting the server cannot use (its wakes are refused until it is fixed), null when all are fine. */
+    settings: SettingsProblem | null;
+    /** The person (a tool approval, a clarifying question) or the API (an outage) the run waits for, or null. */
+    waitingFor: WaitingFor | null;
+    /** The folder's own Claude Code settings and .mcp.json servers run for its agents (D10). */
+    trusted: boolean;
+    /** Who decided, one sentence in the window's language. */
+    trust: string;
+    /** The task's store is not answering: one line saying so (the rest is what was read before); null while it answers. */
+    unreachable: string | null;
+}
+
+/** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */
+export interface SettingsProblem {
+    /** The server's one line: the file, variable or setting, the key, what is expected and what it got. */
+    message: string;
+    /** The key as the settings file names it (`handoff_at`). */
+    key: string;
+    /** The `initializationOptions` key (= the setting `flower.<option>`) the bad value came from, or null. */
+    option: string | null;
+    /** The settings file (`.flower.toml`, `pyproject.toml`) the bad value came from, or null. */
+    file: string | null;
 }
 
 /** What the pruner does with an entry when its session resumes (S23, S25). */
@@ -147,7 +169,35 @@ export interface HistoryResult {
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
-// -- server → client request --------------------------------------------------------------
+/** `flower/answer`: answer a folder's open tool question by its id (e.g. after Reload Window). */
+export interface AnswerParams {
+    folder: string;
+    id: string;
+    decision: string;
+    message?: string | null;
+}
+export interface AnswerResult {
+    folder: string;
+    id: string;
+    /** False: it was already answered (another window, the unattended rule), or is not open. */
+    accepted: boolean;
+}
+export const answer = new RequestType<AnswerParams, AnswerResult, void>('flower/answer');
+
+/** What a tool call would do: the command, a unified diff, the URL, or the input as JSON. */
+export interface ApprovalDetail {
+    kind: 'command' | 'diff' | 'url' | 'input';
+    text: string;
+}
+
+/** What the run waits for, since when (Unix time). */
+export interface WaitingFor {
+    what: 'approval' | 'question' | 'outage';
+    since: number;
+    approval?: ApproveParams | null;
+}
+
+// -- server → client requests -------------------------------------------------------------
 
 export interface AskParams {
     folder: string;
@@ -158,7 +208,38 @@ export interface AskResult {
 }
 export const ask = new RequestType<AskParams, AskResult, void>('flower/ask');
 
+/** A tool call outside `flower.allow`, waiting for the person (issue 24). */
+export interface ApproveParams {
+    folder: string;
+    /** The tool call's id: `flower/answer` and `flower/approved` name the question by it. */
+    id: string;
+    step: string;
+    tool: string;
+    input: Record<string, unknown>;
+    /** One line: the command, the path, the URL. */
+    summary: string;
+    detail: ApprovalDetail;
+    /** Rules the CLI suggests keeping for "always", e.g. `Bash(npm test:*)`. */
+    suggestions: string[];
+    since: number;
+}
+export interface ApproveResult {
+    decision: 'allow' | 'allowAlways' | 'deny';
+    /** With deny: the sentence the model receives. */
+    message?: string | null;
+}
+export const approve = new RequestType<ApproveParams, ApproveResult, void>('flower/approve');
+
 // -- server → client notifications --------------------------------------------------------
+
+/** A tool question is closed (answered in some window, or by the unattended rule): close its card. */
+export interface ApprovedNotification {
+    folder: string;
+    id: string;
+    decision: 'allow' | 'allowAlways' | 'deny';
+    by: 'person' | 'unattended';
+}
+export const approved = new NotificationType<ApprovedNotification>('flower/approved');
 
 export interface StateNotification {
     folder: string;
@@ -304,21 +385,32 @@ export const FLOWER_ERROR = -32012;
 /** No API key and no `claude login`: offer "Set API Key…". */
 export const MISSING_CREDENTIALS = -32013;
 
-/** The server options `initialize` reads from `initializationOptions` (protocol.md). */
+/**
+ * The server options `initialize` reads from `initializationOptions` (protocol.md): the settings
+ * `flower.<option>` as the person set them, unchecked; the server checks them and says what is wrong.
+ */
 export interface InitializationOptions {
-    rounds?: number;
-    trim?: boolean;
-    handoffAt?: number;
+    rounds?: unknown;
+    trim?: unknown;
+    handoffAt?: unknown;
     /** The model agents run with (`--model`). */
-    model?: string;
+    model?: unknown;
     /** The model the CLI falls back to when the first is overloaded (`--fallback-model`). */
-    fallbackModel?: string;
+    fallbackModel?: unknown;
     /** The spending cap per wake in USD (`--max-cost`). */
-    maxCost?: number;
+    maxCost?: unknown;
     /** Run agents without the user's CLAUDE.md, settings and MCP servers (`--isolated`). */
-    isolated?: boolean;
-    /** Where the task's store lives: `sqlite` or a `postgresql://` URL (issue 14). */
-    store?: string;
-    /** The project's name in a team store (issue 14). */
-    project?: string;
+    isolated?: unknown;
+    /** Where the task's store lives: `sqlite` or a `postgresql://` URL (D9). */
+    store?: unknown;
+    /** The project's name in a team store (D9). */
+    project?: unknown;
+    /** Tool rules the work agent may use without asking, e.g. `["Read", "Edit", "Bash(npm test:*)"]` (issue 24). */
+    allow?: unknown;
+    /** The CLI's permission mode (default `acceptEdits`). */
+    mode?: unknown;
+    /** Seconds a tool question waits for the person; unset: as long as it takes. */
+    approvalsWait?: unknown;
+    /** After that: `deny` (the model is told the person was away) or `wait`. */
+    approvalsUnattended?: unknown;
 }

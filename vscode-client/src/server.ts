@@ -119,6 +119,8 @@ export class FolderServer implements vscode.Disposable {
     model = new TranscriptModel();
     /** Increases whenever `model` is replaced (a new server process: its seq counter is new). */
     epoch = 1;
+    /** The epoch of the server process that gave the status last (an older one's status may be stale). */
+    statusEpoch = 0;
     /** The running step's `$/progress` token (for Cancel). */
     progressToken: string | null = null;
     /** The last wake refused for missing credentials. */
@@ -264,6 +266,7 @@ export class FolderServer implements vscode.Disposable {
     /** The server's status, answering a question stamped `asked` (see StatusKeeper). */
     setStatus(status: p.FolderStatus, asked: number): void {
         this.keeper.answer(status, asked);
+        this.statusEpoch = this.epoch;
         this.statusAt = Date.now();
         this.emitter.fire({ type: 'status' });
     }
@@ -298,18 +301,7 @@ export class FolderServer implements vscode.Disposable {
             options: { cwd: this.folder.uri.fsPath, env },
         };
         const config = vscode.workspace.getConfiguration('flower', this.folder.uri);
-        const set = (key: string): unknown => explicit(config.inspect(key));
-        const options = initializationOptions({
-            rounds: set('rounds'),
-            trim: set('trim'),
-            handoffAt: set('handoffAt'),
-            model: set('model'),
-            fallbackModel: set('fallbackModel'),
-            maxCost: set('maxCost'),
-            isolated: set('isolated'),
-            store: set('store'),
-            project: set('project'),
-        });
+        const options = initializationOptions((option) => explicit(config.inspect(option)));
         this.log.info(`${this.folder.name}: server options ${redactUrls(JSON.stringify(options))} (the rest from .flower.toml, the environment or the defaults)`);
         const clientOptions: LanguageClientOptions = {
             documentSelector: [],
@@ -318,7 +310,9 @@ export class FolderServer implements vscode.Disposable {
             // `store` URL's password never reaches the log.
             outputChannel: redacting(this.log),
             traceOutputChannel: redacting(this.log),
-            initializationOptions: options,
+            // VS Code's workspace trust is flower's for the folder (D10): its own hooks and .mcp.json servers may
+            // run. Not a setting (protocol.md, `trusted`), so it rides beside the options.
+            initializationOptions: { ...options, trusted: vscode.workspace.isTrusted },
             errorHandler: {
                 error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
                 closed: (): CloseHandlerResult => this.closed(),

@@ -26,6 +26,11 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         elsewhere: false,
         model: null,
         cost: { wake: 0, task: 0, max: null },
+        settings: null,
+        waitingFor: null,
+        unreachable: null,
+        trusted: true,
+        trust: "the editor's workspace trust",
         ...over,
     };
 }

@@ -153,3 +153,10 @@ test('a status from a flower older than the client (no model, no cost) still dra
     assert.ok(!g.tooltip.join('\n').includes('this wake'), g.tooltip.join('\n'));
     assert.equal(capReached(old as FolderStatus), false);
 });
+
+test("the tooltip says whether the folder's own hooks and MCP servers run, and who decided (D10)", () => {
+    const trusted = gauge({ status: status(), server: 'running' }).tooltip;
+    assert.ok(trusted.includes("trusted: yes (the editor's workspace trust)"), trusted.join('\n'));
+    const not = gauge({ status: status({ trusted: false, trust: 'nobody trusted it yet' }), server: 'running' }).tooltip;
+    assert.ok(not.includes('trusted: no (nobody trusted it yet)'), not.join('\n'));
+});

@@ -1,19 +1,25 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { explicit, flowerPart, initializationOptions, redactUrls, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES, sharedStore } from '../src/model/settings';
+import type { InitializationOptions, SettingsProblem } from '../src/protocol';
+import {
+    explicit, flowerPart, initializationOptions, keyLine, type Option, OPTIONS, redactUrls, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES,
+    settingsFix, sharedStore,
+} from '../src/model/settings';
+
+/** The options sent for these settings (absent ones unset). */
+function sent(set: Partial<Record<Option, unknown>>): InitializationOptions {
+    return initializationOptions((option) => set[option]);
+}
 
 test('settings become the server options protocol.md lists', () => {
-    assert.deepEqual(initializationOptions({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
+    assert.deepEqual(sent({ rounds: 4, trim: false, handoffAt: 90_000 }), { rounds: 4, trim: false, handoffAt: 90_000 });
 });
 
-test('an unset handoffAt is left to the server default (60 % of the window)', () => {
-    assert.deepEqual(initializationOptions({ rounds: 10, trim: true, handoffAt: null }), { rounds: 10, trim: true });
-});
-
-test('invalid values are dropped, never sent', () => {
-    assert.deepEqual(initializationOptions({ rounds: 0, trim: 'yes', handoffAt: 1.5 }), {});
-    assert.deepEqual(initializationOptions({ rounds: '3', trim: undefined, handoffAt: -1 }), {});
+test('every value the person set goes to the server as it is, valid or not: the server is the one to check it', () => {
+    const bad = { rounds: 0, trim: 'yes', handoffAt: 1.5, model: 42, fallbackModel: ['x'], maxCost: -3, isolated: 'no', store: {}, project: ' p ' };
+    assert.deepEqual(sent(bad), bad);
+    assert.deepEqual(sent({ model: '', maxCost: null }), { model: '', maxCost: null }, 'an empty value too: the server says what it means');
 });
 
 test('resumeOnStartup falls back to ask', () => {
@@ -23,36 +29,13 @@ test('resumeOnStartup falls back to ask', () => {
     assert.equal(resumeOnStartup(undefined), 'ask');
 });
 
-const BASE = { rounds: 10, trim: true, handoffAt: null };
-
-test('model, fallback model, cap, isolation, store and project become server options (issue 15)', () => {
-    const url = 'postgresql://flower:s3cret@db.example:5432/flower';
-    assert.deepEqual(
-        initializationOptions({ ...BASE, model: ' claude-sonnet-4-5 ', fallbackModel: 'claude-haiku-4-5', maxCost: 20, isolated: true, store: url, project: 'calc' }),
-        { rounds: 10, trim: true, model: 'claude-sonnet-4-5', fallbackModel: 'claude-haiku-4-5', maxCost: 20, isolated: true, store: url, project: 'calc' },
-    );
-    assert.deepEqual(initializationOptions({ ...BASE, maxCost: 0.5, isolated: false, store: 'sqlite' }), { rounds: 10, trim: true, maxCost: 0.5, isolated: false, store: 'sqlite' });
-});
-
-test('empty settings are left to the server: no model, no cap (an empty maxCost is null)', () => {
-    assert.deepEqual(initializationOptions({ ...BASE, model: '', fallbackModel: '   ', maxCost: null, isolated: undefined, store: '', project: '' }), { rounds: 10, trim: true });
-});
-
-test('a cap of 0 or less, or not a number, is no cap; wrong types are dropped', () => {
-    for (const maxCost of [0, -3, '20', Number.NaN, Number.POSITIVE_INFINITY]) {
-        assert.equal(initializationOptions({ ...BASE, maxCost }).maxCost, undefined, String(maxCost));
-    }
-    assert.deepEqual(initializationOptions({ ...BASE, model: 42, fallbackModel: ['x'], isolated: 'yes', store: {}, project: 7 }), { rounds: 10, trim: true });
-});
-
 test('every server option has its setting, contributed in package.json, and a change restarts the server', () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string }> } } };
     const contributed = Object.keys(pkg.contributes.configuration.properties);
     assert.deepEqual(SERVER_SETTINGS.filter((k) => !contributed.includes(k)), []);
-    const all = initializationOptions({
-        rounds: 1, trim: true, handoffAt: 1000, model: 'm', fallbackModel: 'f', maxCost: 1, isolated: true, store: 's', project: 'p',
-    });
-    assert.deepEqual(Object.keys(all).map((k) => `flower.${k}`).filter((k) => !(SERVER_SETTINGS as readonly string[]).includes(k)), []);
+    const all = initializationOptions(() => 1);
+    assert.deepEqual(Object.keys(all), OPTIONS);
+    assert.deepEqual(SERVER_SETTINGS, ['flower.python', ...OPTIONS.map((o) => `flower.${o}`)]);
     // A URL with a password belongs to the user, never to workspace settings that may be committed; not
     // `machine`: a remote window (code-server) then ignores the user's value, seen after Reload Window.
     assert.equal(pkg.contributes.configuration.properties['flower.store'].scope, 'application');
@@ -75,8 +58,7 @@ test('only what the person set is sent: a default would outrank .flower.toml and
     assert.equal(explicit({ globalValue: 5, workspaceValue: 3, workspaceFolderValue: 2 }), 2);
     assert.equal(explicit({ globalValue: true, workspaceValue: false }), false, 'false is a value, not "unset"');
     // Nothing set anywhere: no option at all, so the server's settings file decides.
-    const none = { rounds: explicit({}), trim: explicit({}), handoffAt: explicit({}), isolated: explicit({}), store: explicit({}) };
-    assert.deepEqual(initializationOptions(none), {});
+    assert.deepEqual(initializationOptions(() => explicit({})), {});
 });
 
 test('the settings files: all of .flower.toml, only the [tool.flower] tables of pyproject.toml', () => {
@@ -106,4 +88,30 @@ test('a postgresql:// store, in the setting or else in FLOWER_STORE, is shared: 
     assert.equal(sharedStore(undefined, 'sqlite'), false);
     assert.equal(sharedStore(42, undefined), false);
     assert.equal(sharedStore('postgres://db/flower', undefined), true, 'the short scheme too, as the server takes it');
+});
+
+const PROBLEM: SettingsProblem = { message: 'flower.rounds: rounds must be a whole number >= 1, e.g. rounds = 10 (got 0)', key: 'rounds', option: 'rounds', file: null };
+
+test("Open Settings on the server's settings error opens the setting where the value came from", () => {
+    assert.deepEqual(settingsFix(PROBLEM, { globalValue: 0 }, false), { kind: 'setting', id: 'flower.rounds', scope: 'user' });
+    assert.deepEqual(settingsFix(PROBLEM, { globalValue: 3, workspaceValue: 0 }, false), { kind: 'setting', id: 'flower.rounds', scope: 'workspace' });
+    // A single folder's settings are its workspace's; only a multi-root workspace has folder settings of its own.
+    assert.deepEqual(settingsFix(PROBLEM, { workspaceFolderValue: 0 }, false), { kind: 'setting', id: 'flower.rounds', scope: 'workspace' });
+    assert.deepEqual(settingsFix(PROBLEM, { workspaceValue: 3, workspaceFolderValue: 0 }, true), { kind: 'setting', id: 'flower.rounds', scope: 'folder' });
+    assert.deepEqual(settingsFix(PROBLEM, { globalValue: 0, workspaceValue: null }, false), { kind: 'setting', id: 'flower.rounds', scope: 'user' }, 'null is unset, as for explicit');
+});
+
+test('Open Settings opens the settings file when it is the source, and nothing for a variable', () => {
+    const file = { ...PROBLEM, option: null, file: '/home/me/app/.flower.toml', message: '/home/me/app/.flower.toml: rounds must be …' };
+    assert.deepEqual(settingsFix(file, undefined, false), { kind: 'file', path: '/home/me/app/.flower.toml', key: 'rounds' });
+    assert.equal(settingsFix({ ...PROBLEM, option: null, message: '$FLOWER_ROUNDS: rounds must be …' }, undefined, false), null);
+});
+
+test("the file opens at the key's line: in pyproject.toml only inside [tool.flower]", () => {
+    assert.equal(keyLine('.flower.toml', 'model = "m"\n  rounds = "many"\n', 'rounds'), 1);
+    assert.equal(keyLine('.flower.toml', 'roundsx = 1\n"rounds"=2\n', 'rounds'), 1);
+    assert.equal(keyLine('.flower.toml', 'model = "m"\n', 'rounds'), 0, 'not there (unreadable TOML): the top');
+    const pyproject = '[project]\nrounds = 1\n\n[tool.flower]\nmodel = "m"\nrounds = 0\n[tool.ruff]\nrounds = 2\n';
+    assert.equal(keyLine('pyproject.toml', pyproject, 'rounds'), 5);
+    assert.equal(keyLine('.flower.toml', 'a = 1\n', '(the file)'), 0);
 });

@@ -5,6 +5,7 @@
     flower --new "task"      archive this task and start another (S28)
     flower once "prompt"     one agent, no workflow, no lineage; --resume SID to continue it (S29)
     flower status            what the next run would resume
+    flower trust [DIR]       let this folder's own hooks, env and MCP servers run (untrust takes it back, D10)
     flower demo              the whole thing offline on the built-in scripted model
     flower --detach "task"   run it in the engine (D11) and return; `flower` here then attaches to the run
     flower ps | stop         the engine's runs; stop the one here
@@ -29,12 +30,22 @@ from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
 from ..settings import SettingsError
-from .args import UsageError, demo_parser, main_parser, once_parser, ps_parser, serve_parser, status_parser, stop_parser
+from .args import (
+    UsageError,
+    demo_parser,
+    main_parser,
+    once_parser,
+    ps_parser,
+    serve_parser,
+    status_parser,
+    stop_parser,
+    trust_parser,
+)
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, flower_command, once_command, status_command
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
-COMMANDS = ("once", "status", "demo", "serve", "stop", "ps")
+COMMANDS = ("once", "status", "demo", "trust", "untrust", "serve", "stop", "ps")
 
 
 def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
@@ -45,6 +56,9 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             return once_command, once_parser(locale).parse_intermixed_args(rest)
         if command == "status":
             return status_command, status_parser(locale).parse_args(rest)
+        if command in ("trust", "untrust"):
+            from .trust import trust_command
+            return trust_command, trust_parser(locale, command == "trust").parse_args(rest)
         if command in ("serve", "stop", "ps"):
             from . import engine
             if command == "stop":

@@ -65,7 +65,7 @@ def add_run_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def add_agent_settings(parser: argparse.ArgumentParser) -> None:
-    """`--model`, `--fallback-model`, `--isolated`: how agents run (issue #15)."""
+    """`--model`, `--fallback-model`, `--isolated`: how agents run."""
     parser.add_argument("--model", metavar="NAME", help="the model agents run on (default: $ANTHROPIC_MODEL, else Claude Code's default)")
     parser.add_argument("--fallback-model", metavar="NAME", help="the model to fall back to when the first one is overloaded")
     parser.add_argument("--isolated", action="store_true", default=None,
@@ -102,8 +102,8 @@ def main_parser(locale: str) -> Parser:
     made = Parser(
         locale=locale, prog="flower",
         description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
-        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower demo (offline, no API key) · "
-               "flower serve · flower ps · flower stop. "
+        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower trust|untrust [DIR] · "
+               "flower demo (offline, no API key) · flower serve · flower ps · flower stop. "
                "Exit codes: 0 done, 1 not finished, 2 bad input, 3 workspace busy, 130 interrupted.",
     )
     made.add_argument("text", nargs="*", help="the task (first time) or one more sentence (afterwards)")
@@ -142,6 +142,18 @@ def status_parser(locale: str) -> Parser:
     made.add_argument("--json", action="store_true", help="print the status as JSON")
     add_run_dir(made)
     add_store(made)
+    return made
+
+
+def trust_parser(locale: str, yes: bool) -> Parser:
+    """`flower trust [DIR]` / `flower untrust [DIR]` (D10)."""
+    name = "trust" if yes else "untrust"
+    made = Parser(locale=locale, prog=f"flower {name}",
+                  description="Let this folder's own Claude Code settings (hooks, env), and its .mcp.json servers, run for every agent "
+                              "flower starts here." if yes else
+                              "Take back the trust of a folder: its own hooks, env and MCP servers no longer run.")
+    made.add_argument("dir", nargs="?", metavar="DIR", help="the folder (default: the current directory)")
+    made.set_defaults(yes=yes)
     return made
 
 

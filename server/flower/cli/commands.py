@@ -10,46 +10,64 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.approvals import Approval, Decision
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
 from ..core.shared import is_postgres_url
 from ..core.texts import Said
+from ..core.trust import decide, why
 from ..settings import Settings, load
 from .args import FLAGS, UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
 from .keyboard import Asker, Keyboard, listen, prompt
+from .trust import settle
 
 if TYPE_CHECKING:
     from ..runtime import Sessions
+    from ..service import FlowerService
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def settings_of(args: argparse.Namespace, workspace: Path) -> Settings:
-    """This directory's settings: flags > environment > `.flower.toml` / `[tool.flower]` > defaults (flower.settings)."""
-    return load(workspace, given(args), labels=FLAGS)
+def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Settings:
+    """This directory's settings: flags > environment > `.flower.toml` / `[tool.flower]` > defaults (flower.settings).
+
+    An untrusted folder's file may not name a store or a run_dir outside it (D10).
+    """
+    return load(workspace, given(args), labels=FLAGS, trusted=trusted)
 
 
 async def flower_command(args: argparse.Namespace, locale: str) -> int:
-    """`flower [text]`, `flower --new text`: drive the FlowerService and render its events."""
-    from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+    """`flower [text]`, `flower --new text`: drive the FlowerService and render its events (or the engine's run, D11)."""
     from . import engine
 
     text = " ".join(args.text).strip()
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    workspace = Path.cwd()
     if args.detach:
         return await engine.detach_command(args, text, locale)
-    if not args.new and (held := await engine.held_here(workspace, locale)) is not None:
-        return await engine.attach_command(held, workspace, locale, text or None)  # the run lives in the engine (D11)
-    settings = settings_of(args, workspace)
-    run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
-    console = Console(locale, workspace=workspace)
+    if not args.new and (held := await engine.held_here(Path.cwd(), locale)) is not None:
+        return await engine.attach_command(held, Path.cwd(), locale, text or None)  # the run lives in the engine
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    console = Console(locale, workspace=Path.cwd())
     console.interactive = interactive
-    setup_logging(console)
-    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale)
-    await store_ready(svc.sessions, locale)
     keyboard = Keyboard() if interactive else None
+    try:
+        return await _drive(args, locale, console, keyboard)
+    finally:
+        if keyboard is not None:
+            keyboard.close()
+
+
+async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboard: Keyboard | None) -> int:
+    from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+
+    text = " ".join(args.text).strip()
+    workspace = Path.cwd()
+    trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
+    settings = settings_of(args, workspace, trust.trusted)
+    run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
+    setup_logging(console)
+    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
+    await store_ready(svc.sessions, locale)
     try:
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
         new = args.new
@@ -73,7 +91,10 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         if keyboard is not None:
             asker = Asker(keyboard, console)
             svc.ask = asker
+            svc.approvals.askers.append(asker.approve)
             tasks.append(asyncio.create_task(listen(keyboard, svc.say, asker)))
+        else:
+            unattended(svc, settings, console)
         try:
             result = await (svc.new(text) if new else svc.wake(text or None))
         finally:
@@ -85,9 +106,9 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         await asyncio.wait_for(svc.close(), 15)
         raise
     finally:
-        if keyboard is not None:
-            keyboard.close()
         await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
+    if keyboard is not None:
+        console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)
     if result.ok:
         verdict = result.verdict
         done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
@@ -98,6 +119,22 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
         return EXIT_FAILED
     console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("run_unfinished"))
     return EXIT_FAILED
+
+
+def unattended(svc: FlowerService, settings: Settings, console: Console) -> None:
+    """Without a terminal nobody can answer a tool question: the unattended rule applies at once, said in one line.
+
+    Unless the person set `approvals.wait` themselves: then they expect an answer from elsewhere (issue 24).
+    """
+    if settings.sources.get("approvals_wait", "default") == "default":
+        svc.approvals.wait = 0.0
+
+    def said(approval: Approval, decision: Decision | None) -> None:
+        if decision is not None and decision.by == "unattended":
+            console.line(console.style(console.text("approval_unattended", tool=approval.tool, summary=approval.summary), "33"),
+                         sys.stderr)
+
+    svc.approvals.on_change.append(said)
 
 
 async def store_ready(sessions: Sessions, locale: str) -> None:
@@ -118,15 +155,16 @@ async def once_command(args: argparse.Namespace, locale: str) -> int:
     """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
     from ..runtime import AgentSpec, Budget, Runtime, Sessions
 
-    settings = settings_of(args, Path.cwd())
-    run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
     console = Console(locale, sys.stdout, sys.stderr, workspace=Path.cwd())
+    trust = await settle(Path.cwd(), console, None)  # one line when its own code is skipped; the question is `flower`'s
+    settings = settings_of(args, Path.cwd(), trust.trusted)
+    run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
     setup_logging(console)
     tools = [name.strip() for name in args.tools.split(",") if name.strip()]
     agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
     sessions = Sessions.open(run_dir, store=settings.store, workspace=Path.cwd(), project=settings.project)
     async with sessions, Runtime(Path.cwd(), run_dir, sessions=sessions, model=settings.model, fallback_model=settings.fallback_model,
-                                 isolated=settings.isolated, budget=Budget(settings.max_cost)) as rt:
+                                 isolated=settings.isolated, budget=Budget(settings.max_cost), trust=trust) as rt:
         await store_ready(sessions, locale)
         if args.resume and not rt.has_session(args.resume):
             raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
@@ -153,8 +191,9 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
 
     console = Console(locale, workspace=Path.cwd())
     setup_logging(console)
-    settings = settings_of(args, Path.cwd())
-    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale)
+    trust = decide(Path.cwd())
+    settings = settings_of(args, Path.cwd(), trust.trusted)
+    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale, trust=trust)
     await store_ready(svc.sessions, locale)
     try:
         st: dict[str, Any] = to_json(svc.status())
@@ -162,12 +201,16 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
         await svc.close()
     st["identity"] = workspace_identity(Path.cwd(), settings.project)
     st["store"] = svc.sessions.raw.path if is_postgres_url(settings.store) else "sqlite"
+    st["trust"] = {"trusted": trust.trusted, "why": trust.why, "where": str(trust.where) if trust.where else None,
+                   "text": why(trust).text(locale)}
     if args.json:
         console.line(json.dumps(st, ensure_ascii=False, indent=2))
         return EXIT_OK
     console.line(console.text("status_workspace", path=st["workspace"]))
     console.line(console.text("status_run_dir", path=st["run_dir"]))
     console.line(console.text("status_identity", identity=st["identity"], store=st["store"]))
+    answer = console.text("trust_yes_word" if trust.trusted else "trust_no_word")
+    console.line(console.text("status_trusted", answer=answer, why=st["trust"]["text"]))
     console.line(console.text("status_model", model=st["model"]) if st["model"] else console.text("status_model_unknown"))
     cost = st["cost"]
     cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""

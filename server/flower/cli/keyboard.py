@@ -7,7 +7,11 @@ import codecs
 import os
 from collections.abc import Awaitable, Callable
 
+from ..core.approvals import Approval, Decision
 from .console import Console
+
+YES = ("y", "yes", "是", "好")
+ALWAYS = ("a", "always", "总是")
 
 
 class Keyboard:
@@ -63,22 +67,40 @@ async def prompt(keyboard: Keyboard, console: Console, question: str, *, allow_e
 
 
 class Asker:
-    """`svc.ask` on a terminal: the clarify question was streamed already; read the person's answer."""
+    """`svc.ask` and a tool approval on a terminal: the question is shown (with the bell), the next line typed answers it."""
 
     def __init__(self, keyboard: Keyboard, console: Console):
         self.keyboard, self.console = keyboard, console
         self.waiting: asyncio.Future[str | None] | None = None
+        self._turn = asyncio.Lock()  # one question at a time: parallel tool calls are asked one after the other
 
     async def __call__(self, question: str) -> str | None:
-        self.console.line(self.console.style(self.console.text("answer_prompt"), "1"))
-        self.console.out.write("> ")
-        self.console.out.flush()
-        self.waiting = asyncio.get_running_loop().create_future()
-        try:
-            answer = await self.waiting
-        finally:
-            self.waiting = None
+        answer = await self._read(self.console.text("answer_prompt"), "> ")
         return answer or None
+
+    async def approve(self, approval: Approval) -> Decision:
+        """`Allow Bash: rm -rf build? [y]es/[a]lways/[N]o:` — y, a, or anything else (a sentence after n is the reason)."""
+        if approval.detail_kind == "diff" and approval.detail:
+            self.console.line(approval.detail)
+        line = await self._read("", self.console.text("approve_prompt", tool=approval.tool, summary=approval.summary) + " ")
+        word, _, rest = (line or "").strip().partition(" ")
+        if word.lower() in YES:
+            return Decision("allow")
+        if word.lower() in ALWAYS:
+            return Decision("allowAlways")
+        return Decision("deny", rest.strip() or None)
+
+    async def _read(self, heading: str, prompt: str) -> str | None:
+        async with self._turn:
+            if heading:
+                self.console.line(self.console.style(heading, "1"))
+            self.console.out.write("\a" + prompt)  # the bell: the run waits for the person
+            self.console.out.flush()
+            self.waiting = asyncio.get_running_loop().create_future()
+            try:
+                return await self.waiting
+            finally:
+                self.waiting = None
 
 
 async def listen(keyboard: Keyboard, say: Callable[[str], Awaitable[object]], asker: Asker) -> None:

@@ -109,3 +109,14 @@ def _rename_no_clobber(src: Path, dest: Path) -> bool:
         return True
     os.unlink(src)
     return True
+
+
+def free_name(directory: Path, name: str) -> Path:
+    """`directory/name`, or `directory/<stem>-N<suffix>` when two archived files share a name."""
+    target = directory / name
+    n = 1
+    while target.exists():
+        p = Path(name)
+        target = directory / f"{p.stem}-{n}{p.suffix}"
+        n += 1
+    return target

@@ -13,29 +13,25 @@ Two invariants shape this module:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
-from flower.core import shared
-from flower.core.durable import move_aside, stamp, write_atomic
+from flower.core.durable import free_name, stamp
 from flower.core.lock import WorkspaceBusy
+from flower.core.records import LINEAGE_FILE, FileRecords, LineageData, Records
 
 log = logging.getLogger(__name__)
-
-LINEAGE_FILE = "lineage.json"
 
 
 class Lineage:
     """The step → session mapping of one workspace and run_dir, plus the wake count."""
 
     def __init__(self, run_dir: str | os.PathLike[str], workspace: str | os.PathLike[str], woke: int = 0,
-                 steps: dict[str, str] | None = None, *, persist: bool = True) -> None:
+                 steps: dict[str, str] | None = None, *, persist: bool = True, records: Records | None = None) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
         self.workspace = os.path.abspath(workspace)
         self.woke = woke
@@ -44,8 +40,8 @@ class Lineage:
         self._dirty = True  # nothing of this object is known to be on disk yet
         self.persist = persist
         """False keeps the lineage in memory only (`continuous=False` must not disturb the file, S29)."""
-        self.backend = shared.of(self.run_dir)
-        """The shared store holding this task's lineage instead of lineage.json (D9), or None."""
+        self.records: Records = records if records is not None else FileRecords(self.run_dir)
+        """Where the lineage is kept: run_dir's lineage.json, or the task's shared store (D9)."""
 
     @property
     def path(self) -> Path:
@@ -54,63 +50,22 @@ class Lineage:
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike[str], workspace: str | os.PathLike[str],
-             has_session: Callable[[str], bool] | None = None) -> Lineage:
+             has_session: Callable[[str], bool] | None = None, *, records: Records | None = None) -> Lineage:
         """The stored lineage if it is valid and belongs to `workspace`, else a fresh one (S12).
 
         A corrupt file is moved aside (`lineage.json.corrupt-<ts>`); a file written for another
         workspace path is left as it is (it belongs to that path). `has_session(sid)` keeps only
-        the steps whose session is still in sessions.db (S10). Never raises for file problems.
+        the steps whose session is still in sessions.db (S10). Never raises for file problems; a shared
+        store that does not answer raises (starting fresh would overwrite the team's lineage, D9).
         """
-        fresh = cls(run_dir, workspace)
-        if fresh.backend is not None:
-            return cls._load_shared(fresh, fresh.backend, has_session)
-        path = fresh.path
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                raw = f.read()
-        except FileNotFoundError:
-            return fresh
-        except OSError as e:
-            log.warning("cannot read %s (%s); starting fresh", path, e)
-            return fresh
-        data = _parse(raw)
+        fresh = cls(run_dir, workspace, records=records)
+        data = fresh.records.load_lineage(fresh.workspace)
         if data is None:
-            log.warning("%s is not a valid lineage; starting fresh", path)
-            move_aside(path, expect=st)
-            return fresh
-        if os.path.normpath(data["workspace"]) != fresh.workspace:
-            log.info("lineage in %s belongs to %s, not %s; starting fresh",
-                     path, data["workspace"], fresh.workspace)
             return fresh
         steps = data["steps"]
         if has_session is not None:
             steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
-        lineage = cls(run_dir, workspace, woke=data["woke"], steps=steps)
-        lineage._dirty = steps != data["steps"]
-        return lineage
-
-    @classmethod
-    def _load_shared(cls, fresh: Lineage, backend: shared.Shared, has_session: Callable[[str], bool] | None) -> Lineage:
-        """The lineage the shared store holds for the workspace identity, whichever path wrote it (D9).
-
-        A database that does not answer raises: starting fresh would overwrite the team's lineage.
-        """
-        stored = backend.load_lineage()
-        data = _parse(json.dumps(stored).encode()) if stored is not None else None
-        if data is None:
-            return fresh
-        try:
-            local = _parse(fresh.path.read_bytes())
-        except OSError:
-            local = None
-        if local is not None and (local["woke"], local["steps"]) != (data["woke"], data["steps"]):
-            log.warning("following the lineage of %s in %s (wake %d), not the older %s here (wake %d)",
-                        backend.identity, backend.where, data["woke"], fresh.path, local["woke"])
-        steps = data["steps"]
-        if has_session is not None:
-            steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
-        lineage = cls(fresh.run_dir, fresh.workspace, woke=data["woke"], steps=steps)
+        lineage = cls(run_dir, workspace, woke=data["woke"], steps=steps, records=fresh.records)
         lineage._dirty = steps != data["steps"]
         return lineage
 
@@ -139,21 +94,12 @@ class Lineage:
     def _save_locked(self) -> bool:
         if not self.persist:
             return True
-        if self.backend is not None:  # D9: one transaction in the shared store, still before returning (S11)
-            try:
-                self.backend.save_lineage(self._as_dict_locked())
-            except WorkspaceBusy:  # the lock went to another flower in a database outage: that one drives now (D5)
-                raise
-            except Exception as e:
-                log.warning("could not write the lineage to %s (%s); continuing without it", self.backend.where, e)
-                return False
-            self._dirty = False
-            return True
-        data = (json.dumps(self._as_dict_locked(), ensure_ascii=False, indent=2) + "\n").encode()
         try:
-            write_atomic(self.path, data)
-        except OSError as e:
-            log.warning("could not write %s (%s); continuing without it", self.path, e)
+            self.records.save_lineage(self._as_dict_locked())
+        except WorkspaceBusy:  # a shared lock went to another flower in a database outage: that one drives now (D5)
+            raise
+        except Exception as e:
+            log.warning("could not write the lineage to %s (%s); continuing without it", self.records.where, e)
             return False
         self._dirty = False
         return True
@@ -173,7 +119,7 @@ class Lineage:
             moved: list[tuple[Path, Path]] = []
             try:
                 for src in sources:
-                    target = _free_name(dest, src.name)
+                    target = free_name(dest, src.name)
                     shutil.move(str(src), str(target))
                     moved.append((src, target))
             except OSError:
@@ -183,43 +129,23 @@ class Lineage:
                     except OSError as e:
                         log.warning("could not put %s back to %s: %s", target, src, e)
                 raise
-            if self.backend is not None:  # the shared lineage is archived beside the files (S28)
-                write_atomic(_free_name(dest, LINEAGE_FILE), (json.dumps(self._as_dict_locked(), ensure_ascii=False, indent=2) + "\n").encode())
+            self.records.archive_lineage(dest, self._as_dict_locked())  # a shared one is archived beside the files (S28)
             self.steps.clear()
             self.woke = 0
             self._dirty = True  # the fresh state is written by the next record()/wake()
             log.info("archived %s into %s", ", ".join(p.name for p in sources) or "nothing", dest)
             return dest
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> LineageData:
         """The S5 shape: `{"workspace", "woke", "steps"}` (a copy)."""
         with self._lock:
             return self._as_dict_locked()
 
-    def _as_dict_locked(self) -> dict[str, Any]:
+    def _as_dict_locked(self) -> LineageData:
         return {"workspace": self.workspace, "woke": self.woke, "steps": dict(self.steps)}
 
     def __repr__(self) -> str:
         return f"Lineage(workspace={self.workspace!r}, woke={self.woke}, steps={self.steps!r})"
-
-
-def _parse(raw: bytes) -> dict[str, Any] | None:
-    """The lineage dict if `raw` has exactly the S5 shape, else None."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    workspace, woke, steps = data.get("workspace"), data.get("woke"), data.get("steps")
-    if not isinstance(workspace, str) or not os.path.isabs(workspace):
-        return None
-    if not isinstance(woke, int) or isinstance(woke, bool) or woke < 0:
-        return None
-    if not isinstance(steps, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
-                                              for k, v in steps.items()):
-        return None
-    return {"workspace": workspace, "woke": woke, "steps": steps}
 
 
 def _alive(has_session: Callable[[str], bool], step: str, sid: str) -> bool:
@@ -242,14 +168,3 @@ def _new_dir(parent: Path, name: str) -> Path:
         except FileExistsError:
             continue
     raise FileExistsError(f"no free archive directory for {name} in {parent}")
-
-
-def _free_name(directory: Path, name: str) -> Path:
-    """`directory/name`, or `directory/<stem>-N<suffix>` when two archived files share a name."""
-    target = directory / name
-    n = 1
-    while target.exists():
-        p = Path(name)
-        target = directory / f"{p.stem}-{n}{p.suffix}"
-        n += 1
-    return target

@@ -1,4 +1,4 @@
-"""One writer per workspace (D5): a lock in run_dir that a second wake runs into; and the flock helper every lock uses.
+"""One writer per workspace (D5): the lock a second wake runs into; and the flock helper every lock uses.
 
 `<run_dir>/flower.lock` is held with an exclusive `flock` and records the holder's pid and
 start time, so the refusal can say who holds it. The OS drops a flock when the holder's
@@ -20,13 +20,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from . import shared
-from .durable import write_atomic
 from .errors import FlowerError
-from .shared import Shared
 from .texts import say
+
+if TYPE_CHECKING:
+    from .records import Records
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +84,24 @@ def exclusive(path: str | os.PathLike[str], timeout: float) -> Iterator[None]:
         os.close(fd)
 
 
-class WorkspaceLock:
-    """Exclusive, non-blocking lock on `<run_dir>/flower.lock`; a context manager.
+class TaskLock(Protocol):
+    """A task's one-writer lock (D5), as a Records backend keeps it."""
 
-    flock locks belong to an open file description, so a second WorkspaceLock on the same
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+
+    def acquire(self) -> None:
+        """Take the lock or raise WorkspaceBusy naming its holder; idempotent for the holder."""
+
+    def release(self) -> None:
+        """Give the lock up; idempotent."""
+
+
+class FileLock:
+    """Exclusive, non-blocking flock on `<run_dir>/flower.lock` (the files' TaskLock).
+
+    flock locks belong to an open file description, so a second FileLock on the same
     run_dir refuses even inside the same process. The descriptor is not inherited by child
     processes (Python opens files non-inheritable), so an agent CLI outliving a killed
     flower does not keep the workspace locked.
@@ -97,7 +111,6 @@ class WorkspaceLock:
         self.run_dir = Path(os.path.abspath(run_dir))
         self._fd: int | None = None
         self._mutex = threading.Lock()
-        self._shared: Shared | None = None
 
     @property
     def path(self) -> Path:
@@ -107,18 +120,13 @@ class WorkspaceLock:
     @property
     def held(self) -> bool:
         """True while this object holds the lock."""
-        return self._fd is not None or self._shared is not None
+        return self._fd is not None
 
-    def acquire(self) -> WorkspaceLock:
+    def acquire(self) -> None:
         """Take the lock or raise WorkspaceBusy (within PROBE_GRACE); idempotent for the holder. OSError if run_dir is unusable."""
         with self._mutex:
-            if self.held:
-                return self
-            backend = shared.of(self.run_dir)
-            if backend is not None:  # D9: the lock of a shared task is the database's, across machines
-                backend.acquire()
-                self._shared = backend
-                return self
+            if self._fd is not None:
+                return
             os.makedirs(self.run_dir, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
@@ -137,14 +145,10 @@ class WorkspaceLock:
             except OSError:
                 pass  # the lock holds anyway; only the refusal message loses the pid
             self._fd = fd
-            return self
 
     def release(self) -> None:
         """Give the lock up; idempotent. The file stays (see the module docstring)."""
         with self._mutex:
-            backend, self._shared = self._shared, None
-            if backend is not None:
-                backend.release()
             fd, self._fd = self._fd, None
             if fd is None:
                 return
@@ -157,12 +161,6 @@ class WorkspaceLock:
             finally:
                 os.close(fd)
 
-    def __enter__(self) -> WorkspaceLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
     def __del__(self) -> None:
         fd = getattr(self, "_fd", None)
         if fd is not None:
@@ -170,6 +168,39 @@ class WorkspaceLock:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class WorkspaceLock:
+    """The task's one-writer lock (D5) as a context manager: run_dir's flock, or the lock of the `records` given."""
+
+    def __init__(self, run_dir: str | os.PathLike[str], records: Records | None = None) -> None:
+        self.run_dir = Path(os.path.abspath(run_dir))
+        self._lock: TaskLock = records.lock() if records is not None else FileLock(self.run_dir)
+
+    @property
+    def path(self) -> Path:
+        """`<run_dir>/flower.lock` (the files' lock)."""
+        return self.run_dir / LOCK_FILE
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._lock.held
+
+    def acquire(self) -> WorkspaceLock:
+        """Take the lock or raise WorkspaceBusy; idempotent for the holder."""
+        self._lock.acquire()
+        return self
+
+    def release(self) -> None:
+        """Give the lock up; idempotent."""
+        self._lock.release()
+
+    def __enter__(self) -> WorkspaceLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 def held(run_dir: str | os.PathLike[str]) -> bool:
@@ -188,51 +219,6 @@ def held(run_dir: str | os.PathLike[str]) -> bool:
     finally:
         os.close(fd)  # closing drops the shared lock if it was taken
     return False
-
-
-def mark_wake(run_dir: str | os.PathLike[str]) -> None:
-    """Record, under the workspace lock, that a wake is under way here (atomically: a crash leaves it whole or absent)."""
-    backend = shared.of(run_dir)
-    if backend is not None:  # D9: in the shared store, so another machine sees a wake cut off here
-        backend.mark_wake(True)
-        return
-    write_atomic(Path(run_dir) / WAKE_FILE, json.dumps({"pid": os.getpid(), "started_at": time.time()}).encode())
-
-
-def clear_wake(run_dir: str | os.PathLike[str]) -> None:
-    """The wake ended (finished, failed, or stopped by the person): nothing was cut off."""
-    backend = shared.of(run_dir)
-    if backend is not None:
-        try:
-            backend.mark_wake(False)
-        except Exception as e:  # the mark stays: the next status calls the wake cut off, which loses nothing
-            log.warning("could not clear the wake mark in %s (%s)", backend.where, e)
-        return
-    Path(run_dir, WAKE_FILE).unlink(missing_ok=True)
-
-
-def wake_mark(run_dir: str | os.PathLike[str]) -> tuple[bool, bool]:
-    """(a wake's marker is left, a live process holds the lock): marked and unheld = cut off; marked and held = under way.
-
-    Read from files only, so it survives any crash: the flock dies with its holder (kill -9, a crashed server, a reload).
-    With a shared store, from its database (the advisory lock dies with its holder alike); (False, False) while it
-    cannot be read.
-    """
-    backend = shared.of(run_dir)
-    if backend is not None:
-        try:
-            return backend.wake_mark()
-        except Exception:  # the database not answering: the wake's own message says so, a status shows none
-            return False, False
-    if not Path(run_dir, WAKE_FILE).exists():
-        return False, False  # no probe of the lock needed
-    return True, held(run_dir)
-
-
-def interrupted(run_dir: str | os.PathLike[str]) -> bool:
-    """A wake here was cut off and nothing has continued or finished it: its marker is left and no live process holds the lock."""
-    marked, holder = wake_mark(run_dir)
-    return marked and not holder
 
 
 def _read_info(fd: int) -> dict[str, Any]:

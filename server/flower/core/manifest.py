@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import re
 import secrets
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import shared
-from .durable import move_aside, stamp, write_atomic
-from .lock import WorkspaceBusy, exclusive
+from .durable import stamp
+from .lock import WorkspaceBusy
+from .records import MANIFEST_FILE, FileRecords, Records
 from .redact import redact
 from .texts import Said
 
@@ -43,7 +43,7 @@ class StepResult:
     window: int | None = None
     """The model's context window as the CLI reported it for this run, so a later process's gauge knows it."""
     model: str | None = None
-    """The model the CLI reported for this run (issue #15: `flower status` shows the model in use)."""
+    """The model the CLI reported for this run (`flower status` shows the model in use)."""
     said: Said | None = field(default=None, compare=False, repr=False)
     """`error` as a catalog sentence (`{key, fields}` in the row), for a front-end to show in the person's language (D4)."""
 
@@ -56,6 +56,44 @@ class StepResult:
         """The manifest row: every field plus `duration_s` (asdict() misses properties) and `run`; API keys removed (D6)."""
         row: dict[str, Any] = redact({**dataclasses.asdict(self), "duration_s": round(self.duration_s, 3), "run": run})
         return row
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManifestRow:
+    """A stored row as its readers use it, parsed once at the edge: a field of the wrong type (an older or hand-edited row) is absent."""
+
+    step: str
+    run: str | None = None
+    session_id: str | None = None
+    ok: bool = False
+    cost_usd: float = 0.0
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    text: str = ""
+    error: str | None = None
+    model: str | None = None
+    window: int | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> ManifestRow | None:
+        """The row parsed, or None when it names no step."""
+        step = row.get("step")
+        if not isinstance(step, str):
+            return None
+        window = row.get("window")
+        return cls(step=step, run=_str(row.get("run")), session_id=_str(row.get("session_id")), ok=row.get("ok") is True,
+                   cost_usd=_number(row.get("cost_usd")), started_at=_number(row.get("started_at")),
+                   ended_at=_number(row.get("ended_at")), text=_str(row.get("text")) or "", error=_str(row.get("error")),
+                   model=_str(row.get("model")) or None,
+                   window=window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 # --- step names (S7) -------------------------------------------------------------------------
@@ -105,9 +143,6 @@ def new_run_mark() -> str:
 
 # --- the manifest file -----------------------------------------------------------------------
 
-MANIFEST_FILE = "manifest.json"
-LOCK_TIMEOUT_S = 10.0
-
 
 class Manifest:
     """`<run_dir>/manifest.json`: a JSON list of rows, shared by every process that runs here.
@@ -118,8 +153,10 @@ class Manifest:
     disk is logged, never raised: a manifest failure must not break a run.
     """
 
-    def __init__(self, run_dir: str | os.PathLike[str], run: str | None = None) -> None:
+    def __init__(self, run_dir: str | os.PathLike[str], run: str | None = None, *, records: Records | None = None) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
+        self.records: Records = records if records is not None else FileRecords(self.run_dir)
+        """Where the rows are kept: run_dir's manifest.json, or the task's shared store (D9)."""
         # One mark per writer: a long-lived process (the editor server) runs many wakes, and each
         # wake's rows must survive the next one's writes (S8 dedups by `run`).
         self.run = run or new_run_mark()
@@ -159,84 +196,23 @@ class Manifest:
             return self._write_locked()
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every row in the file, all processes; [] if it is missing or unreadable."""
-        backend = shared.of(self.run_dir)
-        if backend is not None:  # D9: a shared task's rows are the database's
-            try:
-                return backend.manifest_rows()
-            except Exception as e:
-                log.warning("could not read the manifest in %s (%s)", backend.where, e)
-                return []
+        """Every row, all processes; [] if they cannot be read (logged)."""
         try:
-            raw = self.path.read_bytes()
-        except OSError:
+            return self.records.manifest_rows()
+        except Exception as e:
+            log.warning("could not read the manifest in %s (%s)", self.records.where, e)
             return []
-        rows = _parse(raw)
-        if rows is None:
-            log.warning("%s is not a valid manifest", self.path)
-            return []
-        return [r for r in rows if isinstance(r, dict)]
+
+    def parsed(self) -> list[ManifestRow]:
+        """Every row that names a step, typed (see `rows`)."""
+        return [r for r in map(ManifestRow.of, self.rows()) if r is not None]
 
     def _write_locked(self) -> bool:
-        mine = [row for _, row in self._mine]
-        backend = shared.of(self.run_dir)
-        if backend is not None:  # D9: one upsert of this writer's rows, others' kept (S8)
-            try:
-                backend.save_manifest(self.run, mine)
-            except WorkspaceBusy:  # the lock went to another flower in a database outage: that one drives now (D5)
-                raise
-            except Exception as e:
-                log.warning("could not write the manifest to %s (%s); the run goes on", backend.where, e)
-                return False
-            return True
         try:
-            os.makedirs(self.run_dir, exist_ok=True)
-            with exclusive(self.lock_path, LOCK_TIMEOUT_S):
-                merged = _merge(self._read_for_update(), mine, self.run)
-                data = json.dumps(merged, ensure_ascii=False, indent=1, default=str) + "\n"
-                write_atomic(self.path, data.encode())
-        except (OSError, TimeoutError) as e:
-            log.warning("could not write %s (%s); the run goes on", self.path, e)
+            self.records.save_manifest(self.run, [row for _, row in self._mine])
+        except WorkspaceBusy:  # a shared lock went to another flower in a database outage: that one drives now (D5)
+            raise
+        except Exception as e:  # a full disk, a held lock, a database not answering: the run goes on
+            log.warning("could not write the manifest to %s (%s); the run goes on", self.records.where, e)
             return False
         return True
-
-    def _read_for_update(self) -> list[Any]:
-        """The file's rows, under the lock; a corrupt file is moved aside and counts as empty."""
-        try:
-            with open(self.path, "rb") as f:
-                st = os.fstat(f.fileno())
-                raw = f.read()
-        except FileNotFoundError:
-            return []
-        rows = _parse(raw)
-        if rows is None:
-            log.warning("%s is not a valid manifest; keeping it aside and starting a new one", self.path)
-            if move_aside(self.path, expect=st) is None and self.path.exists():
-                raise OSError(f"cannot move corrupt {self.path} aside; not overwriting it")
-            return []
-        return rows
-
-
-def _parse(raw: bytes) -> list[Any] | None:
-    """The manifest list, or None if `raw` is not a JSON list."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return data if isinstance(data, list) else None
-
-
-def _merge(existing: list[Any], mine: list[dict[str, Any]], run: str) -> list[Any]:
-    """Other runs' rows in file order, with this run's current rows where its first row stood."""
-    out: list[Any] = []
-    placed = False
-    for row in existing:
-        if isinstance(row, dict) and row.get("run") == run:
-            if not placed:
-                out.extend(mine)
-                placed = True
-        else:
-            out.append(row)
-    if not placed:
-        out.extend(mine)
-    return out

@@ -37,6 +37,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "What should it do? One sentence is enough; Enter to start (Ctrl-C to quit)",
         "zh": "要做什么? 一句话就够,回车开始(Ctrl-C 退出)",
     },
+    "approve_prompt": {"en": "Allow {tool}: {summary}? [y]es/[a]lways/[N]o:", "zh": "允许 {tool}: {summary}? [y]是/[a]总是/[N]否:"},
+    "approval_unattended": {
+        "en": "denied {tool}: {summary} (nobody here to approve it; the model was told and carries on). "
+              "To let it run unasked, add it to allow in .flower.toml",
+        "zh": "已拒绝 {tool}: {summary}(这里没人能批准;已告诉模型,它会继续做能做的)。要不问就运行,把它加到 .flower.toml 的 allow",
+    },
     "answer_prompt": {"en": "Your answer (Enter = let it assume)", "zh": "回答(直接回车 = 让它自己假设)"},
     "nobody": {
         "en": "(nobody at a terminal to answer; it will make reasonable assumptions)",
@@ -90,7 +96,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "handoff: the context grew too large, work goes on in a new session; document {path}",
         "zh": "交接: 上下文太大,换新会话继续;交接文档 {path}",
     },
-    # -- the flower path, sharper (issue #16): the handoff note the outgoing work session writes (S26) --
+    # -- the flower path: the handoff note the outgoing work session writes (S26) --
     "handoff_fallback": {
         "en": "the work session could not write its handoff note ({error}); flower wrote it from 需求.md, 目标.md and its last words",
         "zh": "干活会话没能写出交接说明({error});flower 改用 需求.md、目标.md 和它最后的话写成交接文档",
@@ -164,7 +170,7 @@ CATALOG: dict[str, dict[str, str]] = {
               "升级 flower(pip install -U flower)后再用;文件保持原样未动。",
     },
     "db_cannot_open": {"en": "cannot open {db}: {reason}", "zh": "无法打开 {db}: {reason}"},
-    # -- a full disk or a read-only run_dir under sessions.db (issue 13, many writers / disk full) --------
+    # -- a full disk or a read-only run_dir under sessions.db (many writers, a full disk) --------------
     "db_full": {
         "en": "cannot write {db} ({reason}): the disk may be full.\n"
               "Free some space, then run flower again: the session is kept and resumes where it stopped.",
@@ -234,7 +240,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "上次唤醒没做完就被打断了:在这里运行 `flower` 接着做",
     },
     "status_goals": {"en": "goals {done}/{total} done", "zh": "目标 {done}/{total} 条已完成"},
-    # -- the Claude Code ecosystem: settings, model and spending cap (issue #15) -------------------
+    # -- the Claude Code ecosystem: settings, model and spending cap ------------------------------
     "settings_bad": {
         "en": "{where}: {name} must be {expected} (got {got})",
         "zh": "{where}: {name} 应为 {expected}(现在是 {got})",
@@ -306,7 +312,7 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
 真用的时候: export ANTHROPIC_API_KEY=…; cd 你的项目; flower "要做的事"
 """,
     },
-    # -- the shared PostgreSQL store (--store postgresql://…, D9, issue #14) -------------------------
+    # -- the shared PostgreSQL store (--store postgresql://…, D9) -----------------------------------
     "store_bad_url": {
         "en": "--store {url} is not a usable store ({reason}): give `sqlite` or postgresql://user@host/database",
         "zh": "--store {url} 不是可用的存储({reason}): 请给 `sqlite` 或 postgresql://user@host/database",
@@ -338,9 +344,49 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
         "en": "the database {url} did not answer for {seconds} s ({reason}); run again when it is back to continue",
         "zh": "数据库 {url} {seconds} 秒没有响应({reason});它恢复后再运行即可接着做",
     },
+    "status_unreachable": {
+        "en": "the store {where} is not answering ({reason}); this status is what was read before. It refreshes when the store is back.",
+        "zh": "存储 {where} 没有响应({reason});这里显示的是之前读到的状态。存储恢复后会自动刷新。",
+    },
     "status_identity": {"en": "identity  {identity}  · store {store}", "zh": "标识     {identity}  · 存储 {store}"},
     "busy_pid_host": {"en": "pid {pid} on {host}, since {since}", "zh": "{host} 上的 pid {pid},自 {since} 起"},
     "busy_stop_host": {"en": "stop it (kill {pid} on {host})", "zh": "停掉它(在 {host} 上 kill {pid})"},
+    # -- trust: a folder's own code runs only once the person trusts it (D10) ------------------------------
+    "trust_found": {
+        "en": "this folder is not trusted yet: {found}",
+        "zh": "这个文件夹还没有被信任:{found}",
+    },
+    "trust_ask": {
+        "en": "Trust this folder and let them run? [y/N]",
+        "zh": "信任这个文件夹并让它们运行? [y/N]",
+    },
+    "trust_skipped": {
+        "en": "this folder is not trusted, so its own Claude Code settings and MCP servers were skipped ({found}); "
+              "to load them: flower trust {folder}",
+        "zh": "这个文件夹未被信任,已跳过它自带的 Claude Code 设置和 MCP 服务器({found});要加载它们: flower trust {folder}",
+    },
+    "trust_not_a_folder": {"en": "{folder} is not a folder", "zh": "{folder} 不是文件夹"},
+    "trust_yes": {"en": "trusted {folder} (recorded in {record})", "zh": "已信任 {folder}(记录在 {record})"},
+    "trust_no": {"en": "{folder} is no longer trusted (recorded in {record})", "zh": "{folder} 不再被信任(记录在 {record})"},
+    "settings_untrusted": {
+        "en": "{where}: {name} cannot be set by an untrusted folder's file ({why}); set it yourself "
+              "(a flag or ${env}), or trust the folder: flower trust {folder}",
+        "zh": "{where}: 未被信任的文件夹的文件不能设置 {name}({why});请自己设置(参数或 ${env}),或信任这个文件夹: flower trust {folder}",
+    },
+    "untrusted_mode": {"en": "it says how tools are permitted", "zh": "它决定工具如何被允许"},
+    "untrusted_allow": {"en": "it may only narrow the tools allowed ({allowed}), not widen them",
+                        "zh": "它只能缩小允许的工具({allowed}),不能扩大"},
+    "untrusted_store": {"en": "it names where tasks and their transcripts are stored", "zh": "它指定任务和记录存放的位置"},
+    "untrusted_run_dir": {"en": "it resolves outside the folder, to {path}", "zh": "它指向文件夹之外: {path}"},
+    "status_trusted": {"en": "trusted   {answer} ({why})", "zh": "信任     {answer}({why})"},
+    "trust_yes_word": {"en": "yes", "zh": "是"},
+    "trust_no_word": {"en": "no", "zh": "否"},
+    "trust_why_flower": {"en": "you trusted {where} with flower trust", "zh": "你用 flower trust 信任了 {where}"},
+    "trust_why_claude": {"en": "Claude Code's trust dialog was accepted for {where}", "zh": "已在 Claude Code 的信任对话框中接受 {where}"},
+    "trust_why_editor": {"en": "the editor's workspace trust", "zh": "编辑器的工作区信任"},
+    "trust_why_flower_no": {"en": "you said no for {where}; flower trust to change it", "zh": "你对 {where} 说了不;用 flower trust 改"},
+    "trust_why_nobody": {"en": "nobody trusted it yet; its own hooks, env and MCP servers do not run",
+                         "zh": "还没有人信任它;它自带的 hooks、env 和 MCP 服务器不会运行"},
 }
 """Message id → {locale: template}; every entry has every locale with the same {fields}."""
 

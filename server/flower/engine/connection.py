@@ -100,7 +100,7 @@ class Connection(FlowerServer):
     # -- folders: the engine's, seen through this connection -------------------------------------
     def add_folder(self, uri: str, name: str | None = None) -> Folder | None:
         """Serve a folder through the engine (created there if no client served it yet); None if not a local folder."""
-        found = self.engine.folder(uri, name, self.locale, self.options)
+        found = self.engine.folder(uri, name, self.locale, self.options, self.editor_trust)
         if found is not None:
             key, folder = found
             self.folders[key] = folder
@@ -171,7 +171,8 @@ def initialize(ls: Connection, params: types.InitializeParams) -> None:
     raw = params.initialization_options
     theirs = raw.pop(VERSION_OPTION, None) if isinstance(raw, dict) else None
     ls.locale = locale_from(params.locale)
-    ls.options = options_from(raw)
+    ls.editor_trust = isinstance(raw, dict) and raw.get("trusted") is True  # VS Code's workspace trust, as with stdio
+    ls.options = options_from({k: v for k, v in raw.items() if k != "trusted"} if isinstance(raw, dict) else raw)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
@@ -193,7 +194,8 @@ async def attach(ls: Connection, params: Any) -> Any:
     key = ls.engine.key(value.folder)
     if key is not None and key not in ls.folders:
         ls.add_folder(value.folder)
-    await ls.engine.warm(key or "")
+    if key is not None and key in ls.folders:
+        await ls.folders[key].ready()  # its first read of the records (bounded): the cursor is above the store's entries
     key, folder = ls.attach(value.folder)
     recent = list(ls.engine.fan(key).recent) if folder.svc.running else []
     return {**p.to_wire(p.AttachResult(folder.uri, folder.status(), folder.cursor, [])), "recent": recent}
@@ -226,7 +228,7 @@ def register(ls: Connection) -> None:
     ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(stdio.progress_cancelled)
     for method, handler in ((p.WAKE, stdio.wake), (p.SAY, stdio.say), (p.NEW, stdio.new), (p.STATUS, stdio.status),
                             (p.HISTORY, stdio.history), (p.ATTACH, attach), (p.DETACH, detach), (p.RUNS, runs),
-                            (p.CANCEL, stdio.cancel)):
+                            (p.CANCEL, stdio.cancel), (p.ANSWER, stdio.answer)):
         ls.feature(method)(handler)
 
 

@@ -3,13 +3,13 @@
 Events arrive synchronously on the event loop (FlowerService.subscribe); they are queued and sent
 by one pump task per folder, so everything a folder sends keeps the order the events had, even
 when a step's `$/progress` token must first be created with a round trip to the client.
-`flower/status` never goes through the queue: it reads the service directly and answers at once.
+`flower/status` never goes through the queue: it maps the service's in-memory status and answers at once (the
+service refreshes what it read of the records off the event loop, when its events or their change stamps say so).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import itertools
 import logging
@@ -23,6 +23,7 @@ from typing import Any, Protocol, assert_never
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ..core.approvals import Approval, Decision
 from ..core.banner import kilo, label
 from ..core.errors import FlowerError
 from ..core.events import (
@@ -44,10 +45,11 @@ from ..core.events import (
 from ..core.redact import cut, hold_secrets
 from ..core.text import clip, tool_label
 from ..core.travel import travelling
-from ..history import History, Item, UnknownSession, Verdicts
+from ..core.trust import decide, why
+from ..history import History, Item, Pruned, UnknownSession, Verdicts
 from ..service import FlowerService
-from ..settings import Settings, SettingsError, load
-from ..status import WakeOutcome, to_json
+from ..settings import KEYS, OPTIONS, Settings, SettingsError, load
+from ..status import WaitingFor, WakeOutcome, to_json
 from . import protocol as p
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,10 @@ REPORT_LIMIT = 120
 HISTORY_LIMIT = 200
 """`flower/history` entries per page when the client does not say."""
 HISTORY_MAX = 1000
+OPEN_WAIT = 2.0
+"""Bound on how long a folder's first status waits for its first read of the records (a store that does not answer)."""
+END_WAIT = 2.0
+"""Bound on how long the end of a wake waits for status's records to be read again, so the next status is the end's."""
 
 
 @dataclass
@@ -82,25 +88,6 @@ class Run:
     """The person's sentence that started it, sent as a `user` transcript entry right after the run begins."""
 
 
-@dataclass
-class Options:
-    """Per-server settings from `initializationOptions` (all optional): they override the settings file (flower.settings)."""
-
-    rounds: int | None = None
-    trim: bool | None = None
-    handoff_at: int | None = None
-    model: str | None = None
-    fallback_model: str | None = None
-    max_cost: float | None = None
-    isolated: bool | None = None
-    store: str | None = None
-    project: str | None = None
-
-    def given(self) -> dict[str, object]:
-        """The options the client sent (None = not sent: the environment, the file or the default decides)."""
-        return dataclasses.asdict(self)
-
-
 class Peer(Protocol):
     """Whom a Folder talks to: one client's server (stdio), or the engine's fan-out to every client attached (D11)."""
 
@@ -113,28 +100,33 @@ class Peer(Protocol):
         """`create_async(token)`, `begin`, `report`, `end` of `$/progress`."""
 
 
-OPTION_LABELS = {f.name: "initializationOptions." + camel for f, camel in zip(
-    dataclasses.fields(Options), ("rounds", "trim", "handoffAt", "model", "fallbackModel", "maxCost", "isolated",
-                                  "store", "project"), strict=True)}
-"""Setting key → the initialization option that sets it (a value's source in status, and in error lines)."""
+OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
+"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
 
 
 class Folder:
     """A workspace folder: the lineage key (P2), with its own service and `runs/`."""
 
-    def __init__(self, ls: Peer, uri: str, name: str, path: Path, locale: str, options: Options):
+    def __init__(self, ls: Peer, uri: str, name: str, path: Path, locale: str, options: dict[str, object],
+                 editor_trust: bool = False):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
         self.settings_error: SettingsError | None = None
         """A settings file (or variable, or option) that cannot be used: every wake answers with it until fixed."""
+        self.trust = decide(path, editor=editor_trust)
         try:
-            settings = load(path, options.given(), labels=OPTION_LABELS)
+            settings = load(path, options, labels=OPTION_LABELS, trusted=self.trust.trusted)
         except SettingsError as exc:
             log.warning("%s: %s", uri, exc)
             settings, self.settings_error = Settings(), exc
-        self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale)
+        self.settings_problem = None if self.settings_error is None else _problem(self.settings_error, locale)
+        """The same, as status shows it (a client tells the person at once, not only at their next wake)."""
+        self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale, trust=self.trust)
         self.svc.ask = self._ask
+        self.svc.approvals.askers.append(self._approve)
+        self.svc.approvals.on_change.append(self._approval_changed)
         self._unsubscribe = self.svc.subscribe(self._on_event)
-        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw)
+        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw,
+                               records=self.svc.sessions.records)
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
@@ -144,15 +136,26 @@ class Folder:
         self.tokens: set[str] = set()
         """Every progress token this folder created (for `window/workDoneProgress/cancel`)."""
         self._header: str | None = None
-        self._verdicts: dict[str, dict[str, str]] = {}
-        self._seq = self.history.latest_seq()
-        """The last `seq` given to a transcript entry: above every sessions.db position known here (protocol.md)."""
+        self._verdicts: dict[str, dict[str, Pruned]] = {}
+        self._seq = 0
+        """The last `seq` given to a transcript entry: above every store position known here (protocol.md)."""
         self._block: tuple[str | None, int] = (None, 0)
         """The uuid of the last live block and how many blocks had it (a second block gets `<uuid>#1`)."""
         self._awaited: set[asyncio.Future[Verdicts]] = set()
         self._closed = False
         self._wait_until: float | None = None
         """When the current retry wait ends (Unix time), for the countdown in status."""
+        self._opened = asyncio.ensure_future(self._open())
+        """The first read of the store and the records, off the event loop: nothing is read here (status never blocks)."""
+
+    async def _open(self) -> None:
+        seq, _ = await asyncio.gather(self.history.latest_seq(), self.svc.refresh())
+        self._seq = max(self._seq, seq)
+
+    async def ready(self, wait: float = OPEN_WAIT) -> None:
+        """Wait (bounded) for the folder's first read of its records; at once after that."""
+        if not self._opened.done():
+            await asyncio.wait([asyncio.shield(self._opened)], timeout=wait)
 
     # -- commands --------------------------------------------------------------------------
     @property
@@ -171,25 +174,24 @@ class Folder:
             hold_secrets(self.svc.env)  # a key that came with the request is redacted like one of ours (D6)
 
     def status(self) -> p.FolderStatus:
-        """The folder's status, from the service's memory and files: no model request, no waiting."""
-        s = to_json(self.svc.status())
-        waiting, verdict = s.get("waiting"), s.get("verdict")
-        if verdict is None and not s["running"]:
-            judged = self.history.last_verdict()  # the manifest's, before any judge in this process
-            verdict = {"round": judged[0], "passed": judged[1], "reasons": judged[2]} if judged else None
+        """The folder's status, from the service's memory: no read, no model request, no waiting."""
+        s = self.svc.snapshot()
         wait = None
-        if waiting:
+        if s.waiting is not None:
             now = time.time()
-            until = self._wait_until if self._wait_until is not None else now + float(waiting["seconds"])
-            wait = p.WaitState(waiting["reason"], waiting["seconds"], waiting["attempt"], waiting["max_attempts"],
+            until = self._wait_until if self._wait_until is not None else now + s.waiting.seconds
+            wait = p.WaitState(s.waiting.reason, s.waiting.seconds, s.waiting.attempt, s.waiting.max_attempts,
                                until=until, seconds_left=max(0.0, until - now))
+        v = s.verdict
         return p.FolderStatus(
-            folder=self.uri, name=self.name, workspace=s["workspace"], run_dir=s["run_dir"], woke=s["woke"],
-            steps=dict(s["steps"]), goals=[p.Goal(g["text"], g["done"]) for g in s["goals"]],
-            context=s["context"], window=s["window"], handoff_at=s["handoff_at"], running=s["running"],
-            step=s.get("step"), waiting=wait, interrupted=s["interrupted"], elsewhere=s["elsewhere"],
-            verdict=p.VerdictState(verdict["round"], verdict["passed"], verdict["reasons"]) if verdict else None,
-            model=s["model"], cost=p.Cost(s["cost"]["wake"], s["cost"]["task"], s["cost"]["max"]),
+            folder=self.uri, name=self.name, workspace=s.workspace, run_dir=s.run_dir, woke=s.woke, steps=dict(s.steps),
+            goals=[p.Goal(g.text, g.done) for g in s.goals], context=s.context, window=s.window, handoff_at=s.handoff_at,
+            running=s.running, step=s.step, waiting=wait, interrupted=s.interrupted, elsewhere=s.elsewhere,
+            verdict=p.VerdictState(v.round, v.passed, v.reasons) if v is not None else None,
+            model=s.model, cost=p.Cost(s.cost.wake, s.cost.task, s.cost.max),
+            unreachable=s.unreachable.text(self.svc.locale) if s.unreachable is not None else None,
+            settings=self.settings_problem, trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
+            waiting_for=self._waiting_for(s.waiting_for),
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
@@ -204,7 +206,7 @@ class Folder:
         try:
             page = await self.history.page(params.session_id, params.before, limit)
         except UnknownSession:
-            known = [s.session_id for s in await asyncio.to_thread(self.history.sessions)]
+            known = [s.session_id for s in await self.history.sessions()]
             raise JsonRpcInvalidParams(
                 f"{p.HISTORY}: params.sessionId {params.session_id!r} is not a session of {self.uri} "
                 f"(its sessions: {', '.join(known) or 'none yet'}); omit it for every session") from None
@@ -220,9 +222,9 @@ class Folder:
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
-            folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role,  # type: ignore[arg-type]
-            kind=i.kind, text=i.text, tool_name=i.tool_name, tool_input=i.tool_input,  # type: ignore[arg-type]
-            tool_use_id=i.tool_use_id, pruned=i.pruned, pruned_text=i.pruned_text, seq=i.seq)  # type: ignore[arg-type]
+            folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role, kind=i.kind, text=i.text,
+            tool_name=i.tool_name, tool_input=i.tool_input, tool_use_id=i.tool_use_id, pruned=i.pruned,
+            pruned_text=i.pruned_text, seq=i.seq)
 
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
@@ -310,6 +312,7 @@ class Folder:
             if self.settings_error is not None:  # one clear line naming the file, the key and what is expected
                 raise self.settings_error
             await self.svc.sessions.ready()  # a shared store that cannot be used is one line too (D9)
+            await self.ready()  # live transcript seqs continue above the store's (protocol.md)
         except FlowerError:
             if asyncio.iscoroutine(work):
                 work.close()
@@ -371,6 +374,36 @@ class Folder:
         self._ensure_pump()
         self._queue.put_nowait(("said", text))
 
+    def _waiting_for(self, found: WaitingFor | None) -> p.WaitingFor | None:
+        if found is None:
+            return None
+        approval = self._approve_params(found.approval) if found.approval is not None else None
+        return p.WaitingFor(found.what, found.since, approval)
+
+    def _approve_params(self, a: Approval) -> p.ApproveParams:
+        return p.ApproveParams(self.uri, a.id, a.step, a.tool, a.input, a.summary, p.ApprovalDetail(a.detail_kind, a.detail),
+                               list(a.suggestions), a.since)
+
+    async def _approve(self, approval: Approval) -> Decision | None:
+        """Put a tool question to the person through `flower/approve`; None when the client cannot ask (issue 24)."""
+        try:
+            raw = await self.ls.protocol.send_request_async(p.APPROVE, p.to_wire(self._approve_params(approval)))
+        except JsonRpcException as exc:
+            log.info("flower/approve not answered by the client (%s): the approvals rule decides", exc.message)
+            return None
+        decision = Decision.parse(raw)
+        if not (isinstance(raw, dict) and raw.get("decision") == decision.choice):
+            log.warning("flower/approve: the client's answer %r is not {\"decision\": allow|allowAlways|deny}; a denial", raw)
+        return decision
+
+    def answer(self, approval_id: str, raw: dict[str, object]) -> p.AnswerResult:
+        """`flower/answer`: the person's answer to the open question `approval_id`, from any window."""
+        return p.AnswerResult(self.uri, approval_id, self.svc.approvals.answer(approval_id, Decision.parse(raw)))
+
+    def _approval_changed(self, approval: Approval, decision: Decision | None) -> None:
+        if decision is not None:  # closed: every window's card for it closes (the first answer won)
+            self.notify(p.APPROVED, p.ApprovedNotification(self.uri, approval.id, decision.choice, decision.by))
+
     async def _ask(self, question: str) -> str | None:
         """Put a clarify question to the person through `flower/ask`; None when the client cannot answer."""
         try:
@@ -408,6 +441,8 @@ class Folder:
             case "begin", Run() as run:
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, True, None, False, None, None))
             case "end", (Run() as run, dict() as outcome):
+                # The records moved with the wake: read them again first, so a status after the end shows its end.
+                await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
                 cancelled = run.cancel_requested
                 self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, False, bool(outcome.get("ok")), cancelled,
@@ -437,7 +472,7 @@ class Folder:
         self.notify(p.TRANSCRIPT, p.TranscriptNotification(
             self.uri, step, session_id, uuid, role, kind, text, tool.name if tool else None,
             cut(tool.input) if tool else None, tool.tool_use_id if tool else None,
-            verdict if verdict in ("hidden", "rewritten", "added") else None, None, self._seq))  # type: ignore[arg-type]
+            verdict, None, self._seq))
 
     async def _event(self, event: Event) -> None:
         f = self.uri
@@ -521,8 +556,15 @@ class Folder:
     # -- what the pruner does (S23) -----------------------------------------------------------
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
-        count = await asyncio.to_thread(self.history.count, session_id)  # a large session is pruned in a process
+        count = await self.history.count(session_id)  # a large session is pruned in a process
         verdicts = await self.history.verdicts(session_id, count)
         if verdicts.count:
             self._verdicts[session_id] = verdicts.verdicts
             self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts.verdicts))
+
+
+def _problem(error: SettingsError, locale: str) -> p.SettingsProblem:
+    """A settings error as status carries it: the line, and where to fix it (the editor setting or the file)."""
+    key = KEYS.get(error.setting)
+    option = key.option if key is not None and error.where == OPTION_LABELS.get(error.setting) else None
+    return p.SettingsProblem(error.text(locale), error.setting, option, error.file)

@@ -32,6 +32,11 @@ RUNS = "flower/runs"
 CANCEL = "flower/cancel"
 ASK = "flower/ask"
 """Server → client request: a clarify question the person answers."""
+APPROVE = "flower/approve"
+"""Server → client request: a tool call outside the rules, for the person to allow or deny (issue 24)."""
+ANSWER = "flower/answer"
+"""Client → server: the answer to an open tool question by its id (a window that attached after it was asked)."""
+APPROVED = "flower/approved"
 
 STATE = "flower/state"
 BANNER = "flower/banner"
@@ -148,6 +153,28 @@ class NewResult:
 
 
 @attrs.define
+class AnswerParams:
+    """`flower/answer`: answer the folder's open tool question `id` (e.g. from a window reloaded while it waited)."""
+
+    folder: str
+    id: str
+    decision: str
+    """`allow`, `allowAlways` or `deny`; anything else is a denial."""
+    message: str | None = None
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "id": "toolu_01", "decision": "allow"}'
+
+
+@attrs.define
+class AnswerResult:
+    """Whether the answer closed the question (false: it was already answered, or is not open)."""
+
+    folder: str
+    id: str
+    accepted: bool
+
+
+@attrs.define
 class StatusParams:
     """`flower/status`: what each folder is doing; answered at once, also while a workflow streams."""
 
@@ -199,7 +226,7 @@ class VerdictState:
 
 @attrs.define
 class Cost:
-    """What was spent, in USD (issue #15)."""
+    """What was spent, in USD, and the spending cap (`maxCost`)."""
 
     wake: float
     """Spent by this server's current (or last) wake in the folder: every step, round and judge."""
@@ -207,6 +234,66 @@ class Cost:
     """Spent by the whole task so far (the sum of its manifest rows, every process)."""
     max: float | None
     """The spending cap of one wake (`maxCost`), or null."""
+
+
+@attrs.define
+class SettingsProblem:
+    """A setting the folder's server cannot use: its wakes are refused with `message` until it is fixed."""
+
+    message: str
+    """The one line: the file, variable or editor setting, the key, what is expected and what it got."""
+    key: str
+    """The setting's key as the settings file names it (e.g. `handoff_at`)."""
+    option: str | None
+    """The `initializationOptions` key the bad value came from (e.g. `handoffAt`), or null."""
+    file: str | None
+    """The settings file the bad value came from (`.flower.toml` or `pyproject.toml`), or null."""
+
+
+@attrs.define
+class ApprovalDetail:
+    """What a tool call would do, to show before it runs."""
+
+    kind: Literal["command", "diff", "url", "input"]
+    text: str
+    """The command; a unified diff (lines `+`, `-`, ` `) for Write/Edit; the URL; the input as JSON."""
+
+
+@attrs.define
+class ApproveParams:
+    """`flower/approve` (server → client): a tool call outside `allow` waits for the person (issue 24)."""
+
+    folder: str
+    id: str
+    """The tool call's id: an answer (here, or by `flower/answer` from any window) finds its question by it."""
+    step: str
+    tool: str
+    input: dict[str, Any]
+    summary: str
+    """One line: the command, the path, the URL."""
+    detail: ApprovalDetail
+    suggestions: list[str]
+    """The rules the CLI suggests keeping for "always" (Claude Code syntax, e.g. `Bash(npm test:*)`)."""
+    since: float
+    """Unix time the question was asked."""
+
+
+@attrs.define
+class ApproveResult:
+    """The person's answer; one that does not parse is a denial, never an allow."""
+
+    decision: Literal["allow", "allowAlways", "deny"]
+    message: str | None = None
+    """With deny: the sentence the model receives as the reason."""
+
+
+@attrs.define
+class WaitingFor:
+    """What the run waits for now, since when (`approval`: the open question is in `approval`)."""
+
+    what: Literal["approval", "question", "outage"]
+    since: float
+    approval: ApproveParams | None = None
 
 
 @attrs.define
@@ -249,6 +336,17 @@ class FolderStatus:
     """The model in use: from the settings, else the one the CLI last reported; null if unknown (the CLI's default)."""
     cost: Cost = attrs.field(factory=lambda: Cost(0.0, 0.0, None))
     """What this wake and the whole task have spent, and the cap."""
+    settings: SettingsProblem | None = None
+    """A setting that cannot be used (wakes are refused until it is fixed), or null."""
+    waiting_for: WaitingFor | None = None
+    """The person (a tool approval, a clarifying question) or the API (an outage) the run waits for, or null."""
+    trusted: bool = False
+    """The folder's own Claude Code settings and .mcp.json servers run for its agents (D10)."""
+    trust: str = ""
+    """Who decided, as one sentence in the client's language (e.g. "the editor's workspace trust")."""
+    unreachable: str | None = None
+    """The task's store is not answering (a shared PostgreSQL down): one line saying so, in the editor's language; the
+    rest of this status is what was read before it stopped answering. Null while the store answers."""
 
 
 @attrs.define
@@ -432,6 +530,16 @@ class AskResult:
 
 # -- server → client: notifications ------------------------------------------------------------
 @attrs.define
+class ApprovedNotification:
+    """`flower/approved`: a tool question is closed (answered in some window, or by the unattended rule): close its card."""
+
+    folder: str
+    id: str
+    decision: Literal["allow", "allowAlways", "deny"]
+    by: Literal["person", "unattended"]
+
+
+@attrs.define
 class StateNotification:
     """`flower/state`: a wake began (`running: true`) or ended (`running: false`, with how it ended)."""
 
@@ -568,7 +676,7 @@ class PrunedNotification:
     """The folder URI."""
     session_id: str
     """The session."""
-    verdicts: dict[str, str]
+    verdicts: dict[str, PrunedVerdict]
     """Entry uuid → `hidden` (not shown to the model), `rewritten` (body replaced) or `added` (synthesized). Entries not listed are kept as they are."""
 
 
@@ -741,7 +849,7 @@ def to_wire(payload: Any) -> Any:
 
 
 PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams,
-          ATTACH: AttachParams, DETACH: DetachParams, RUNS: RunsParams, CANCEL: CancelParams}
+          ANSWER: AnswerParams, ATTACH: AttachParams, DETACH: DetachParams, RUNS: RunsParams, CANCEL: CancelParams}
 """Each request method's params class."""
 
 NOTIFICATIONS = {
@@ -749,6 +857,6 @@ NOTIFICATIONS = {
     STEP_START: StepStartNotification, STEP_END: StepEndNotification, SESSION: SessionNotification,
     TRANSCRIPT: TranscriptNotification, PRUNED: PrunedNotification, CONTEXT: ContextNotification,
     WAIT: WaitNotification, VERDICT: VerdictNotification, QUESTION: QuestionNotification,
-    HANDOFF: HandoffNotification, NOTICE: NoticeNotification,
+    HANDOFF: HandoffNotification, NOTICE: NoticeNotification, APPROVED: ApprovedNotification,
 }
 """Each notification method's payload class (server → client)."""

@@ -23,8 +23,9 @@ from pygls.uris import to_fs_path
 from ..core.errors import FlowerError, MissingCredentials
 from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
+from ..settings import OPTIONS
 from . import protocol as p
-from .folders import CLOSE_TIMEOUT, Folder, Options
+from .folders import CLOSE_TIMEOUT, Folder
 from .framing import FlowerProtocol
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,10 @@ class FlowerServer(LanguageServer):
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"
-        self.options = Options()
+        self.options: dict[str, object] = {}
+        """`initializationOptions` as setting key → value (checked per folder, with its settings file)."""
+        self.editor_trust = False
+        """The client said its workspace is trusted (VS Code's workspace trust, D10): then so are its folders."""
         self._closing: set[asyncio.Task[None]] = set()
         self._stopping: asyncio.Future[None] | None = None
         self.loop_watch: LoopWatch | None = None
@@ -75,7 +79,7 @@ class FlowerServer(LanguageServer):
             return None
         key = _key(path)
         if key not in self.folders:
-            self.folders[key] = Folder(self, uri, name or path.name, path, self.locale, self.options)
+            self.folders[key] = Folder(self, uri, name or path.name, path, self.locale, self.options, self.editor_trust)
             log.info("serving workspace folder %s", path)
         return self.folders[key]
 
@@ -233,7 +237,9 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         logging.getLogger("flower").addHandler(ClientLog(ls))
         logging.getLogger("flower").setLevel(min(logging.getLogger("flower").getEffectiveLevel(), logging.INFO))
     ls.locale = locale_from(params.locale)
-    ls.options = _options(params.initialization_options)
+    raw = params.initialization_options
+    ls.editor_trust = isinstance(raw, dict) and raw.get("trusted") is True  # not a setting: VS Code's own decision
+    ls.options = _options({k: v for k, v in raw.items() if k != "trusted"} if isinstance(raw, dict) else raw)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
@@ -299,11 +305,19 @@ async def cancel(ls: FlowerServer, params: p.CancelParams) -> p.CancelResult:
     return p.CancelResult(folder.uri, await folder.cancel_and_wait())
 
 
+@server.feature(p.ANSWER)
+@answers(p.ANSWER, p.AnswerParams)
+async def answer(ls: FlowerServer, params: p.AnswerParams) -> p.AnswerResult:
+    """Answer a folder's open tool question by its id, from any client (first answer wins; issue 24)."""
+    return ls.folder(params.folder).answer(params.id, {"decision": params.decision, "message": params.message})
+
+
 @server.feature(p.STATUS)
-def status(ls: FlowerServer, params: Any) -> Any:
-    """Every folder's (or one folder's) status, answered at once even while a workflow streams."""
+async def status(ls: FlowerServer, params: Any) -> Any:
+    """Every folder's (or one folder's) status, answered at once even while a workflow streams or a store is down."""
     value = p.structure_params(p.STATUS, params, p.StatusParams)
     folders = [ls.folder(value.folder)] if value.folder is not None else list(ls.folders.values())
+    await asyncio.gather(*(f.ready() for f in folders))  # a folder's first read only; at once after that
     return p.to_wire(p.StatusResult([f.status() for f in folders]))
 
 
@@ -326,45 +340,25 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
         print(ls.loop_watch.report(), file=sys.stderr, flush=True)
 
 
-def _options(raw: Any) -> Options:
-    """`initializationOptions` (protocol.md): rounds, trim, handoffAt, model, fallbackModel, maxCost, isolated, store, project.
+def _options(raw: Any) -> dict[str, object]:
+    """`initializationOptions` (protocol.md) as setting key → value, unchecked: `settings.load` is the one validator.
 
-    A value of the wrong type, and any other key, is ignored with a warning; the settings file decides instead.
+    A bad value is the folder's settings error, said to the person like a bad settings file; an unknown key is
+    ignored with a warning; null, and a blank string (a text setting the editor's UI cleared), is not given.
     """
-    options = Options()
+    if raw is None:
+        return {}
     if not isinstance(raw, dict):
-        return options
-    checks: dict[str, tuple[str, Callable[[Any], bool]]] = {
-        "rounds": ("rounds", _positive_int), "trim": ("trim", _bool), "handoffAt": ("handoff_at", _positive_int),
-        "model": ("model", _name), "fallbackModel": ("fallback_model", _name), "isolated": ("isolated", _bool),
-        "maxCost": ("max_cost", lambda v: _number(v) and v > 0), "store": ("store", _name), "project": ("project", _name),
-    }
-    for key, value in raw.items():
-        if key not in checks:
-            log.warning("initializationOptions: ignoring unknown %s", key)
-        elif value is not None:
-            field, ok = checks[key]
-            if ok(value):
-                setattr(options, field, float(value) if field == "max_cost" else value)
-            else:
-                log.warning("initializationOptions: ignoring %s=%r", key, value)
-    return options
-
-
-def _bool(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+        log.warning("initializationOptions: ignoring %s (an object is expected)", type(raw).__name__)
+        return {}
+    given: dict[str, object] = {}
+    for option, value in raw.items():
+        key = OPTIONS.get(option)
+        if key is None:
+            log.warning("initializationOptions: ignoring unknown %s", option)
+        elif value is not None and not (isinstance(value, str) and not value.strip()):
+            given[key] = value
+    return given
 
 
 __all__ = ["FlowerServer", "converter_factory", "server"]

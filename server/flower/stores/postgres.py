@@ -1,7 +1,7 @@
-"""flower's PostgreSQL ``SessionStore`` on asyncpg, shared by every machine of a team (DESIGN D9, issue #14).
+"""flower's PostgreSQL ``SessionStore`` on asyncpg, shared by every machine of a team (DESIGN D9).
 
 One schema (default ``flower``) holds the transcripts, their entries (the SDK's JSON as written, never altered:
-S23a), the summaries folded on demand, and the team tables the shared backend (stores/shared.py) keeps the
+D2), the summaries folded on demand, and the team tables the shared backend (stores/shared.py) keeps the
 lineage, manifest rows and lock holders in. A batch is one transaction keyed by a client token, and entries by
 their uuid, so a batch re-sent after a lost commit is stored once. During an outage appends queue in memory, in
 order, and are written when the database answers again (the CLI's own JSONL still holds them if this process dies).
@@ -18,7 +18,7 @@ import threading
 import time
 import uuid as uuidlib
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
@@ -37,6 +37,7 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
@@ -48,11 +49,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 
-SCHEMA_VERSION = 1
-"""The version of the tables below; a database marked with a higher one was set up by a newer flower."""
+SCHEMA_VERSION = 2
+"""The version of the tables below; a database marked with a higher one was set up by a newer flower.
+
+v2 added `changes`; every statement of `_SCHEMA` is idempotent, so running it again is the migration."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
 CONNECT_TIMEOUT_S = 10.0
+READ_WAIT_S = 10.0
+"""How long a view's read (a history page, a count) waits out an outage before it fails with StoreOffline."""
 
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
@@ -70,7 +75,7 @@ CREATE TABLE IF NOT EXISTS {s}.entries (
     transcript bigint NOT NULL REFERENCES {s}.transcripts ON DELETE CASCADE,
     uuid       text,
     plain      boolean NOT NULL,        -- body is the stdlib's JSON (orjson could not encode the entry)
-    body       bytea NOT NULL           -- the entry's JSON as written (S23a)
+    body       bytea NOT NULL           -- the entry's JSON as written (D2)
 );
 -- Stored out of line uncompressed: pglz made appends 2.4x and loads 3x slower for 1.6x less disk (benchmarks/store.py).
 ALTER TABLE {s}.entries ALTER COLUMN body SET STORAGE EXTERNAL;
@@ -105,6 +110,10 @@ CREATE TABLE IF NOT EXISTS {s}.holders (
     pid        integer NOT NULL,
     started_at double precision NOT NULL
 );
+CREATE TABLE IF NOT EXISTS {s}.changes (
+    project    text PRIMARY KEY,        -- v2: bumped with every write of the identity's lineage, manifest or wake mark
+    n          bigint NOT NULL          -- the records' change stamp: a status re-reads them only when it moved
+);
 CREATE TABLE IF NOT EXISTS {s}.wakes (
     project    text PRIMARY KEY,        -- a wake of the identity is under way, or was cut off (the shared wake.json)
     host       text NOT NULL,
@@ -116,6 +125,24 @@ CREATE TABLE IF NOT EXISTS {s}.wakes (
 _LOAD = """
 SELECT e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id
 WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = $3 ORDER BY e.seq
+"""
+
+# Newest first from `before` on, along the (transcript, seq) index.
+_TAIL = """
+SELECT e.seq, e.plain, e.body FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+AND e.seq < $3 ORDER BY e.seq DESC LIMIT $4
+"""
+
+_LATEST = """
+SELECT coalesce(max(e.seq), 0) FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+"""
+
+_AFTER = """
+SELECT e.plain, e.body FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+AND e.seq > $3 ORDER BY e.seq
 """
 
 _TOUCH = """
@@ -345,12 +372,16 @@ class PostgresSessionStore(SessionStore):
                 await conn.execute(self.sql("UPDATE {s}.transcripts SET mtime = greatest($2::bigint, mtime + 1) WHERE id = $1"),
                                    tid, now)
 
-    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        """All entries of `key` in append order (streamed from a cursor), or None if it was never written."""
+    async def _flushed(self) -> None:
+        """Write what waits in memory first: a read must see the newest entries (StoreOffline if it cannot)."""
         if self._pending:
             await self._drain(self.outage_wait)
             if self._pending:
                 raise StoreOffline("store_offline", url=self.path, seconds=f"{self.outage_wait:.0f}", reason="queued batches")
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """All entries of `key` in append order (streamed from a cursor), or None if it was never written."""
+        await self._flushed()
         k3 = self._key3(key)
 
         async def fetch(conn: Conn) -> list[bytes | str]:
@@ -362,6 +393,36 @@ class PostgresSessionStore(SessionStore):
 
         bodies = await self._with(fetch)
         return decode_bodies(bodies) if bodies else None
+
+    async def last_context(self, project_key: str, session_id: str) -> int | None:
+        """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        return await self._with(functools.partial(self._last_context, pk=pk, session_id=session_id))
+
+    async def _last_context(self, conn: Conn, *, pk: str, session_id: str) -> int | None:
+        """Read backwards a page at a time, never the whole session (on a pooled connection or the link's)."""
+        before = 1 << 62
+        for limit in tail_pages():
+            rows = await conn.fetch(self.sql(_TAIL), pk, session_id, before, limit)
+            found = context_of(decode_bodies([r[2].decode() if r[1] else r[2] for r in reversed(rows)]))
+            if found is not None or len(rows) < limit:
+                return found
+            before = rows[-1][0]
+        return None  # unreachable: tail_pages never ends
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        return int(await self._with(lambda conn: conn.fetchval(self.sql(_LATEST), pk, session_id)))
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after `seq` (see `latest_seq`), in append order."""
+        await self._flushed()
+        pk = self.keys.get(project_key, project_key)
+        rows = await self._with(lambda conn: conn.fetch(self.sql(_AFTER), pk, session_id, seq))
+        return decode_bodies([r[1].decode() if r[0] else r[1] for r in rows])
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of `project_key` with their mtimes (epoch ms)."""
@@ -420,9 +481,44 @@ class PostgresSessionStore(SessionStore):
             pk, sid))
         return [r[0] for r in rows]
 
-    async def fetch(self, template: str, *args: Any, wait: float | None = None) -> list[Any]:
-        """The rows of a read-only query (`{s}` = this store's schema) on a pooled connection, an outage waited out up to `wait` s."""
-        return list(await self._with(lambda conn: conn.fetch(self.sql(template), *args), wait))
+    # -- reads for a view (History) -----------------------------------------------------------
+    async def newest_seq(self) -> int:
+        """The highest entry position of the whole store, 0 when there is none."""
+        found = await self._with(lambda conn: conn.fetchval(self.sql("SELECT coalesce(max(seq), 0) FROM {s}.entries")),
+                                 READ_WAIT_S)
+        return int(found)
+
+    async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
+        """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""
+        rows = await self._with(lambda conn: conn.fetch(self.sql(
+            "SELECT t.id, t.session_id, (SELECT count(*) FROM {s}.entries e WHERE e.transcript = t.id)"
+            " FROM {s}.transcripts t WHERE t.project_key = $1 AND t.subpath = '' AND t.session_id = any($2::text[])"
+            " ORDER BY t.id"), self.keys.get(project_key, project_key), list(session_ids)), READ_WAIT_S)
+        return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
+        """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
+        rows = await self._with(lambda conn: conn.fetch(self.sql(
+            "SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = any($1::bigint[]) AND seq < $2"
+            " ORDER BY seq DESC LIMIT $3"), list(transcripts), before, limit), READ_WAIT_S)
+        entries = decode_bodies([r[3].decode() if r[2] else r[3] for r in rows])
+        return [(int(r[0]), int(r[1]), e) for r, e in zip(rows, entries, strict=True)]
+
+    async def count(self, project_key: str, session_id: str) -> int:
+        """How many entries a session's main transcript stores."""
+        found = await self._with(lambda conn: conn.fetchval(self.sql(
+            "SELECT count(*) FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id"
+            " WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = ''"),
+            self.keys.get(project_key, project_key), session_id), READ_WAIT_S)
+        return int(found)
+
+    async def session(self, project_key: str, session_id: str) -> list[Any]:
+        """A session's whole main transcript ([] when none)."""
+        return list(await self.load({"project_key": project_key, "session_id": session_id}) or [])
+
+    def loader(self) -> Callable[[str, str], list[Any]] | None:
+        """None: a worker process would need a connection of its own; the rows come over the network anyway."""
+        return None
 
     # -- synchronous reads (a status answered at once) ---------------------------------------
     def link(self) -> _Link:
@@ -437,6 +533,12 @@ class PostgresSessionStore(SessionStore):
         found = self.link().call(lambda conn: conn.fetchval(self.sql(
             "SELECT true FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = ''"), pk, session_id))
         return bool(found)
+
+    def last_context_sync(self, project_key: str, session_id: str) -> int | None:
+        """`last_context` for synchronous callers (sync, read-only), on the link's connection."""
+        pk = self.keys.get(project_key, project_key)
+        found: int | None = self.link().call(functools.partial(self._last_context, pk=pk, session_id=session_id))
+        return found
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """`load` for synchronous callers (sync, read-only)."""

@@ -12,7 +12,7 @@ import gc
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from claude_agent_sdk.types import (
     SessionKey,
@@ -24,6 +24,9 @@ from claude_agent_sdk.types import (
 )
 
 from ..core.durable import write_atomic
+
+if TYPE_CHECKING:
+    from .base import Store
 from .transcript import (
     EPHEMERAL_COMMANDS,
     INTERRUPTED_NOTE,
@@ -44,17 +47,17 @@ _OPTIONAL = ("list_sessions", "list_session_summaries", "delete", "list_subkeys"
 class PruningSessionStore(SessionStore):
     """Wraps a SessionStore; rewrites only what `load()` returns, never what is stored (S23, D2)."""
 
-    def __new__(cls, inner: Any, *args: Any, **kwargs: Any) -> PruningSessionStore:
+    def __new__(cls, inner: Store, *args: Any, **kwargs: Any) -> PruningSessionStore:
         # The SDK probes optional methods on the class (`_store_implements`): offer exactly the inner's.
         missing = tuple(m for m in _OPTIONAL if not _implements(inner, m))
         if missing:
             cls = _without(cls, missing)
         return super().__new__(cls)
 
-    def __init__(self, inner: Any, keep_denials: int = 1, ephemeral: bool | Iterable[str] = True, trim: bool = False,
+    def __init__(self, inner: Store, keep_denials: int = 1, ephemeral: bool | Iterable[str] = True, trim: bool = False,
                  spill_dir: str | os.PathLike[str] | None = None, *, trim_threshold: int = TRIM_THRESHOLD,
                  trim_keep_rounds: int = TRIM_KEEP_ROUNDS) -> None:
-        # `inner` is any SessionStore, duck-typed as the SDK takes it; other attributes pass through to it.
+        # `inner` is flower's store (stores/base.Store); its other attributes pass through to it.
         if trim and spill_dir is None:
             raise ValueError("trim=True needs a spill_dir (the Runtime uses run_dir/spill)")
         self.inner = inner
@@ -80,29 +83,35 @@ class PruningSessionStore(SessionStore):
         entries: list[SessionStoreEntry] | None = await self.inner.load(key)
         if not entries:
             return entries
-        # Pruning builds no cycles: a GC pass over the transcript just loaded would cost more than
-        # the pruning itself, so it waits until after, as it does after the inner store's decode.
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            result = self.prune(entries)
-            fresh = {path: text for path, text in result.spills.items() if not path.exists()}
-        finally:
-            if paused:
-                gc.enable()
+        # In a worker thread: a large transcript takes the pruner a second or more, and the event loop (an editor
+        # server's status, other folders' streams) must go on meanwhile.
+        result, fresh = await asyncio.to_thread(self._pruned, entries)
         if fresh:
             await asyncio.to_thread(_write_spills, fresh)
         # A string type: `list[...]` would allocate, and the first allocation after `gc.enable()` runs
         # the GC pass over the whole transcript that pausing it was meant to spare (measured: 50 ms).
         return cast("list[SessionStoreEntry]", result.entries)
 
+    def _pruned(self, entries: list[SessionStoreEntry]) -> tuple[PruneResult, dict[Path, str]]:
+        """The pruned transcript and the spill files it points at that are not written yet."""
+        # Pruning builds no cycles: a GC pass over the transcript just loaded would cost more than
+        # the pruning itself, so it waits until after, as it does after the inner store's decode.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            result = self.prune(entries)
+            return result, {path: text for path, text in result.spills.items() if not path.exists()}
+        finally:
+            if paused:
+                gc.enable()
+
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Delegated."""
-        return cast(list[SessionStoreListEntry], await self.inner.list_sessions(project_key))
+        return await self.inner.list_sessions(project_key)
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """Delegated."""
-        return cast(list[SessionSummaryEntry], await self.inner.list_session_summaries(project_key))
+        return await self.inner.list_session_summaries(project_key)
 
     async def delete(self, key: SessionKey) -> None:
         """Delegated."""
@@ -110,7 +119,7 @@ class PruningSessionStore(SessionStore):
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         """Delegated."""
-        return cast(list[str], await self.inner.list_subkeys(key))
+        return await self.inner.list_subkeys(key)
 
     def has_session_sync(self, project_key: str, session_id: str) -> bool:
         """Delegated."""

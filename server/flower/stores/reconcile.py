@@ -24,8 +24,9 @@ Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins t
 A resume reconciles its own session only. Sessions that are never resumed would keep what only their
 file holds: a judge round (never resumed, S14) or a session killed before flower learned its id (never
 in the lineage). `sweep` reconciles every transcript of the project key at the start of a wake; it
-remembers each file's size and mtime in `run_dir/reconciled.json` and rereads only the files that
-changed since, so a wake costs a `stat` per file, not a load per session. Once a killed resume's temporary
+remembers how far each file was read in `run_dir/reconciled.json` (size, mtime, offset, the session's
+stored seq then) and reads only what a file gained since, compared with what was stored since: a clean
+wake costs a `stat` per file, a wake after a kill the lines the kill left, not a load per session. Once a killed resume's temporary
 dir is imported in full and no process uses it, the sweep removes it: the SDK copied the caller's credentials
 into it, and only its own cleanup (which the kill skipped) would have removed them.
 """
@@ -40,9 +41,10 @@ import shutil
 import tempfile
 import uuid as uuidlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
@@ -50,6 +52,7 @@ from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 from ..core.durable import write_atomic
 from ..core.errors import FlowerError
 from ..core.redact import redact
+from .base import Store
 
 __all__ = [
     "SWEPT_FILE", "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile",
@@ -57,7 +60,7 @@ __all__ = [
 ]
 
 SWEPT_FILE = "reconciled.json"
-"""Under run_dir: project key → {transcript path: [size, mtime_ns]} as the last sweep read it."""
+"""Under run_dir: project key → {transcript path: FileRead as a list}: how far each file was last read."""
 
 log = logging.getLogger("flower")
 
@@ -184,10 +187,59 @@ def _went_on(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, A
     return newest is not None and newest not in mine
 
 
-def _read(path: Path) -> bytes | None:
-    """The file's bytes, or None when it is missing or cannot be read (the resume goes on from the store)."""
+TAIL = 64
+"""Bytes before a file's read offset remembered with it: the same bytes there later mean the file only grew since."""
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """How far one CLI transcript was read: its size and mtime then, the offset after its last whole line, the
+    session's newest stored seq once that read was imported, and the file's last `TAIL` bytes before the offset."""
+
+    size: int
+    mtime_ns: int
+    offset: int = 0
+    seq: int = 0
+    tail: str = ""
+
+    def unchanged(self, now: FileRead | None) -> bool:
+        """Whether the file is as this read left it (same size and mtime)."""
+        return now is not None and (now.size, now.mtime_ns) == (self.size, self.mtime_ns)
+
+    def to_json(self) -> list[Any]:
+        """The compact form kept in `reconciled.json`."""
+        return [self.size, self.mtime_ns, self.offset, self.seq, self.tail]
+
+    @classmethod
+    def of(cls, value: Any) -> FileRead | None:
+        """A remembered read; None for anything else (an older flower's [size, mtime] included: that file is read whole)."""
+        if (isinstance(value, list) and len(value) == 5 and all(type(v) is int for v in value[:4])
+                and isinstance(value[4], str)):
+            return cls(*value)
+        return None
+
+
+def _stat(path: Path) -> FileRead | None:
     try:
-        return path.read_bytes()
+        st = path.stat()
+    except OSError:  # missing, or removed meanwhile: its resume ended cleanly, the store has it
+        return None
+    return FileRead(st.st_size, st.st_mtime_ns)
+
+
+def _read_from(path: Path, known: FileRead | None) -> tuple[int, bytes] | None:
+    """Where the read starts and the bytes from there: after `known`'s offset when the file only grew since (its
+    bytes before that offset are the ones remembered), else from the start (truncated or rewritten). None when the
+    file is missing or cannot be read (the resume goes on from the store)."""
+    try:
+        with path.open("rb") as f:
+            if known is not None and known.offset:
+                at = max(0, known.offset - TAIL)
+                f.seek(at)
+                if f.read(known.offset - at).hex() == known.tail:
+                    return known.offset, f.read()
+                f.seek(0)
+            return 0, f.read()
     except FileNotFoundError:
         return None
     except OSError as err:
@@ -195,41 +247,70 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-async def reconcile(store: Any, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
-                    run_dir: Path | None = None) -> int:
+async def _import_file(store: Store, key: SessionKey, path: Path, known: FileRead | None) -> tuple[int, FileRead | None]:
+    """Import what `path` gained since `known` and the store lacks; return how many, and how far the file is read now.
+
+    Lines the CLI wrote after a read are mirrored after it too (it writes its file first), so what a file gained is
+    compared with the entries stored since the seq noted at that read, never the whole session. The seq is noted
+    after the read's own import: nothing else mirrors meanwhile, since a wake reads under the workspace lock, before
+    its CLI starts (D5), and a killed flower's mirror died with it. A file that shrank or whose bytes before the
+    offset changed is read whole, against the whole session.
+    """
+    now = _stat(path)  # stat'ed before it is read: a file growing meanwhile is read again next time
+    if now is None:
+        return 0, None
+    if known is not None and known.unchanged(now):
+        return 0, known
+    read = _read_from(path, known)
+    if read is None:
+        return 0, None
+    start, data = read
+    whole = data[: data.rfind(b"\n") + 1]  # a last line cut mid-write is read again once the file changes
+    since = known.seq if start and known is not None else 0
+    todo = missing(parse_jsonl(whole), await store.entries_after(key["project_key"], key["session_id"], since)) if whole else []
+    if todo:  # the CLI's own JSON objects: the SDK's TypedDict is a minimal view of them
+        await store.append(key, cast("list[SessionStoreEntry]", todo))
+    seq = await store.latest_seq(key["project_key"], key["session_id"])
+    offset = start + len(whole)
+    if len(whole) >= TAIL or not start:
+        tail = whole[-TAIL:]
+    else:  # a few bytes gained: the remembered tail ends where they begin
+        tail = (bytes.fromhex(known.tail if known is not None else "") + whole)[-TAIL:]
+    return len(todo), FileRead(now.size, now.mtime_ns, offset, seq, tail.hex())
+
+
+async def reconcile(store: Store, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
+                    run_dir: Path | None = None, memory: dict[str, FileRead] | None = None) -> int:
     """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
 
     `env` is the CLI's env over this process's (`CLAUDE_CONFIG_DIR` picks the config dir); the temporary
     dirs are this process's (the SDK makes them here). The files are read oldest first, each against the
     store as the previous left it. The import goes through the store's `append`, which skips uuids
-    already stored, so a rerun imports nothing. With `run_dir`, files the sweep's memory holds as they
-    are now are not read again (a resume right after the wake's sweep loads nothing twice), and the
-    files read are remembered.
+    already stored, so a rerun imports nothing. With `run_dir`, the memory of what was read of each file
+    (`reconciled.json`, shared with the sweep) is used and kept: a file as it was read is not read again, one
+    that grew is read from where the last read stopped (a resume right after the wake's sweep reads nothing
+    twice). `memory` is that memory already loaded (the sweep's), updated in place and not saved here.
     """
     paths = [transcript_path(config_dir({**os.environ, **(env or {})}), project_key, session_id),
              *leftover_paths(project_key, session_id)]
     state: dict[str, Any] = {}
-    now = _stats(paths)  # stat'ed before they are read: a file growing meanwhile is read again next time
-    if run_dir is not None:
-        state = _load_swept(run_dir / SWEPT_FILE)
-        old = _of(state, project_key)
-        if now and all(old.get(p) == seen for p, seen in now.items()):
-            return 0
+    if memory is None:
+        if run_dir is not None:
+            state = _load_swept(run_dir / SWEPT_FILE)
+        known = _of(state, project_key)
+    else:
+        known = memory
     key: SessionKey = {"project_key": project_key, "session_id": session_id}
     imported = 0
     for path in paths:
-        data = _read(path)
-        if not data:
-            continue
-        stored: list[SessionStoreEntry] = await store.load(key) or []
-        todo = missing(parse_jsonl(data), stored)
-        if todo:
-            await store.append(key, todo)
-            imported += len(todo)
+        count, read = await _import_file(store, key, path, known.get(str(path)))
+        imported += count
+        if read is not None:
+            known[str(path)] = read
     if imported:
         log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", imported, session_id)
-    if run_dir is not None and now:
-        _save_swept(run_dir / SWEPT_FILE, state, project_key, {**_of(state, project_key), **now})
+    if memory is None and run_dir is not None:
+        _save_swept(run_dir / SWEPT_FILE, state, project_key, known)
     return imported
 
 
@@ -286,29 +367,20 @@ def _in_use(config: Path) -> bool:
     return False
 
 
-def _stats(paths: Iterable[Path]) -> dict[str, list[int]]:
-    """Path → [size, mtime_ns] of the files that exist."""
-    found: dict[str, list[int]] = {}
-    for path in paths:
-        try:
-            st = path.stat()
-        except OSError:  # missing, or removed meanwhile: its resume ended cleanly, the store has it
-            continue
-        found[str(path)] = [st.st_size, st.st_mtime_ns]
-    return found
-
-
-def _of(state: Mapping[str, Any], project_key: str) -> dict[str, Any]:
-    """The sweep's memory of one project key's files."""
+def _of(state: Mapping[str, Any], project_key: str) -> dict[str, FileRead]:
+    """The memory of one project key's files (what cannot be understood is forgotten: that file is read whole)."""
     remembered = state.get(project_key)
-    return remembered if isinstance(remembered, dict) else {}
+    if not isinstance(remembered, dict):
+        return {}
+    return {path: read for path, value in remembered.items() if (read := FileRead.of(value)) is not None}
 
 
-def _save_swept(path: Path, state: dict[str, Any], project_key: str, files: dict[str, Any]) -> None:
-    """Write the sweep's memory with the project key's files replaced; a failure only makes the next sweep slower."""
-    if state.get(project_key) == files:
+def _save_swept(path: Path, state: dict[str, Any], project_key: str, files: Mapping[str, FileRead]) -> None:
+    """Write the memory with the project key's files replaced; a failure only makes the next read slower."""
+    compact = {p: read.to_json() for p, read in files.items()}
+    if state.get(project_key) == compact:
         return
-    state[project_key] = files
+    state[project_key] = compact
     try:
         write_atomic(path, json.dumps(state, sort_keys=True).encode())
     except OSError as err:
@@ -327,30 +399,32 @@ def _load_swept(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-async def sweep(store: Any, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
-    """`reconcile` every session whose CLI transcript changed since the last sweep of this run_dir; return how many entries came in.
+async def sweep(store: Store, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
+    """`reconcile` every session whose CLI transcript changed since it was last read; return how many entries came in.
 
-    A file counts as unchanged while its size and mtime are those remembered; it is stat'ed before it is
-    read, so a file that grows meanwhile is read again next time. A session whose reconcile fails is not
-    remembered (it is tried again at the next sweep).
+    A file counts as unchanged while its size and mtime are those remembered, and one that grew is read from
+    where the last read stopped (see `_import_file`). A session whose reconcile fails is forgotten (its files are
+    read whole at the next sweep).
     """
     config = config_dir({**os.environ, **(env or {})})
     state = _load_swept(run_dir / SWEPT_FILE)
-    old = _of(state, project_key)
-    now = _stats(session_files(config, project_key))
-    changed = sorted({Path(p).stem for p, seen in now.items() if old.get(p) != seen})
+    known = _of(state, project_key)
+    files = session_files(config, project_key)
+    present = {str(p) for p in files}
+    memory = {p: read for p, read in known.items() if p in present}
+    changed = sorted({p.stem for p in files if not ((read := memory.get(str(p))) is not None and read.unchanged(_stat(p)))})
     imported = 0
     for sid in changed:
         try:
-            imported += await reconcile(store, project_key, sid, env)
+            imported += await reconcile(store, project_key, sid, env, memory=memory)
         except FlowerError:  # the store refuses writes (full, read-only): every other import would fail alike
             raise
         except Exception:
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", sid)
-            for p in [p for p in now if Path(p).stem == sid]:
-                now.pop(p)
-    for root in _spent_leftovers(project_key, now):
+            for p in [p for p in memory if Path(p).stem == sid]:
+                memory.pop(p)
+    for root in _spent_leftovers(project_key, memory):
         shutil.rmtree(root, ignore_errors=True)
-        now = {p: seen for p, seen in now.items() if not Path(p).is_relative_to(root)}
-    _save_swept(run_dir / SWEPT_FILE, state, project_key, now)
+        memory = {p: read for p, read in memory.items() if not Path(p).is_relative_to(root)}
+    _save_swept(run_dir / SWEPT_FILE, state, project_key, memory)
     return imported

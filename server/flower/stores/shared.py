@@ -1,4 +1,4 @@
-"""The PostgreSQL side of a shared task (D9): lineage, manifest rows and the one-writer lock, keyed by workspace identity."""
+"""The PostgreSQL side of a shared task (D9): lineage, manifest rows, the one-writer lock and the wake mark, keyed by workspace identity."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from ..core import shared
+from ..core.durable import free_name, write_atomic
 from ..core.lock import WorkspaceBusy
+from ..core.records import LINEAGE_FILE, LineageData, lineage_json, lineage_of, parse_lineage
 from .postgres import Conn, PostgresSessionStore, _Link
 
 log = logging.getLogger(__name__)
@@ -25,16 +27,23 @@ WHERE h.project = $1
 """
 
 
-class PgShared:
-    """A task's lineage, manifest and lock in the store's database (implements core.shared.Shared).
+_BUMP = """
+INSERT INTO {s}.changes (project, n) VALUES ($1, 1) ON CONFLICT (project) DO UPDATE SET n = {s}.changes.n + 1
+"""
+"""Run in the transaction of every write of the records: `changes.n` is their change stamp (a status asks it often)."""
+
+
+class PgRecords:
+    """A task's lineage, manifest, lock and wake mark in the store's database (implements core.records.Records).
 
     The lock is a session advisory lock held on a connection of its own: PostgreSQL drops it the moment that
     connection ends, so a killed holder (kill -9, a lost machine) never blocks the next one. `holders` says who
     holds it; a row counts only while its connection still holds the lock (joined with pg_locks).
     """
 
-    def __init__(self, store: PostgresSessionStore, identity: str) -> None:
+    def __init__(self, store: PostgresSessionStore, identity: str, run_dir: str | os.PathLike[str]) -> None:
         self.store, self.identity, self.where = store, identity, store.path
+        self.run_dir = Path(os.path.abspath(run_dir))
         self._lock_link: _Link | None = None
         self._since = 0.0
         self._key = f"flower-task:{store.schema}:{identity}"
@@ -45,18 +54,44 @@ class PgShared:
 
         return self.store.link().call(work)
 
-    def load_lineage(self) -> dict[str, Any] | None:
-        """The stored lineage, or None."""
-        raw = self._call("SELECT data FROM {s}.lineages WHERE project = $1", self.identity, fetch="fetchval")
-        data = json.loads(raw) if isinstance(raw, str) else raw
-        return data if isinstance(data, dict) else None
+    def _write(self, sql: str, *args: Any) -> None:
+        """One write and the change stamp's bump, in one transaction committed before returning."""
+        async def work(conn: Conn) -> None:
+            async with conn.transaction():
+                await conn.execute(self.store.sql(sql), *args)
+                await conn.execute(self.store.sql(_BUMP), self.identity)
 
-    def save_lineage(self, data: dict[str, Any]) -> None:
+        self.store.link().call(work)
+
+    def load_lineage(self, workspace: str) -> LineageData | None:
+        """The lineage the database holds for the workspace identity, whichever path wrote it; raises if it does not answer.
+
+        Starting fresh while the database is down would overwrite the team's lineage (D9). An older lineage.json
+        left in this run_dir is named, and not followed.
+        """
+        raw = self._call("SELECT data FROM {s}.lineages WHERE project = $1", self.identity, fetch="fetchval")
+        data = lineage_of(json.loads(raw) if isinstance(raw, str) else raw)
+        if data is None:
+            return None
+        try:
+            local = parse_lineage((self.run_dir / LINEAGE_FILE).read_bytes())
+        except OSError:
+            local = None
+        if local is not None and (local["woke"], local["steps"]) != (data["woke"], data["steps"]):
+            log.warning("following the lineage of %s in %s (wake %d), not the older %s here (wake %d)",
+                        self.identity, self.where, data["woke"], self.run_dir / LINEAGE_FILE, local["woke"])
+        return data
+
+    def save_lineage(self, data: LineageData) -> None:
         """One statement, one transaction, committed before returning (S11)."""
         self._relock()
-        self._call("INSERT INTO {s}.lineages (project, data, host) VALUES ($1, $2::jsonb, $3)"
-                   " ON CONFLICT (project) DO UPDATE SET data = excluded.data, host = excluded.host, updated_at = now()",
-                   self.identity, json.dumps(data, ensure_ascii=False), socket.gethostname())
+        self._write("INSERT INTO {s}.lineages (project, data, host) VALUES ($1, $2::jsonb, $3)"
+                    " ON CONFLICT (project) DO UPDATE SET data = excluded.data, host = excluded.host, updated_at = now()",
+                    self.identity, json.dumps(data, ensure_ascii=False), socket.gethostname())
+
+    def archive_lineage(self, into: Path, data: LineageData) -> None:
+        """The shared lineage written into the archive beside the files (S28)."""
+        write_atomic(free_name(into, LINEAGE_FILE), lineage_json(data))
 
     def manifest_rows(self) -> list[dict[str, Any]]:
         """Every writer's rows, in the order the writers first wrote."""
@@ -70,9 +105,9 @@ class PgShared:
     def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
         """Replace writer `run`'s rows; other writers' rows are theirs (S8)."""
         self._relock()
-        self._call("INSERT INTO {s}.manifest (project, run, rows) VALUES ($1, $2, $3::jsonb)"
-                   " ON CONFLICT (project, run) DO UPDATE SET rows = excluded.rows",
-                   self.identity, run, json.dumps(rows, ensure_ascii=False, default=str))
+        self._write("INSERT INTO {s}.manifest (project, run, rows) VALUES ($1, $2, $3::jsonb)"
+                    " ON CONFLICT (project, run) DO UPDATE SET rows = excluded.rows",
+                    self.identity, run, json.dumps(rows, ensure_ascii=False, default=str))
 
     async def _take(self, conn: Conn) -> bool:
         """Try the advisory lock on `conn` and, if taken, say who holds it (a holder re-taking it only stacks it)."""
@@ -107,17 +142,28 @@ class PgShared:
     def mark_wake(self, on: bool) -> None:
         """Record that a wake of the task is under way (on) or ended (off), for every machine to see."""
         if on:
-            self._call("INSERT INTO {s}.wakes (project, host, pid, started_at) VALUES ($1, $2, $3, $4)"
-                       " ON CONFLICT (project) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
-                       " started_at = excluded.started_at", self.identity, socket.gethostname(), os.getpid(), time.time())
+            self._write("INSERT INTO {s}.wakes (project, host, pid, started_at) VALUES ($1, $2, $3, $4)"
+                        " ON CONFLICT (project) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
+                        " started_at = excluded.started_at", self.identity, socket.gethostname(), os.getpid(), time.time())
         else:
-            self._call("DELETE FROM {s}.wakes WHERE project = $1", self.identity)
+            self._write("DELETE FROM {s}.wakes WHERE project = $1", self.identity)
 
     def wake_mark(self) -> tuple[bool, bool]:
         """(a wake's mark is left, a live flower holds the lock), on whichever machine: cut off, or under way."""
         row = self._call("SELECT EXISTS (SELECT 1 FROM {s}.wakes WHERE project = $1) AS marked,"
                          f" EXISTS ({_HOLDER}) AS held", self.identity, self._key, fetch="fetchrow")
         return bool(row["marked"]), bool(row["held"])
+
+    def stamp(self) -> Hashable:
+        """(the records' change count, the wake mark): one round trip; a holder's death moves no count, so the mark is read too."""
+        row = self._call("SELECT (SELECT n FROM {s}.changes WHERE project = $1) AS n,"
+                         " EXISTS (SELECT 1 FROM {s}.wakes WHERE project = $1) AS marked,"
+                         f" EXISTS ({_HOLDER}) AS held", self.identity, self._key, fetch="fetchrow")
+        return row["n"], bool(row["marked"]), bool(row["held"])
+
+    def lock(self) -> PgLock:
+        """The task's advisory lock, across machines (D9)."""
+        return PgLock(self)
 
     def acquire(self) -> None:
         """Take the advisory lock on a connection of its own, or raise WorkspaceBusy with the holder's host and pid."""
@@ -154,8 +200,31 @@ class PgShared:
             link.close()
 
 
-def open_shared(url: str, run_dir: str | os.PathLike[str], local_key: str, identity: str) -> PostgresSessionStore:
-    """The Postgres store keyed by `identity` (the CLI's `local_key` mapped to it), with run_dir's records bound to it."""
+class PgLock:
+    """The TaskLock of a PgRecords: one advisory lock per task and process, given up by whoever took it."""
+
+    def __init__(self, records: PgRecords) -> None:
+        self.records = records
+        self._held = False
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._held
+
+    def acquire(self) -> None:
+        """Take the lock or raise WorkspaceBusy naming its holder's host and pid."""
+        self.records.acquire()
+        self._held = True
+
+    def release(self) -> None:
+        """Give the lock up; idempotent."""
+        if self._held:
+            self._held = False
+            self.records.release()
+
+
+def open_shared(url: str, run_dir: str | os.PathLike[str], local_key: str, identity: str) -> tuple[PostgresSessionStore, PgRecords]:
+    """The Postgres store keyed by `identity` (the CLI's `local_key` mapped to it), and the task's records in it."""
     store = PostgresSessionStore(url, keys={local_key: identity})
-    shared.bind(run_dir, PgShared(store, identity))
-    return store
+    return store, PgRecords(store, identity, run_dir)

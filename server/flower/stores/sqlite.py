@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -27,10 +28,11 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 
-__all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies"]
+__all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
 T = TypeVar("T")
 
@@ -52,7 +54,7 @@ _SCHEMA_V1 = (
         UNIQUE (project_key, session_id, subpath)
     )""",
     "CREATE INDEX IF NOT EXISTS transcripts_by_mtime ON transcripts (mtime)",
-    # body: the entry's JSON, never rewritten (S23a). Written by earlier flowers as TEXT
+    # body: the entry's JSON, never rewritten (D2). Written by earlier flowers as TEXT
     # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode.
     """CREATE TABLE IF NOT EXISTS entries (
         seq        INTEGER PRIMARY KEY, -- append order, across processes
@@ -128,6 +130,38 @@ ORDER BY e.seq
 """
 
 
+# Newest first from `before` on: the index on (transcript) ends with the rowid, so this walks it backwards.
+_TAIL = """
+SELECT e.seq, e.body FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
+"""
+
+
+_LATEST = """
+SELECT coalesce(max(e.seq), 0) FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+"""
+
+_AFTER = """
+SELECT e.body FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+AND e.seq > ? ORDER BY e.seq
+"""
+
+
+def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -> int | None:
+    """The context size of the session's last real model round, read backwards a page at a time (never the whole session)."""
+    before = 1 << 62
+    for limit in tail_pages():
+        rows = conn.execute(_TAIL, (project_key, session_id, before, limit)).fetchall()
+        found = context_of(decode_bodies([body for _, body in reversed(rows)]))
+        if found is not None or len(rows) < limit:
+            return found
+        before = rows[-1][0]
+    return None  # unreachable: tail_pages never ends
+
+
 class SessionStoreError(FlowerError, ValueError):
     """The session database cannot be used as it is (e.g. it is not SQLite)."""
 
@@ -185,6 +219,11 @@ def _without_gc(decode: Callable[[], T]) -> T:
         gc.enable()
 
 
+def _decode(body: bytes | str) -> Any:
+    """One stored body: a BLOB by orjson, a TEXT row (stdlib json wrote it) by the stdlib."""
+    return orjson.loads(body) if type(body) is bytes else json.loads(body)
+
+
 def decode_bodies(bodies: list[bytes | str]) -> list[Any]:
     """The entries of stored ``bodies`` in order: BLOB rows by orjson, TEXT rows by the stdlib (for readers of sessions.db)."""
     loads = orjson.loads
@@ -200,6 +239,27 @@ def decode_bodies(bodies: list[bytes | str]) -> list[Any]:
         return [loads(b) if type(b) is bytes else next(slow) for b in bodies]
 
     return _without_gc(decode)
+
+
+_PAGE = """
+SELECT seq, transcript, body FROM entries WHERE transcript IN (SELECT value FROM json_each(?)) AND seq < ?
+ORDER BY seq DESC LIMIT ?
+"""
+
+_TRANSCRIPTS = """
+SELECT t.id, t.session_id, (SELECT count(*) FROM entries e WHERE e.transcript = t.id) FROM transcripts t
+WHERE t.project_key = ? AND t.subpath = '' AND t.session_id IN (SELECT value FROM json_each(?)) ORDER BY t.id
+"""
+
+_COUNT = """
+SELECT count(*) FROM transcripts t JOIN entries e ON e.transcript = t.id
+WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ''
+"""
+
+
+def load_session(db: str, project_key: str, session_id: str) -> list[Any]:
+    """A whole main transcript of the sessions.db at `db`, read-only ([] when none): picklable, for a worker process."""
+    return SqliteSessionStore(db).load_sync({"project_key": project_key, "session_id": session_id}) or []
 
 
 _STALE_SUMMARIES = """
@@ -330,6 +390,9 @@ class SqliteSessionStore(SessionStore):
     ) -> None:
         await self.close()
 
+    async def open(self) -> None:
+        """Nothing to open ahead: the file is made by the first write, which says what the disk refused (D2)."""
+
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
         await asyncio.to_thread(self._close)
@@ -438,15 +501,33 @@ class SqliteSessionStore(SessionStore):
         # entries' objects are built about twice as fast there as in a worker thread (measured
         # with orjson and the stdlib alike, CPython 3.11), and the GIL would keep the event
         # loop waiting for the worker all the same. A WAL read waits for no writer.
-        if self._conn is not None and self._lock.acquire(blocking=False):
+        conn = self._conn
+        if conn is not None and self._lock.acquire(blocking=False):
             try:
-                bodies = fetch(self._conn)
+                # Each row decoded as it is fetched: the bodies of a large session are never all held
+                # beside their entries (tens of MB less at the peak of a wake).
+                entries = _without_gc(lambda: [_decode(r[0]) for r in conn.execute(_LOAD, k3)])
             finally:
                 self._lock.release()
         else:
             bodies = await self._call(fetch)
+            entries = decode_bodies(bodies)
         # A transcript row exists only once an entry was stored in it.
-        return decode_bodies(bodies) if bodies else None
+        return entries or None
+
+    async def last_context(self, project_key: str, session_id: str) -> int | None:
+        """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
+        return await self._call(lambda conn: _last_context(conn, project_key, session_id))
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+        rows = await self._read(_LATEST, (project_key, session_id))
+        return int(rows[0][0])
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after ``seq`` (see ``latest_seq``), in append order."""
+        rows = await self._read(_AFTER, (project_key, session_id, seq))
+        return decode_bodies([r[0] for r in rows])
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
@@ -499,6 +580,38 @@ class SqliteSessionStore(SessionStore):
     async def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         return await self._call(lambda conn: conn.execute(sql, params).fetchall())
 
+    # -- reads for a view (History): read-only connections in worker threads, never creating the file ------------
+    async def newest_seq(self) -> int:
+        """The highest entry position of the whole store, 0 when there is none (fast: the rowid's maximum)."""
+        rows = await asyncio.to_thread(self._read_view, "SELECT coalesce(max(seq), 0) FROM entries", ())
+        return int(rows[0][0]) if rows else 0
+
+    async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
+        """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""
+        rows = await asyncio.to_thread(self._read_view, _TRANSCRIPTS, (project_key, json.dumps(list(session_ids))))
+        return [(int(t), str(sid), int(n)) for t, sid, n in rows]
+
+    async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
+        """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
+        def work() -> list[tuple[int, int, Any]]:
+            rows = self._read_view(_PAGE, (json.dumps(list(transcripts)), before, limit))
+            return [(r[0], r[1], e) for r, e in zip(rows, decode_bodies([r[2] for r in rows]), strict=True)]
+
+        return await asyncio.to_thread(work)
+
+    async def count(self, project_key: str, session_id: str) -> int:
+        """How many entries a session's main transcript stores."""
+        rows = await asyncio.to_thread(self._read_view, _COUNT, (project_key, session_id))
+        return int(rows[0][0]) if rows else 0
+
+    async def session(self, project_key: str, session_id: str) -> list[Any]:
+        """A session's whole main transcript ([] when none), read and decoded in a worker thread."""
+        return await asyncio.to_thread(load_session, str(self.path), project_key, session_id)
+
+    def loader(self) -> Callable[[str, str], list[Any]] | None:
+        """`session` for a worker process (the pruner holds the GIL for seconds of a large session): it reads the file itself."""
+        return functools.partial(load_session, str(self.path))
+
     def has_session_sync(self, project_key: str, session_id: str) -> bool:
         """Whether a main transcript is stored for the session (sync, read-only)."""
         sql = "SELECT 1 FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ''"
@@ -509,10 +622,28 @@ class SqliteSessionStore(SessionStore):
         rows = self._read_only(_LOAD, _key3(key))
         return decode_bodies([r[0] for r in rows]) if rows else None
 
+    def last_context_sync(self, project_key: str, session_id: str) -> int | None:
+        """``last_context`` for synchronous callers (a status answered at once): read-only, never creates the file."""
+        return self._read_only_with(lambda conn: _last_context(conn, project_key, session_id), None)
+
+    def _read_view(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """`_read_only` for a view: a file that is no database is said as one a view cannot read, left as it is."""
+        try:
+            return self._read_only(sql, params)
+        except SessionStoreError as err:
+            if err.key != "db_not_sqlite":
+                raise
+            raise SessionStoreError("db_unreadable", db=self.path, reason=err.said.fields.get("reason")) from err
+
     def _read_only(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """The rows of one query on a read-only connection; none while no store was written."""
+        rows: list[Any] = self._read_only_with(lambda conn: conn.execute(sql, params).fetchall(), [])
+        return rows
+
+    def _read_only_with(self, work: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        """``work`` on a read-only connection; ``empty`` while no store was written."""
         if not self.path.exists():
-            return []
+            return empty
         # mode=ro: never creates the file, never writes to it.
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
@@ -523,14 +654,16 @@ class SqliteSessionStore(SessionStore):
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if version > len(self.migrations):
                 raise _too_new(self.path, version, len(self.migrations))
-            return conn.execute(sql, params).fetchall()
+            return work(conn)
         except sqlite3.OperationalError as err:
             if "no such table" in str(err):  # an empty file: no store written yet
-                return []
+                return empty
             raise
         except sqlite3.DatabaseError as err:
             if _is_not_a_database(err):
                 raise _not_a_database(self.path, err) from err
-            raise
+            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+                raise
+            raise SessionStoreError("db_unreadable", db=self.path, reason=err) from err
         finally:
             conn.close()

@@ -61,7 +61,7 @@ class Workflow:
 
     async def run(self, rt: Runtime, resume_from: dict[str, str] | None = None) -> dict[str, Any]:
         """Run every step and return ctx with `_woke` and `_sessions` (S2); one writer per workspace (D5)."""
-        with WorkspaceLock(rt.run_dir):
+        with WorkspaceLock(rt.run_dir, rt.records):
             lineage = self.lineage(rt)
             ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
             if resume_from:
@@ -79,13 +79,13 @@ class Workflow:
     def lineage(self, rt: Runtime) -> Lineage:
         """The lineage to continue: the stored one when continuous (S10, S12), else a fresh one kept in memory (S29)."""
         if self.continuous:
-            return Lineage.load(rt.run_dir, rt.workspace, rt.has_session)
-        return Lineage(rt.run_dir, rt.workspace, persist=False)
+            return Lineage.load(rt.run_dir, rt.workspace, rt.has_session, records=rt.records)
+        return Lineage(rt.run_dir, rt.workspace, persist=False, records=rt.records)
 
     def manifest_for(self, rt: Runtime) -> Manifest:
         """This process's manifest writer (S8)."""
         if self.manifest is None:
-            self.manifest = Manifest(rt.run_dir)
+            self.manifest = Manifest(rt.run_dir, records=rt.records)
         return self.manifest
 
     async def run_step(self, rt: Runtime, step: Step, ctx: dict[str, Any], lineage: Lineage, index: int,
@@ -120,6 +120,6 @@ def wake_state(workspace: str | os.PathLike[str] = ".", run_dir: str | os.PathLi
     Computed from the same `Status` as `flower status`, with only sessions still in sessions.db (S10).
     """
     sessions = Sessions.open(run_dir)
-    st = at_rest(workspace, run_dir, lambda sid: sessions.has(workspace, sid))
+    st = at_rest(workspace, run_dir, lambda sid: sessions.has(workspace, sid), records=sessions.records)
     return {"waking": bool(st.steps), "checks": len(st.goals), "woke": st.woke, "steps": dict(st.steps),
             "workspace": st.workspace, "run_dir": st.run_dir}

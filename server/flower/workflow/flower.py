@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core import goals, requirements, texts
+from ..core.approvals import DEFAULT_ALLOW
 from ..core.banner import banner, header
 from ..core.durable import move_aside, stamp, write_atomic
 from ..core.errors import FlowerError
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
 from ..core.lineage import Lineage
-from ..core.lock import WorkspaceLock, clear_wake, mark_wake
+from ..core.lock import WorkspaceLock
 from ..core.manifest import StepResult, handoff_name, round_name
+from ..core.records import clear_wake, mark_wake
 from ..core.text import clip
 from ..core.texts import say
 from ..runtime import AgentSpec, Runtime
@@ -88,8 +90,9 @@ HANDOFF_PROMPT = (
 WORKER = AgentSpec(
     "worker",
     instructions="You are a careful coding agent working in the user's workspace.",
-    allowed_tools=["Read", "Write", "Edit", "Glob", "Grep", "Bash"],
+    allowed_tools=list(DEFAULT_ALLOW),
     permission_mode="acceptEdits",
+    follows_settings=True,  # the person's `allow` and `mode` (issue 24); anything else is asked
 )
 CLARIFIER = AgentSpec("clarifier", instructions="You clarify requirements before work starts.",
                       allowed_tools=["Read", "Write", "Glob"], permission_mode="acceptEdits")
@@ -133,6 +136,8 @@ class FlowerPath:
     stopped: bool = False
     """Set when the person stops this wake (cancel, `new`): the cancellation then ends it rather than cutting it off."""
     workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
+    lineage: Lineage | None = None
+    """This wake's lineage once loaded: while it runs, this process is the task's one writer (D5), so it is the record."""
 
     @property
     def requirements_path(self) -> Path:
@@ -151,23 +156,23 @@ class FlowerPath:
     async def wake(self, text: str | None = None) -> dict[str, Any]:
         """Run this wake to the end: `text` is the task on a first run and a wake sentence afterwards (S1, S15)."""
         self.rt.check_credentials()  # before anything is counted or written
-        with WorkspaceLock(self.rt.run_dir):
+        with WorkspaceLock(self.rt.run_dir, self.rt.records):
             # A kill before the store mirror's first write leaves a session only in the CLI's own file; the sweep
-            # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7, issue 13),
+            # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7),
             # and with it the sessions no resume reconciles: killed judge rounds (S14), sessions never named.
             await self.rt.sweep()
-            lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session)
+            lineage = self.lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session, records=self.rt.records)
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
                 raise NothingToDo()
-            mark_wake(self.rt.run_dir)  # removed below when this wake ends; left behind if it is cut off
+            mark_wake(self.rt.records)  # removed below when this wake ends; left behind if it is cut off
             try:
                 ctx = await self._wake(lineage, used, text)
             except BaseException as exc:
                 if not isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) or self.stopped:
-                    clear_wake(self.rt.run_dir)  # it ended (a failure, or the person stopped it): not cut off
+                    clear_wake(self.rt.records)  # it ended (a failure, or the person stopped it): not cut off
                 raise
-            clear_wake(self.rt.run_dir)
+            clear_wake(self.rt.records)
             return ctx
 
     async def _wake(self, lineage: Lineage, used: bool, text: str | None) -> dict[str, Any]:

@@ -86,7 +86,7 @@ export function gauge(input: GaugeInput): Gauge {
     return { text, colour, spinner: status.running, tooltip: tooltip(status) };
 }
 
-/** Tooltip lines: folder, wake #, step, goals n/m, model, cost, context, last verdict, wait reason. */
+/** Tooltip lines: folder, wake #, step, goals n/m, model, cost, context, last verdict, wait reason, trust (D10). */
 export function tooltip(status: FolderStatus): string[] {
     const done = status.goals.filter((g) => g.done).length;
     const lines = [`flower · ${status.name}`, `wake #${status.woke}`];
@@ -109,6 +109,8 @@ export function tooltip(status: FolderStatus): string[] {
         const w = status.waiting;
         lines.push(`waiting (${w.reason}), attempt ${w.attempt}/${w.maxAttempts}`);
     }
+    // `!= null`: an older flower sends neither field. Who decided is the server's sentence, in the window's language.
+    if (status.trusted != null) lines.push(`trusted: ${status.trusted ? 'yes' : 'no'}${status.trust ? ` (${status.trust})` : ''}`);
     return lines;
 }
 

@@ -1,34 +1,29 @@
 /** flower's settings → the server's `initializationOptions` (protocol.md), and the settings a server restarts for. */
-import type { InitializationOptions } from '../protocol';
+import type { InitializationOptions, SettingsProblem } from '../protocol';
 
-/** The raw values of the `flower.*` server settings as the configuration holds them. */
-export interface RawSettings {
-    rounds: unknown;
-    trim: unknown;
-    handoffAt: unknown;
-    model?: unknown;
-    fallbackModel?: unknown;
-    maxCost?: unknown;
-    isolated?: unknown;
-    store?: unknown;
-    project?: unknown;
-}
+/** Every server option, as `initializationOptions` names it; its setting is `flower.<option>`. */
+const EVERY_OPTION: Record<keyof InitializationOptions, true> = {
+    rounds: true,
+    trim: true,
+    handoffAt: true,
+    model: true,
+    fallbackModel: true,
+    maxCost: true,
+    isolated: true,
+    store: true,
+    project: true,
+    allow: true,
+    mode: true,
+    approvalsWait: true,
+    approvalsUnattended: true,
+};
+export type Option = keyof InitializationOptions;
+export const OPTIONS = Object.keys(EVERY_OPTION) as Option[];
 
 /** The settings read at a server's start (initializationOptions, the interpreter): a change restarts an idle server. */
-export const SERVER_SETTINGS = [
-    'flower.python',
-    'flower.rounds',
-    'flower.trim',
-    'flower.handoffAt',
-    'flower.model',
-    'flower.fallbackModel',
-    'flower.maxCost',
-    'flower.isolated',
-    'flower.store',
-    'flower.project',
-] as const;
+export const SERVER_SETTINGS: readonly string[] = ['flower.python', ...OPTIONS.map((o) => `flower.${o}`)];
 
-/** The files at a folder's root whose flower settings the server reads when it starts (issue 15). */
+/** The files at a folder's root whose flower settings the server reads when it starts. */
 export const SETTINGS_FILES = ['.flower.toml', 'pyproject.toml'] as const;
 
 /**
@@ -42,11 +37,52 @@ export function flowerPart(name: string, text: string | undefined): string {
     const kept: string[] = [];
     let inside = false;
     for (const line of text.split(/\r?\n/)) {
-        const header = /^\s*\[\[?([^\]]+)\]/.exec(line);
-        if (header) inside = /^tool\.flower(\.|$)/.test((header[1] ?? '').replace(/["'\s]/g, ''));
+        inside = flowerTable(line) ?? inside;
         if (inside) kept.push(line);
     }
     return kept.join('\n');
+}
+
+/** For a TOML table header, whether it opens `[tool.flower]` or one of its sub-tables; undefined for any other line. */
+function flowerTable(line: string): boolean | undefined {
+    const header = /^\s*\[\[?([^\]]+)\]/.exec(line);
+    return header ? /^tool\.flower(\.|$)/.test((header[1] ?? '').replace(/["'\s]/g, '')) : undefined;
+}
+
+/** Where the person fixes a setting the server cannot use (FolderStatus.settings). */
+export type SettingsFix =
+    | { kind: 'setting'; id: string; scope: SettingScope }
+    | { kind: 'file'; path: string; key: string }
+    | null;
+
+/** The settings editor's scope holding a value: the one whose value the server got (folder > workspace > user). */
+export type SettingScope = 'folder' | 'workspace' | 'user';
+
+/**
+ * What "Open Settings" opens for a problem: its setting `flower.<option>`, at the scope the
+ * value came from; else its settings file; null for an environment variable (the line names it).
+ */
+export function settingsFix(problem: SettingsProblem, inspected: Inspected | undefined, multiRoot: boolean): SettingsFix {
+    if (problem.option !== null) {
+        // The scope `explicit` took the value from (null counts as unset there too).
+        const has = (value: unknown): boolean => value !== undefined && value !== null;
+        const scope: SettingScope = has(inspected?.workspaceFolderValue)
+            ? (multiRoot ? 'folder' : 'workspace')
+            : has(inspected?.workspaceValue) ? 'workspace' : 'user';
+        return { kind: 'setting', id: `flower.${problem.option}`, scope };
+    }
+    return problem.file !== null ? { kind: 'file', path: problem.file, key: problem.key } : null;
+}
+
+/** The 0-based line that sets `key` in a settings file (in `pyproject.toml`, inside `[tool.flower]`); 0 if none does. */
+export function keyLine(name: string, text: string, key: string): number {
+    const sets = new RegExp(`^\\s*["']?${key.replace(/[^\w-]/g, '\\$&')}["']?\\s*=`);
+    let inside = name !== 'pyproject.toml';
+    for (const [i, line] of text.split(/\r?\n/).entries()) {
+        if (name === 'pyproject.toml') inside = flowerTable(line) ?? inside;
+        if (inside && sets.test(line)) return i;
+    }
+    return 0;
 }
 
 /** What `WorkspaceConfiguration.inspect` reports of one setting (the parts read here). */
@@ -59,34 +95,24 @@ export interface Inspected {
 /**
  * The value the person set (folder > workspace > user), undefined when only the default applies:
  * a default sent as an option would outrank the workspace's `.flower.toml` / `[tool.flower]` and
- * the environment (issue 15: option > environment > file > default).
+ * the environment (option > environment > file > default).
  */
 export function explicit(inspected: Inspected | undefined): unknown {
     return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
 }
 
-/** Only the server options, only valid values: anything else is left to the server's default. */
-export function initializationOptions(raw: RawSettings): InitializationOptions {
+/**
+ * The options sent at `initialize`: each setting's value as the person set it (`read`, undefined for
+ * unset), unchecked. The server is the one validator: a bad value comes back as its one-line error
+ * (FolderStatus.settings), never silently dropped here.
+ */
+export function initializationOptions(read: (option: Option) => unknown): InitializationOptions {
     const options: InitializationOptions = {};
-    if (isPositiveInt(raw.rounds)) options.rounds = raw.rounds;
-    if (typeof raw.trim === 'boolean') options.trim = raw.trim;
-    if (isPositiveInt(raw.handoffAt)) options.handoffAt = raw.handoffAt;
-    const model = text(raw.model);
-    if (model !== undefined) options.model = model;
-    const fallback = text(raw.fallbackModel);
-    if (fallback !== undefined) options.fallbackModel = fallback;
-    // Empty (null) is no cap; a cap of 0 or less would refuse every run, so it is no setting either.
-    if (typeof raw.maxCost === 'number' && Number.isFinite(raw.maxCost) && raw.maxCost > 0) options.maxCost = raw.maxCost;
-    if (typeof raw.isolated === 'boolean') options.isolated = raw.isolated;
-    const store = text(raw.store);
-    if (store !== undefined) options.store = store;
-    const project = text(raw.project);
-    if (project !== undefined) options.project = project;
+    for (const option of OPTIONS) {
+        const value = read(option);
+        if (value !== undefined) options[option] = value;
+    }
     return options;
-}
-
-function isPositiveInt(x: unknown): x is number {
-    return typeof x === 'number' && Number.isInteger(x) && x > 0;
 }
 
 /** A non-empty string setting, trimmed; undefined for empty or anything else. */
@@ -99,7 +125,7 @@ function text(x: unknown): string | undefined {
 /**
  * Whether a folder's store is shared: a `postgresql://` (or `postgres://`) URL in its `flower.store` setting (as set
  * explicitly) or, the setting unset, in `FLOWER_STORE`. The task then lives in the database and
- * leaves no `runs/lineage.json` in the folder (issue 14).
+ * leaves no `runs/lineage.json` in the folder (D9).
  */
 export function sharedStore(setting: unknown, env: string | undefined): boolean {
     const store = text(setting) ?? text(env);

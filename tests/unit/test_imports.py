@@ -1,0 +1,45 @@
+"""Light imports: the command line's module and `flower --help` do not import the SDK, which only a run needs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import flower
+
+HEAVY = ("claude_agent_sdk", "asyncpg")
+
+
+def loaded_after(code: str) -> dict[str, bool]:
+    """Which of HEAVY a fresh interpreter holds after running `code` (its output goes nowhere)."""
+    # `--help` ends in SystemExit(0), as `flower --help` does.
+    probe = (f"import sys, io, contextlib\ntry:\n    with contextlib.redirect_stdout(io.StringIO()):\n        {code}\n"
+             f"except SystemExit as e:\n    assert not e.code, e.code\n"
+             f"print(__import__('json').dumps({{m: m in sys.modules for m in {HEAVY!r}}}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, bool] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize("code", [
+    "import flower.cli",
+    "import flower",
+    "from flower.cli import run; run(['--help'])",
+    "from flower.cli import run; run(['status', '--help'])",
+])
+def test_the_command_line_starts_without_the_sdk(code: str) -> None:
+    assert loaded_after(code) == {m: False for m in HEAVY}
+
+
+def test_a_wake_on_sqlite_needs_no_asyncpg_and_the_public_names_still_import() -> None:
+    # What a wake imports (the service, the runtime) brings the SDK, and still not the PostgreSQL driver.
+    assert loaded_after("import flower.service") == {"claude_agent_sdk": True, "asyncpg": False}
+    assert loaded_after("from flower import Runtime") == {"claude_agent_sdk": True, "asyncpg": False}
+    assert sorted(flower.__all__) == sorted(n for n in dir(flower) if n in flower.__all__)
+    assert all(getattr(flower, n) is not None for n in flower.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        flower.nope  # noqa: B018
