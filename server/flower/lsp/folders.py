@@ -89,10 +89,6 @@ class Run:
     """The person's sentence that started it, sent as a `user` transcript entry right after the run begins."""
 
 
-OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
-"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
-
-
 class Peer(Protocol):
     """Whom a Folder talks to: one client's server (stdio), or the engine's fan-out to every client attached (D11)."""
 
@@ -103,6 +99,10 @@ class Peer(Protocol):
     @property
     def work_done_progress(self) -> Any:
         """`create_async(token)`, `begin`, `report`, `end` of `$/progress`."""
+
+
+OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
+"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
 
 
 def crashed(exc: Exception, folder: Folder | None) -> crash.Crash:
