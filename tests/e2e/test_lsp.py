@@ -459,6 +459,9 @@ async def test_clarify_questions_go_to_the_person_through_flower_ask(servers, mo
     answered = model.conversation[1]
     assert answered.last_user_text.endswith("Python, please")
     assert answered.session_id == model.conversation[0].session_id
+    # The clarify session this wake began continues after the answer: its second header says no `resumed` (issue #25).
+    headers = [h["text"] for h in client.seen(p.HEADER, folder)]
+    assert len(headers) == 4 and not any("resumed" in h for h in headers), headers
 
 
 @pytest.mark.parametrize("ask", [True, False], ids=["answers-null", "no-flower-ask"])
@@ -540,7 +543,7 @@ def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():
     import attrs
 
     doc = (ROOT / "protocol.md").read_text(encoding="utf-8")
-    methods = [p.WAKE, p.SAY, p.NEW, p.STATUS, p.HISTORY, p.ASK, *p.NOTIFICATIONS]
+    methods = [p.WAKE, p.SAY, p.NEW, p.STATUS, p.HISTORY, p.CHANGES, p.REVERT, p.ASK, *p.NOTIFICATIONS]
     for method in methods:
         assert f"### `{method}`" in doc, method
     classes = {name: cls for name, cls in vars(p).items() if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == p.__name__}

@@ -147,6 +147,47 @@ export interface HistoryResult {
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
+export interface ChangesParams {
+    folder: string;
+}
+export interface ChangedFile {
+    /** Workspace-relative, `/`-separated. */
+    path: string;
+    change: 'created' | 'edited' | 'deleted';
+    /** Null for binary content or without a before-image. */
+    added: number | null;
+    removed: number | null;
+    /** The before-image's id; null for a created file or one too large to keep. */
+    before: string | null;
+    /** The before-image's bytes on disk (the diff editor's left side). */
+    beforePath: string | null;
+    tool: string;
+}
+export interface ChangedWake {
+    wake: number;
+    running: boolean;
+    files: ChangedFile[];
+}
+export interface ChangesResult {
+    folder: string;
+    /** Wakes with at least one changed file, oldest first. */
+    wakes: ChangedWake[];
+}
+export const changes = new RequestType<ChangesParams, ChangesResult, void>('flower/changes');
+
+export interface RevertParams {
+    folder: string;
+    /** One file (workspace-relative or absolute). */
+    path?: string | null;
+    /** The wake whose before-image to restore; without `path`, every file of it. */
+    wake?: number | null;
+}
+export interface RevertResult {
+    folder: string;
+    reverted: string[];
+}
+export const revert = new RequestType<RevertParams, RevertResult, void>('flower/revert');
+
 // -- server → client request --------------------------------------------------------------
 
 export interface AskParams {

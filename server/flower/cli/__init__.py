@@ -5,6 +5,8 @@
     flower --new "task"      archive this task and start another (S28)
     flower once "prompt"     one agent, no workflow, no lineage; --resume SID to continue it (S29)
     flower status            what the next run would resume
+    flower changes           what the agents changed, per wake (issue #25)
+    flower revert FILE       put a file back as it was before the wake that changed it; --wake N: all of one wake
     flower demo              the whole thing offline on the built-in scripted model
 
 Exit codes: 0 done; 1 the run did not finish (the reason is the last line on stderr);
@@ -26,12 +28,13 @@ from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
 from ..settings import SettingsError
-from .args import UsageError, demo_parser, main_parser, once_parser, status_parser
+from .args import UsageError, changes_parser, demo_parser, main_parser, once_parser, revert_parser, status_parser
+from .changes import changes_command, revert_command
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, flower_command, once_command, status_command
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
-COMMANDS = ("once", "status", "demo")
+COMMANDS = ("once", "status", "changes", "revert", "demo")
 
 
 def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
@@ -42,6 +45,10 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             return once_command, once_parser(locale).parse_intermixed_args(rest)
         if command == "status":
             return status_command, status_parser(locale).parse_args(rest)
+        if command == "changes":
+            return changes_command, changes_parser(locale).parse_args(rest)
+        if command == "revert":
+            return revert_command, revert_parser(locale).parse_args(rest)
         from ..demo import demo_command
         return demo_command, demo_parser(locale).parse_args(rest)
     return flower_command, main_parser(locale).parse_intermixed_args(argv)

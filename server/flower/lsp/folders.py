@@ -211,6 +211,22 @@ class Folder:
         self._ensure_pump()
         self._queue.put_nowait(("pruned", (session_id, future.result().verdicts)))
 
+    async def changes(self) -> p.ChangesResult:
+        """`flower/changes`: each wake's changed files against the workspace now."""
+        log_ = self.svc.change_log
+        running = self.svc.running
+        wakes = [p.ChangedWake(w.wake, running and w.wake == log_.wake, [
+            p.ChangedFile(f.path, f.change, f.added, f.removed, f.before,
+                          str(log_.object_path(f.before)) if f.before else None, f.tool) for f in w.files])
+            for w in await self.svc.changes() if w.files]
+        return p.ChangesResult(self.uri, wakes)
+
+    async def revert(self, path: str | None, wake: int | None) -> p.RevertResult:
+        """`flower/revert`: restore before-images; a wake running here or elsewhere refuses it (FLOWER_ERROR, key `revert_running`)."""
+        if path is None and wake is None:
+            raise JsonRpcInvalidParams(f"{p.REVERT}: give params.path, params.wake or both. Send params like {p.RevertParams.EXAMPLE}")
+        return p.RevertResult(self.uri, await self.svc.revert(path, wake))
+
     async def wake(self, text: str | None) -> p.WakeResult:
         """Start a wake, or join the one running here (D5); a text for a running wake goes to its work session."""
         text = text.strip() if text and text.strip() else None

@@ -26,6 +26,8 @@ SAY = "flower/say"
 NEW = "flower/new"
 STATUS = "flower/status"
 HISTORY = "flower/history"
+CHANGES = "flower/changes"
+REVERT = "flower/revert"
 ASK = "flower/ask"
 """Server → client request: a clarify question the person answers."""
 
@@ -58,6 +60,7 @@ T = TypeVar("T")
 Role = Literal["user", "assistant"]
 EntryKind = Literal["text", "tool", "result"]
 PrunedVerdict = Literal["hidden", "rewritten", "added"]
+ChangeKind = Literal["created", "edited", "deleted"]
 
 
 # -- client → server: requests -----------------------------------------------------------------
@@ -293,6 +296,82 @@ class HistoryResult:
     """Every session of the folder that sessions.db holds, oldest first."""
     pending: list[str]
     """Sessions in this page whose pruner verdicts are still computed; a `flower/pruned` follows for each."""
+
+
+@attrs.define
+class ChangesParams:
+    """`flower/changes`: the files the agents created, edited or deleted, per wake, against the workspace now."""
+
+    folder: str
+    """The workspace folder's URI."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
+
+
+@attrs.define
+class ChangedFile:
+    """One file a wake changed that still differs from its before-image."""
+
+    path: str
+    """Workspace-relative, `/`-separated."""
+    change: ChangeKind
+    """`created` (did not exist before the wake), `edited`, or `deleted` (gone now)."""
+    added: int | None
+    """Lines added since the before-image; null for binary content or when there is no before-image."""
+    removed: int | None
+    """Lines removed since the before-image; null as for `added`."""
+    before: str | None
+    """The before-image's id (sha256 of its bytes); null for a created file, or one too large to have been kept."""
+    before_path: str | None
+    """Where the before-image's bytes are on disk (under `<runDir>/changes/objects/`), for a diff editor; null with `before`."""
+    tool: str
+    """The tool that first changed it in the wake: `Write`, `Edit`, `MultiEdit`, `NotebookEdit` or `Bash`."""
+
+
+@attrs.define
+class ChangedWake:
+    """The changes of one wake."""
+
+    wake: int
+    """The wake's number (`woke` at the time)."""
+    running: bool
+    """This wake is running now: its list still grows."""
+    files: list[ChangedFile]
+    """Its changed files, by path."""
+
+
+@attrs.define
+class ChangesResult:
+    """`flower/changes` result."""
+
+    folder: str
+    """The folder URI."""
+    wakes: list[ChangedWake]
+    """Wakes with at least one changed file, oldest first."""
+
+
+@attrs.define
+class RevertParams:
+    """`flower/revert`: put files back as they were before a wake changed them. Refused while a wake runs."""
+
+    folder: str
+    """The workspace folder's URI."""
+    path: str | None = None
+    """One file (workspace-relative or absolute): its before-image of `wake`, else of the newest wake that changed it."""
+    wake: int | None = None
+    """Without `path`: every file of this wake."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "path": "src/app.py", "wake": 2}'
+
+
+@attrs.define
+class RevertResult:
+    """`flower/revert` result."""
+
+    folder: str
+    """The folder URI."""
+    reverted: list[str]
+    """The workspace-relative paths restored (a file the wake created is deleted)."""
 
 
 # -- server → client: request ------------------------------------------------------------------
@@ -624,7 +703,8 @@ def to_wire(payload: Any) -> Any:
     return redact(CONVERTER.unstructure(payload))
 
 
-PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams}
+PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams,
+          CHANGES: ChangesParams, REVERT: RevertParams}
 """Each request method's params class."""
 
 NOTIFICATIONS = {

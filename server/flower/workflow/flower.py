@@ -133,6 +133,8 @@ class FlowerPath:
     stopped: bool = False
     """Set when the person stops this wake (cancel, `new`): the cancellation then ends it rather than cutting it off."""
     workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
+    carried: frozenset[str] = frozenset()
+    """The steps whose sessions this wake found live in the lineage: only their headers say `resumed` (S19)."""
 
     @property
     def requirements_path(self) -> Path:
@@ -167,6 +169,8 @@ class FlowerPath:
                 if not isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) or self.stopped:
                     clear_wake(self.rt.run_dir)  # it ended (a failure, or the person stopped it): not cut off
                 raise
+            finally:
+                self.rt.changes.end()
             clear_wake(self.rt.run_dir)
             return ctx
 
@@ -175,6 +179,8 @@ class FlowerPath:
         if not used:
             requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
         ctx: dict[str, Any] = {"_woke": lineage.wake(), "_sessions": lineage.steps, "_ok": True}
+        self.carried = frozenset(lineage.steps)
+        self.rt.changes.begin(ctx["_woke"])  # before-images of what this wake's agents change (issue #25)
         sentence = text.strip() if used and text and text.strip() else None
         if used:
             context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
@@ -191,8 +197,9 @@ class FlowerPath:
         return ctx
 
     def start(self, ctx: dict[str, Any], lineage: Lineage, step: str, index: int) -> None:
-        """The S19 header for a step about to run."""
-        resumed = step_of(step) in lineage.steps
+        """The S19 header for a step about to run; `resumed` only for a session an earlier wake left, not for the
+        clarify session this wake began and continues after the person's answer."""
+        resumed = step_of(step) in self.carried and step_of(step) in lineage.steps
         self.emit(Header(text=header(self.locale, step, index, 3, ctx["_woke"], resumed), step=step))
 
     async def run(self, ctx: dict[str, Any], lineage: Lineage, step: Step, index: int, message: str | None = None,
