@@ -110,6 +110,20 @@ class Page:
     """Sessions in this page whose verdicts are still being computed."""
 
 
+@dataclass(frozen=True)
+class StepRun:
+    """One manifest row as a transcript section head shows it."""
+
+    step: str
+    session_id: str | None
+    ok: bool
+    cost_usd: float
+    duration_s: float | None
+    started_at: float | None
+    passed: bool | None
+    """A judge round's verdict; None for other steps."""
+
+
 class UnknownSession(ValueError):
     """A session id that is not one of the workspace's sessions."""
 
@@ -363,6 +377,7 @@ class History:
         self._pool: ProcessPoolExecutor | None = None
         self._steps: tuple[tuple[int, ...], tuple[Runs, dict[str, str]]] | None = None
         self._verdict: tuple[tuple[int, ...], tuple[int, bool, str] | None] | None = None
+        self._runs: tuple[tuple[int, ...], list[StepRun]] | None = None
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
         self._context: dict[str, tuple[tuple[int, ...], int | None]] = {}
@@ -427,6 +442,29 @@ class History:
         if stamp is not None:
             self._steps = (stamp, found)
         return found
+
+    def step_runs(self) -> list[StepRun]:
+        """Every step run the manifest records, oldest first, with the judge's verdicts (cached per file state)."""
+        stamp = self._stamps("manifest.json")
+        if self._runs is not None and stamp is not None and self._runs[0] == stamp:
+            return self._runs[1]
+        out = []
+        for row in Manifest(self.run_dir, run="history").rows():
+            step, start = row.get("step"), row.get("started_at")
+            if not isinstance(step, str):
+                continue
+            passed = None
+            if parse_name(step)[1] == "judge":
+                passed = bool(row.get("ok")) and verdict_of(str(row.get("text") or ""))[0]
+            duration = row.get("duration_s")
+            out.append(StepRun(step, row.get("session_id") if isinstance(row.get("session_id"), str) else None,
+                               bool(row.get("ok")), float(row.get("cost_usd") or 0.0),
+                               float(duration) if isinstance(duration, (int, float)) else None,
+                               float(start) if isinstance(start, (int, float)) else None, passed))
+        out.sort(key=lambda r: r.started_at or 0.0)
+        if stamp is not None:
+            self._runs = (stamp, out)
+        return out
 
     def last_verdict(self) -> tuple[int, bool, str] | None:
         """The judge's last verdict on the current work session as the manifest recorded it: (round, passed, reasons)."""

@@ -98,6 +98,8 @@ async def test_flower_changes_and_revert_over_the_editor_protocol(servers, model
     assert refused.value.code == p.FLOWER_ERROR and "running" in refused.value.message
     model.release()
     await client.ended(folder)
+    ends = client.seen(p.STEP_END, folder) + client.seen(p.VERDICT, folder)
+    assert len(ends) == 4 and all(e["durationS"] >= 0 and e["costUsd"] is not None for e in ends)  # the section heads
 
     result = await client.request(p.CHANGES, {"folder": folder})
     [wake] = result["wakes"]

@@ -144,6 +144,18 @@ export interface HistoryResult {
     sessions: HistorySession[];
     /** Sessions whose verdicts follow in a `flower/pruned`. */
     pending: string[];
+    /** Every step run the manifest records, oldest first (the transcript's section heads). */
+    steps: StepSummary[];
+}
+export interface StepSummary {
+    step: string;
+    sessionId: string | null;
+    ok: boolean;
+    costUsd: number;
+    durationS: number | null;
+    startedAt: number | null;
+    /** A judge round's verdict; null for other steps. */
+    passed: boolean | null;
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
@@ -244,6 +256,8 @@ export interface StepEndNotification {
     sessionId: string | null;
     error: string | null;
     context: number | null;
+    costUsd: number | null;
+    durationS: number | null;
 }
 export const stepEnd = new NotificationType<StepEndNotification>('flower/stepEnd');
 
@@ -311,6 +325,8 @@ export interface VerdictNotification {
     round: number;
     passed: boolean;
     reasons: string;
+    costUsd: number | null;
+    durationS: number | null;
 }
 export const verdict = new NotificationType<VerdictNotification>('flower/verdict');
 

@@ -191,7 +191,8 @@ class Folder:
             self._seq = max(self._seq, max(i.seq for i in page.items))  # live seqs continue above what history showed
         return p.HistoryResult(
             self.uri, [self._entry(i) for i in page.items], page.next_before,
-            [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending))
+            [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending),
+            [p.StepSummary(**vars(s)) for s in await asyncio.to_thread(self.history.step_runs)])
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
@@ -444,7 +445,8 @@ class Folder:
                     f, event.step, event.index, event.total, event.session_id, event.woke, token))
             case StepEnded():
                 error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
-                self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context))
+                self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context,
+                                                              event.cost_usd, event.duration_s))
                 self._end_progress("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
@@ -465,7 +467,8 @@ class Folder:
                                                        event.seconds, event.error or "", event.offline_since))
                 self._report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
             case Verdict():
-                self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons))
+                self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons,
+                                                             event.cost_usd, event.duration_s))
             case Question(text=text):
                 self.notify(p.QUESTION, p.QuestionNotification(f, text))
             case Handoff():

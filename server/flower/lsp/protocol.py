@@ -296,6 +296,28 @@ class HistoryResult:
     """Every session of the folder that sessions.db holds, oldest first."""
     pending: list[str]
     """Sessions in this page whose pruner verdicts are still computed; a `flower/pruned` follows for each."""
+    steps: list[StepSummary] = attrs.field(factory=list)
+    """Every step run the manifest records (rounds, retries, judge rounds), oldest first: the transcript's section heads."""
+
+
+@attrs.define
+class StepSummary:
+    """One run of a step as the manifest recorded it."""
+
+    step: str
+    """Its manifest name (`干活#round2`, `干活·判定#1`, S7)."""
+    session_id: str | None
+    """Its session."""
+    ok: bool
+    """It finished without error."""
+    cost_usd: float
+    """What it spent, in USD."""
+    duration_s: float | None
+    """How long it ran, in seconds."""
+    started_at: float | None
+    """Unix time it started."""
+    passed: bool | None
+    """A judge round: whether the work passed; null for other steps."""
 
 
 @attrs.define
@@ -474,6 +496,10 @@ class StepEndNotification:
     """What went wrong, or null."""
     context: int | None
     """The session's context size after the run, in tokens, when known."""
+    cost_usd: float | None = None
+    """What the step's run spent, in USD (every attempt)."""
+    duration_s: float | None = None
+    """How long it ran, in seconds."""
 
 
 @attrs.define
@@ -587,6 +613,10 @@ class VerdictNotification:
     """Every goal met."""
     reasons: str
     """What is missing, or why it passed."""
+    cost_usd: float | None = None
+    """What the judge's round spent, in USD."""
+    duration_s: float | None = None
+    """How long the judge's round ran, in seconds."""
 
 
 @attrs.define
