@@ -158,8 +158,8 @@ export function tokens(line: string, language: string): Token[] {
     const out: Token[] = [];
     const re = /("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`(?:[^`\\]|\\.)*`?)|(\b\d[\d_.]*\b)|([A-Za-z_]\w*)/g;
     let last = 0;
-    const at = line.indexOf(comment);
-    const code = at >= 0 && !/["'`]/.test(line.slice(0, at)) ? line.slice(0, at) : line;
+    const at = commentAt(line, comment);
+    const code = at >= 0 ? line.slice(0, at) : line;
     let m: RegExpExecArray | null;
     while ((m = re.exec(code)) !== null) {
         const kind: Token['c'] = m[1] !== undefined ? 'str' : m[2] !== undefined ? 'num' : words.has(m[3]) ? 'kw' : '';
@@ -171,4 +171,18 @@ export function tokens(line: string, language: string): Token[] {
     if (last < code.length) out.push({ c: '', s: code.slice(last) });
     if (code.length < line.length) out.push({ c: 'com', s: line.slice(code.length) });
     return out;
+}
+
+/** Where a line comment starts outside any string, or -1. */
+function commentAt(line: string, mark: string): number {
+    let quote: string | null = null;
+    for (let i = 0; i < line.length; i++) {
+        const ch = line[i];
+        if (quote !== null) {
+            if (ch === '\\') i++;
+            else if (ch === quote) quote = null;
+        } else if (ch === '"' || ch === "'" || ch === '`') quote = ch;
+        else if (line.startsWith(mark, i)) return i;
+    }
+    return -1;
 }
