@@ -10,19 +10,21 @@ Layout under the run dir:
 A file's record is made the first time an agent is about to write it in a wake (a PreToolUse hook
 calls `before_write`), so the before-image is the file as the wake found it, not as the last tool
 left it. Bash can change any file, so around a Bash call the workspace's files are stamped
-(size, mtime_ns, inode) before and after (`before_bash` / `after_bash`): a file whose stamp moved, a
+(size, mtime_ns, inode) before and after (`before_tool` / `after_tool` of Bash): a file whose stamp moved, a
 new one, or one gone is recorded, its before-image being the content read at the last stamp.
 
 Where the Bash detection stops (said so in protocol.md and the README): it sees the files of a
 bounded walk of the workspace (at most MAX_FILES, skipping dot-directories such as .git and .venv,
-node_modules, __pycache__ and the run dir); a file larger than MAX_IMAGE is recorded as changed but
-has no before-image (revert refuses it); changes a background process makes after the Bash call
+node_modules, __pycache__ and the run dir); a file larger than MAX_STAMPED_IMAGE (or past
+MAX_STAMPED_TOTAL of content held in memory for the wake) is recorded as changed but has no
+before-image (revert refuses it); changes a background process makes after the Bash call
 returned are not seen; an edit that keeps size and mtime_ns is invisible. Writes outside the
 workspace are not recorded at all.
 """
 
 from __future__ import annotations
 
+import collections
 import difflib
 import hashlib
 import json
@@ -49,7 +51,9 @@ MAX_FILES = 5000
 MAX_IMAGE = 8 * 1024 * 1024
 """Largest file a write tool's before-image keeps, in bytes."""
 MAX_STAMPED_IMAGE = 1024 * 1024
-"""Largest file Bash stamping keeps an image of (it reads every stamped file once per wake, so less)."""
+"""Largest file Bash stamping keeps the content of (it reads every stamped file once per wake, so less)."""
+MAX_STAMPED_TOTAL = 64 * 1024 * 1024
+"""Bytes of stamped files' content held in memory at most during a wake; past it, files are stamped without content."""
 SKIP_DIRS = frozenset({"node_modules", "__pycache__"})
 """Directories the Bash walk never enters (besides every dot-directory and the run dir)."""
 _WAKE_FILE = re.compile(r"^wake-(\d+)\.json$")
@@ -92,8 +96,12 @@ class ChangeLog:
         self.dir = self.run_dir / DIR
         self.wake: int | None = None
         self._record: dict[str, Any] | None = None
-        self._seen: dict[str, tuple[Stamp, str | None]] = {}
-        """Bash: each stamped file's stamp and its content's id at that stamp (None: too large to keep)."""
+        self._seen: dict[str, tuple[Stamp, bytes | None]] = {}
+        """Bash: each stamped file's stamp and its content at that stamp, in memory (None: too large to hold).
+
+        Kept in memory, not as images on disk: most stamped files never change, and only those that did are stored."""
+        self._held = 0
+        """Bytes of content in `_seen`."""
         self._pending: dict[str, dict[str, Stamp]] = {}
         """Bash: the stamps taken before each running call, by tool_use id."""
         self._lock = threading.RLock()
@@ -123,13 +131,15 @@ class ChangeLog:
         with self._lock:
             self.wake, self._record = wake, None
             self._seen.clear()
+            self._held = 0
             self._pending.clear()
 
     def end(self) -> None:
-        """Stop recording; drop the images no wake refers to (those Bash stamping kept just in case)."""
+        """Stop recording; drop the images no wake refers to (a write a tool then did not make, a kill mid-wake)."""
         with self._lock:
             self.wake, self._record = None, None
             self._seen.clear()
+            self._held = 0
             self._pending.clear()
             try:
                 self.collect()
@@ -163,13 +173,11 @@ class ChangeLog:
             if before.get(rel) == after.get(rel):
                 continue
             if rel in before:
-                image = self._seen.get(rel, (None, None))[1]
-                self._add(rel, image, True, "Bash")
+                held = self._seen.get(rel, (None, None))[1]
+                self._add(rel, self._keep(held) if held is not None else None, True, "Bash")
             else:
                 self._add(rel, None, False, "Bash")
-        for rel, stamp in after.items():  # the next Bash call compares with these
-            if rel not in self._seen or self._seen[rel][0] != stamp:
-                self._seen[rel] = (stamp, self._keep_file(self.workspace / rel, stamp[0], MAX_STAMPED_IMAGE))
+        self._hold(after)  # the next Bash call compares with these
 
     def before_write(self, target: str, tool: str) -> None:
         """Record `target`'s content before the wake's first write to it; later writes in the wake cost nothing."""
@@ -287,17 +295,21 @@ class ChangeLog:
         except OSError as exc:  # recording is a bonus: a full disk never stops the agent's write
             log.warning("changes: could not record %s (%s)", rel, exc)
 
-    def _keep_file(self, full: Path, size: int, limit: int = MAX_IMAGE) -> str | None:
-        """Store a file's bytes as an image (once per content); None when too large or unreadable.
-
-        No fsync: the image guards against the agent, not against a power cut, and the hook must stay cheap.
-        """
-        if size > limit:
+    def _keep_file(self, full: Path, size: int) -> str | None:
+        """Store a file's bytes as an image (once per content); None when too large or unreadable."""
+        if size > MAX_IMAGE:
             return None
         try:
             data = full.read_bytes()
         except OSError:
             return None
+        return self._keep(data)
+
+    def _keep(self, data: bytes) -> str | None:
+        """Store bytes as an image (once per content); its id, or None when it cannot be written.
+
+        No fsync: the image guards against the agent, not against a power cut, and the hook must stay cheap.
+        """
         image = hashlib.sha256(data).hexdigest()
         blob = self.dir / "objects" / image
         if not blob.exists():
@@ -308,36 +320,55 @@ class ChangeLog:
                 os.replace(tmp, blob)
             except OSError as exc:
                 tmp.unlink(missing_ok=True)
-                log.warning("changes: could not keep the before-image of %s (%s)", full, exc)
+                log.warning("changes: could not keep a before-image in %s (%s)", blob.parent, exc)
                 return None
         return image
 
     def _stamp_and_keep(self) -> dict[str, Stamp]:
-        """Stamp the workspace; keep an image of every file whose content was not kept at this stamp yet."""
+        """Stamp the workspace; hold the content of every file not held at this stamp yet."""
         stamps = dict(self._walk())
-        for rel, stamp in stamps.items():
-            if rel not in self._seen or self._seen[rel][0] != stamp:
-                self._seen[rel] = (stamp, self._keep_file(self.workspace / rel, stamp[0], MAX_STAMPED_IMAGE))
+        self._hold(stamps)
         return stamps
+
+    def _hold(self, stamps: dict[str, Stamp]) -> None:
+        """Read (into memory) the files whose stamp is new, within MAX_STAMPED_IMAGE and MAX_STAMPED_TOTAL."""
+        for rel in [r for r in self._seen if r not in stamps]:
+            old = self._seen.pop(rel)[1]
+            self._held -= len(old) if old is not None else 0
+        for rel, stamp in stamps.items():
+            seen = self._seen.get(rel)
+            if seen is not None and seen[0] == stamp:
+                continue
+            self._held -= len(seen[1]) if seen is not None and seen[1] is not None else 0
+            data = None
+            if stamp[0] <= MAX_STAMPED_IMAGE and self._held + stamp[0] <= MAX_STAMPED_TOTAL:
+                try:
+                    with open(os.path.join(self.workspace, rel), "rb") as f:
+                        data = f.read()
+                except OSError:
+                    data = None
+            self._held += len(data) if data is not None else 0
+            self._seen[rel] = (stamp, data)
 
     def _walk(self) -> Iterator[tuple[str, Stamp]]:
         """(relative path, stamp) of at most MAX_FILES workspace files, breadth-first, skipping what SKIP_DIRS names."""
-        count, queue = 0, [self.workspace]
+        count, queue, skip = 0, collections.deque([""]), str(self.run_dir)
+        root = str(self.workspace)
         while queue:
-            directory = queue.pop(0)
+            rel_dir = queue.popleft()
             try:
-                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+                entries = sorted(os.scandir(os.path.join(root, rel_dir) if rel_dir else root), key=lambda e: e.name)
             except OSError:
                 continue
             for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        full = Path(entry.path)
-                        if not (entry.name.startswith(".") or entry.name in SKIP_DIRS or full == self.run_dir):
-                            queue.append(full)
+                        if not (entry.name.startswith(".") or entry.name in SKIP_DIRS or entry.path == skip):
+                            queue.append(rel)
                     elif entry.is_file(follow_symlinks=False):
                         st = entry.stat(follow_symlinks=False)
-                        yield Path(entry.path).relative_to(self.workspace).as_posix(), (st.st_size, st.st_mtime_ns, st.st_ino)
+                        yield rel, (st.st_size, st.st_mtime_ns, st.st_ino)
                         count += 1
                         if count >= MAX_FILES:
                             return
