@@ -420,6 +420,8 @@ test('10 the run\'s changes: the Changes view lists the written and the edited f
   fs.writeFileSync(path.join(ws, 'README.md'), README);
   await scenario('10-changes', 'changes', [ws], async (ed) => {
     await start(ed);
+    // The wake began (flower writes 需求.md before any model request) before the palette is used again.
+    await until(() => fs.existsSync(path.join(ws, '需求.md')), 'the wake to begin', secs(60));
     // The sidebar was never opened here: the one webview is the editor tab's.
     await ed.command(title('openTranscriptInEditor'));
     await ed.view().locator('body.wide').waitFor({ state: 'attached', timeout: secs(30) });
@@ -455,8 +457,11 @@ test('10 the run\'s changes: the Changes view lists the written and the edited f
     const diffEditor = ed.page.locator('.monaco-diff-editor').first();
     await diffEditor.waitFor({ timeout: secs(20) });
     await ed.page.locator('.tabs-container .tab.active', { hasText: 'README.md (before wake #1' }).waitFor({ timeout: secs(10) });
-    await until(async () => /TODO: usage/.test(await diffEditor.locator('.editor.original .view-lines').innerText()), 'the left side to be the before-image');
-    await until(async () => /Usage: python calc\.py/.test(await diffEditor.locator('.editor.modified .view-lines').innerText()), 'the right side to be the file now');
+    // Monaco renders spaces as no-break spaces.
+    const side = async (/** @type {string} */ which) => (await diffEditor.locator(`.editor.${which} .view-lines`).innerText()).replace(/\u00a0/g, ' ');
+    await until(async () => (await side('original')).includes('TODO: usage'), 'the left side to be the before-image');
+    await until(async () => (await side('modified')).includes('Usage: python calc.py'), 'the right side to be the file now');
+    assert.ok(!(await side('original')).includes('Usage: python calc.py'), 'the left side is not the file now');
     await ed.shot('10-changes-diff');
 
     // Revert File (the item's inline action), after the confirmation.

@@ -33,8 +33,10 @@ export interface StepLabels {
     notPassed: string;
     /** `{0}` = how many lines are folded. */
     moreLines: string;
+    moreLine: string;
     /** `{0}` = how many lines the output has. */
     output: string;
+    outputLine: string;
     rawInput: string;
     collapse: string;
 }
@@ -52,7 +54,9 @@ export const ENGLISH: StepLabels = {
     passed: 'passed',
     notPassed: 'not passed',
     moreLines: '{0} more lines',
+    moreLine: '1 more line',
     output: 'output · {0} lines',
+    outputLine: 'output · 1 line',
     rawInput: 'raw input',
     collapse: 'collapse or expand this step',
 };

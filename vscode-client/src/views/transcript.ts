@@ -35,7 +35,9 @@ export function stepLabels(): StepLabels {
         passed: t('passed'),
         notPassed: t('not passed'),
         moreLines: t('{0} more lines', '{0}'),
+        moreLine: t('1 more line'),
         output: t('output · {0} lines', '{0}'),
+        outputLine: t('output · 1 line'),
         rawInput: t('raw input'),
         collapse: t('collapse or expand this step'),
     };

@@ -172,7 +172,7 @@ function folded(parent: HTMLElement, items: HTMLElement[], keep: number): void {
     items.slice(0, keep).forEach((e) => parent.appendChild(e));
     if (items.length <= keep) return;
     const rest = items.slice(keep);
-    const more = button('more-lines', 'more-lines', fill(labels.moreLines, rest.length));
+    const more = button('more-lines', 'more-lines', rest.length === 1 ? labels.moreLine : fill(labels.moreLines, rest.length));
     more.addEventListener('click', () => {
         more.replaceWith(...rest);
     });
@@ -276,7 +276,7 @@ function tool(body: HTMLElement, row: Row, summary: string): void {
 /** A tool's result (history): folded to one line that opens its output. */
 function result(body: HTMLElement, text: string): void {
     const count = text === '' ? 0 : text.split('\n').length;
-    const line = button('result-line', 'result-toggle', `← ${fill(labels.output, count)}`);
+    const line = button('result-line', 'result-toggle', `← ${count === 1 ? labels.outputLine : fill(labels.output, count)}`);
     line.setAttribute('aria-expanded', 'false');
     body.appendChild(line);
     line.addEventListener('click', () => {
