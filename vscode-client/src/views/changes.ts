@@ -62,9 +62,11 @@ class ChangesProvider implements vscode.TreeDataProvider<Node> {
 /** The before-images as read-only documents (the diff editor's left side). */
 class BeforeImages implements vscode.TextDocumentContentProvider {
     async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-        if (uri.query === '') return '';
+        const file = decodeURIComponent(uri.query);
+        // Only flower's own before-images (`<runDir>/changes/objects/<sha256>`): a crafted URI reads nothing else.
+        if (!/[\\/]changes[\\/]objects[\\/][0-9a-f]{64}$/.test(file)) return '';
         try {
-            return await fs.readFile(decodeURIComponent(uri.query), 'utf8');
+            return await fs.readFile(file, 'utf8');
         } catch {
             return '';
         }
