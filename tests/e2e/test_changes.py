@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from test_cli import flower
+from test_cli import Terminal, flower
 from test_lsp import TASK, uri
 from test_lsp import servers as servers  # noqa: F401 - the language-server fixture
 
@@ -136,6 +136,15 @@ async def test_cli_changes_summarises_per_wake_and_revert_asks_or_needs_yes(mode
 
     refused = await flower("revert", "calc.py", env=env, cwd=workspace)  # not a terminal, no --yes
     assert refused.code == 2 and "--yes" in refused.err and "Traceback" not in refused.err
+    assert (workspace / "calc.py").read_text() == "print(1 + 2)\n"
+    term = await Terminal.open("revert", "calc.py", env=env, cwd=workspace)  # on a terminal it asks; "n" keeps it
+    try:
+        await term.expect("before wake 1? [y/N]")
+        term.type("n")
+        await term.expect("nothing restored")
+        assert await term.wait() == 0, term.screen
+    finally:
+        term.close()
     assert (workspace / "calc.py").read_text() == "print(1 + 2)\n"
     done = await flower("revert", "calc.py", "--yes", env=env, cwd=workspace)
     assert done.code == 0 and "restored calc.py" in done.out

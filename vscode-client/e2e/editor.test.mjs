@@ -93,8 +93,10 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     await model.request(6, secs(90));
     await ed.toast(/flower: work/).waitFor({ timeout: secs(20) });
     await row(ed, '[data-kind="user"]', TASK);
-    const call = await row(ed, '[data-kind="tool"]', 'calc.py');
-    // A Write is a diff of its lines; its raw input is one click away.
+    await row(ed, '[data-kind="tool"]', 'calc.py');
+    // The Write of calc.py (目标.md's Write mentions calc.py too): a diff of its lines; its raw input is one click away.
+    const call = ed.rows().filter({ has: ed.view().locator('[data-testid="open-path"]', { hasText: /^calc\.py$/ }) }).first();
+    await call.waitFor({ timeout: secs(30) });
     assert.match(await call.locator('[data-testid="tool-diff"]').innerText(), /CALC_MARKER/);
     assert.equal(await call.locator('[data-testid="tool-input"]').count(), 0);
     await call.locator('[data-testid="raw-toggle"]').click();
