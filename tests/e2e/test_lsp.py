@@ -242,6 +242,9 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
         kinds = [r.kind for r in client.progress_reports[token]]
         assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
     assert client.progress_reports[tokens[0]][0].cancellable is True
+    # A tool call's progress line names its path relative to the folder (issue #25).
+    messages = [r.message for r in client.progress_reports[tokens[0]] if r.kind == "report"]
+    assert "Write(需求.md)" in messages and not any(str(workspace) in (m or "") for m in messages), messages
 
     # The transcript: the person's task, then the agents' text and tool calls with their entry uuids.
     transcript = client.seen(p.TRANSCRIPT, folder)

@@ -458,7 +458,7 @@ class Folder:
             case ToolCall():
                 summary = tool_label(event.name, event.input)
                 self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event)
-                self._report(summary)
+                self._report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
             case ContextSize():
                 self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window))
                 self._report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
@@ -477,6 +477,13 @@ class Folder:
                 self.notify(p.NOTICE, p.NoticeNotification(f, text))
             case _:
                 assert_never(event)  # a new Event class must be given its notification here
+
+    def _relative(self, path: str) -> str:
+        """A path under the folder shown relative to it (the progress notification's tool line)."""
+        try:
+            return Path(path).relative_to(self.path).as_posix()
+        except ValueError:
+            return path
 
     # -- $/progress ----------------------------------------------------------------------------
     @property

@@ -167,14 +167,19 @@ function pathLink(shown: string, absPath: string | null, line: number | null): H
     return link;
 }
 
-/** Lines past `keep` go behind a "n more lines" button. */
-function folded(parent: HTMLElement, items: HTMLElement[], keep: number): void {
-    items.slice(0, keep).forEach((e) => parent.appendChild(e));
-    if (items.length <= keep) return;
-    const rest = items.slice(keep);
-    const more = button('more-lines', 'more-lines', rest.length === 1 ? labels.moreLine : fill(labels.moreLines, rest.length));
+/**
+ * Items past `keep` go behind a "n more lines" button; they are made only when it is clicked
+ * (a page of long Writes would otherwise build every line of every file).
+ */
+function folded(parent: HTMLElement, count: number, make: (i: number) => HTMLElement, keep: number): void {
+    for (let i = 0; i < Math.min(count, keep); i++) parent.appendChild(make(i));
+    if (count <= keep) return;
+    const rest = count - keep;
+    const more = button('more-lines', 'more-lines', rest === 1 ? labels.moreLine : fill(labels.moreLines, rest));
     more.addEventListener('click', () => {
-        more.replaceWith(...rest);
+        const items: HTMLElement[] = [];
+        for (let i = keep; i < count; i++) items.push(make(i));
+        more.replaceWith(...items);
     });
     parent.appendChild(more);
 }
@@ -245,8 +250,11 @@ function tool(body: HTMLElement, row: Row, summary: string): void {
         pre.className = 'diff';
         pre.dataset.testid = 'tool-diff';
         const language = languageOf(v.path);
-        const items = v.lines.map((l) => codeLine(l.t === ' ' ? ' ' : l.t === '+' ? '+' : '−', l.s, language, l.t === '+' ? 'add' : l.t === '-' ? 'del' : 'ctx'));
-        folded(pre, items, FOLD);
+        const line = (i: number): HTMLElement => {
+            const l = v.lines[i];
+            return codeLine(l.t === ' ' ? ' ' : l.t === '+' ? '+' : '−', l.s, language, l.t === '+' ? 'add' : l.t === '-' ? 'del' : 'ctx');
+        };
+        folded(pre, v.lines.length, line, FOLD);
         body.appendChild(pre);
     } else if (v.kind === 'bash') {
         const pre = document.createElement('pre');
