@@ -204,7 +204,7 @@ async def test_bad_history_params_get_invalid_params(servers, workspace):
         assert raised.value.message.startswith(p.HISTORY) and expected in raised.value.message, raised.value.message
     # A folder that never ran: an empty history, not an error.
     empty = await client.request(p.HISTORY, {"folder": folder})
-    assert empty == {"folder": folder, "entries": [], "nextBefore": None, "sessions": [], "pending": []}
+    assert empty == {"folder": folder, "entries": [], "nextBefore": None, "sessions": [], "pending": [], "steps": []}
 
 
 async def test_an_unreadable_sessions_db_gets_a_clear_error_and_is_left_as_it_is(servers, workspace):
