@@ -8,9 +8,10 @@ import { cutOff } from './model/resume';
 import { flowerPart, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from './model/settings';
 import { type FolderServer, hasTask, Servers } from './server';
 import { GaugeView } from './views/gauge';
+import { ChangesView } from './views/changes';
 import { GoalsView } from './views/goals';
 import { ProgressView } from './views/progress';
-import { TranscriptView } from './views/transcript';
+import { PANEL_TYPE, TranscriptPanel, TranscriptView } from './views/transcript';
 
 let servers: Servers | undefined;
 let logger: vscode.LogOutputChannel | undefined;
@@ -35,8 +36,11 @@ export function activate(ctx: vscode.ExtensionContext): void {
         progress: (server, token, params) => progress.handle(server, token, params),
     });
     const all = servers;
-    const transcript = new TranscriptView(ctx.extensionUri, all, focus, (folder, text) => commands?.sayText(folder, text) ?? Promise.resolve());
-    commands = new Commands(ctx, all, focus, log, () => transcript);
+    const sayText = (folder: vscode.WorkspaceFolder, text: string): Promise<void> => commands?.sayText(folder, text) ?? Promise.resolve();
+    const transcript = new TranscriptView(ctx.extensionUri, all, focus, sayText);
+    const panel = new TranscriptPanel(ctx.extensionUri, all, focus, sayText);
+    const changes = new ChangesView(all, focus, log);
+    commands = new Commands(ctx, all, focus, log, () => transcript, () => panel, () => changes);
     const c = commands;
     // A folder's `.flower.toml` / `[tool.flower]` is read when its server starts, like the options:
     // an edit that changes what the server reads restarts it when idle, else when its wake ends.
@@ -58,8 +62,11 @@ export function activate(ctx: vscode.ExtensionContext): void {
         all,
         transcript,
         vscode.window.registerWebviewViewProvider('flower.transcript', transcript),
+        panel,
+        vscode.window.registerWebviewPanelSerializer(PANEL_TYPE, panel),
         new GaugeView(all, focus),
         new GoalsView(all, focus),
+        changes,
         ...c.register(),
         all.onEvent(async ({ server, event }) => {
             if (event.type === 'status') c.settingsProblem(server);

@@ -55,5 +55,5 @@ export function entry(seq: number, uuid: string | null, over: Partial<Transcript
 }
 
 export function page(entries: TranscriptNotification[], nextBefore: number | null): HistoryResult {
-    return { folder: FOLDER, entries, nextBefore, sessions: [], pending: [] };
+    return { folder: FOLDER, entries, nextBefore, sessions: [], pending: [], steps: [] };
 }
