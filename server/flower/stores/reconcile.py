@@ -24,8 +24,9 @@ Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins t
 A resume reconciles its own session only. Sessions that are never resumed would keep what only their
 file holds: a judge round (never resumed, S14) or a session killed before flower learned its id (never
 in the lineage). `sweep` reconciles every transcript of the project key at the start of a wake; it
-remembers each file's size and mtime in `run_dir/reconciled.json` and rereads only the files that
-changed since, so a wake costs a `stat` per file, not a load per session. Once a killed resume's temporary
+remembers how far each file was read in `run_dir/reconciled.json` (size, mtime, offset, the session's
+stored seq then) and reads only what a file gained since, compared with what was stored since: a clean
+wake costs a `stat` per file, a wake after a kill the lines the kill left, not a load per session. Once a killed resume's temporary
 dir is imported in full and no process uses it, the sweep removes it: the SDK copied the caller's credentials
 into it, and only its own cleanup (which the kill skipped) would have removed them.
 """
