@@ -377,6 +377,9 @@ class Folder:
                 exc = crashed(exc, self)
             run.error = exc
             outcome = {"ok": False, "error": exc.text(self.svc.locale)}
+        # The records moved with the wake: read them again (off the loop, bounded) before its end is queued, so a
+        # status asked after the end notification shows the end.
+        await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead
@@ -472,8 +475,6 @@ class Folder:
             case "begin", Run() as run:
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, True, None, False, None, None))
             case "end", (Run() as run, dict() as outcome):
-                # The records moved with the wake: read them again first, so a status after the end shows its end.
-                await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
                 cancelled = run.cancel_requested
                 self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, False, bool(outcome.get("ok")), cancelled,
