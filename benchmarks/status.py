@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -102,7 +103,14 @@ async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse
                     ended.set()
             client.feature(method)(seen)
 
-        await client.start_io(sys.executable, "-m", "flower.lsp", env=env)
+        await client.start_io(sys.executable, "-m", "flower.lsp", "--watch-loop", env=env)
+        stderr: list[str] = []
+
+        async def drain() -> None:
+            while line := await client._server.stderr.readline():
+                stderr.append(line.decode(errors="replace").rstrip())
+
+        drainer = asyncio.create_task(drain())
         try:
             caps = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
             await asyncio.wait_for(client.initialize_async(types.InitializeParams(
@@ -139,6 +147,7 @@ async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse
             await asyncio.wait_for(client.shutdown_async(None), 30)
             client.exit(None)
             await asyncio.wait_for(client._server.wait(), 30)
+            await asyncio.wait_for(drainer, 10)
         finally:
             await client.stop()
     print(f"{backend}: {args.folders} folders, every folder's status per request; a wake of {args.rounds} tool rounds "
@@ -146,6 +155,12 @@ async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse
     for name, ms in figures.items():
         if not name.startswith("_"):
             print(summary(name, ms) + f"  p99 x{percentile(ms, 99) / percentile(figures['idle'], 99):.2f} idle")
+    watch = next((line for line in stderr if line.startswith("loop-watch:")), "")
+    fields = dict(re.findall(r"(\w+)=([\d.]+)", watch))
+    stalls = sum("event loop stalled" in line for line in stderr)
+    print(f"  server event loop: worst lag {fields.get('worst_ms', '?')} ms over {fields.get('beats', '?')} heartbeats, "
+          f"stalls over 50 ms: {stalls} (loop thread computing in {fields.get('busy', '?')} of them; the others are the "
+          "process waiting for a CPU)")
     if "_said" in figures:
         said = figures["_said"]
         total = len(figures["PostgreSQL stopped"])

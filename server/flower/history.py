@@ -27,13 +27,14 @@ from typing import Any, Literal
 from claude_agent_sdk import project_key_for_directory
 
 from .core.lineage import Lineage
-from .core.manifest import Manifest
+from .core.manifest import Manifest, parse_name
 from .core.records import Records
 from .core.redact import cut
 from .core.text import clip, tool_label
 from .stores.base import Store
 from .stores.opener import open_store
 from .stores.prune import prune
+from .workflow.goal import verdict_of
 
 TEXT_LIMIT = 4000
 """Tool results and tool-input strings are cut here, in history and live (a Write of a large file would flood a view)."""
@@ -99,6 +100,20 @@ class Page:
     sessions: list[Session]
     pending: dict[str, asyncio.Future[Verdicts]]
     """Sessions in this page whose verdicts are still being computed."""
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One manifest row as a transcript section head shows it."""
+
+    step: str
+    session_id: str | None
+    ok: bool
+    cost_usd: float
+    duration_s: float | None
+    started_at: float | None
+    passed: bool | None
+    """A judge round's verdict; None for other steps."""
 
 
 class UnknownSession(ValueError):
@@ -216,6 +231,7 @@ class History:
         self.trim = trim
         self._pool: ProcessPoolExecutor | None = None
         self._steps: tuple[Hashable, tuple[Runs, dict[str, str]]] | None = None
+        self._runs: tuple[Hashable, list[StepRun]] | None = None
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
 
@@ -249,6 +265,20 @@ class History:
         found = {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
         self._steps = (stamp, found)
         return found
+
+    def step_runs(self) -> list[StepRun]:
+        """Every step run the manifest records, oldest first, with the judge's verdicts (read again when the records change)."""
+        stamp = self.records.stamp()
+        if self._runs is not None and self._runs[0] == stamp:
+            return self._runs[1]
+        out = []
+        for row in Manifest(self.run_dir, run="history", records=self.records).parsed():
+            passed = row.ok and verdict_of(row.text)[0] if parse_name(row.step)[1] == "judge" else None
+            duration = row.ended_at - row.started_at if row.ended_at and row.started_at else None
+            out.append(StepRun(row.step, row.session_id, row.ok, row.cost_usd, duration, row.started_at or None, passed))
+        out.sort(key=lambda r: r.started_at or 0.0)
+        self._runs = (stamp, out)
+        return out
 
     async def sessions(self, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:
         """Every session of the workspace that the store holds, oldest first, with its steps."""

@@ -20,6 +20,10 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     CLINotFoundError,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
     MirrorErrorMessage,
     PermissionResult,
     PermissionResultAllow,
@@ -40,6 +44,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import PermissionRuleValue
 
 from .core.approvals import Approval, Approvals, describe, tool_of
+from .core.changes import WRITE_TOOLS, ChangeLog
 from .core.context import tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
@@ -253,6 +258,8 @@ class Runtime:
         """Where a tool call outside the rules is asked (None: it is denied on the spot, as the CLI does unasked)."""
         self.journal = Journal(self.run_dir)
         """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
+        self.changes = ChangeLog(self.run_dir, self.workspace)
+        """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -335,7 +342,27 @@ class Runtime:
             fallback_model=self.fallback_model,
             max_budget_usd=self.budget.remaining,
             stderr=stderr,
+            hooks=self._hooks(),
         )
+
+    def _hooks(self) -> dict[Any, list[HookMatcher]]:
+        """flower's own tool hooks (not the folder's): keep before-images of what agents change (core/changes.py)."""
+        changes = self.changes
+
+        async def before(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
+            if data["hook_event_name"] == "PreToolUse":
+                await _quietly(changes.before_tool, data["tool_name"], data["tool_input"], tool_use_id or data["tool_use_id"])
+            return {}
+
+        async def after(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
+            if data["hook_event_name"] in ("PostToolUse", "PostToolUseFailure"):
+                await _quietly(changes.after_tool, data["tool_name"], tool_use_id or data["tool_use_id"])
+            return {}
+
+        writes = "|".join(sorted(WRITE_TOOLS | {"Bash"}))
+        return {"PreToolUse": [HookMatcher(matcher=writes, hooks=[before])],
+                "PostToolUse": [HookMatcher(matcher="Bash", hooks=[after])],
+                "PostToolUseFailure": [HookMatcher(matcher="Bash", hooks=[after])]}
 
     async def run(self, agent: AgentSpec, prompt: str, resume: str | None = None, *, step: str | None = None,
                   on_session: Callable[[str], None] | None = None) -> StepResult:
@@ -540,6 +567,14 @@ class Runtime:
                 detail = message.result or "; ".join(message.errors or []) or message.subtype
                 out.failure = Failure.of(detail, status=message.api_error_status, category=out.category,
                                          reason=message.terminal_reason)
+
+
+async def _quietly(fn: Callable[..., None], *args: Any) -> None:
+    """Run a change-recording call in a worker thread; its failure is logged and never stops the tool call."""
+    try:
+        await asyncio.to_thread(fn, *args)
+    except Exception:
+        log.exception("changes: recording %s failed; the tool call goes on", args[0] if args else fn)
 
 
 def emit_to(listeners: list[Listener], event: Event) -> None:

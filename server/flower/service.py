@@ -13,10 +13,11 @@ from pathlib import Path
 
 from .core import goals, taskfiles, texts
 from .core.approvals import Approvals
+from .core.changes import ChangeLog, WakeChanges
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
-from .core.lock import WorkspaceLock
+from .core.lock import WorkspaceLock, held
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
 from .core.trust import Trust, decide
@@ -192,6 +193,25 @@ class FlowerService:
             return None
         pruned = await asyncio.to_thread(self.sessions.pruned.prune, [dict(e) for e in entries])
         return dict(pruned.verdicts)
+
+    # -- the run's changes (issue #25) ------------------------------------------------------------
+    @property
+    def change_log(self) -> ChangeLog:
+        """The change records and before-images of this run_dir (the running wake's Runtime records into the same files)."""
+        return self._runtime.changes if self._runtime is not None else ChangeLog(self.run_dir, self.workspace)
+
+    async def changes(self) -> list[WakeChanges]:
+        """Every wake's changed files with +/- counts against the workspace now, oldest wake first."""
+        return await asyncio.to_thread(self.change_log.wakes)
+
+    async def revert(self, path: str | None = None, wake: int | None = None) -> list[str]:
+        """Restore before-images (one file, or every file of `wake`); refused while a wake runs here or elsewhere (D5)."""
+        if path is None and wake is None:
+            raise FlowerError("revert_what")
+        if self.running or held(self.run_dir):
+            raise FlowerError("revert_running")
+        with WorkspaceLock(self.run_dir):  # a wake starting meanwhile waits for the restore, and vice versa
+            return await asyncio.to_thread(self.change_log.revert, path, wake)
 
     async def _run(self, text: str | None) -> WakeOutcome:
         self.budget, self._woken = Budget(self.max_cost), True

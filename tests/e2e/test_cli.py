@@ -360,6 +360,8 @@ async def test_clarify_question_is_answered_at_the_terminal(model, env, workspac
         term.type("add and subtract only")
         await term.expect("judge #1: passed")
         assert await term.wait() == 0, term.screen
+        # The clarify session this wake began goes on after the answer: nothing was resumed (issue #25).
+        assert "resumed" not in term.screen, term.screen
     finally:
         term.close()
     answered = model.conversation[1]

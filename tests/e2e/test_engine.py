@@ -490,3 +490,50 @@ async def test_plain_flower_without_an_engine_runs_here_and_starts_none(place, m
     assert done.code == 0, done.err
     assert not place.sock.exists() and engines(place.sock) == []
     assert len(model.conversation) == FULL_RUN
+
+
+async def test_a_tool_question_goes_to_every_window_the_first_answer_wins_and_a_late_window_answers_by_id(
+        place, model, workspace):
+    """Approvals through the engine (issue 24): both attached clients are asked, one answers, the other's card closes;
+    a client that attaches while the next question is open finds it in its status and answers it with flower/answer."""
+    (workspace / "需求.md").write_text(fs.REQUIREMENTS, encoding="utf-8")
+    (workspace / "目标.md").write_text(fs.GOALS, encoding="utf-8")
+    (workspace / ".flower.toml").write_text('allow = ["Read", "Write", "Edit", "Glob", "Grep"]\n')
+    first, second = workspace / "first.txt", workspace / "second.txt"
+    model.push(fs.tool("Bash", {"command": f'sh -c "touch {first}"'}), fs.tool("Bash", {"command": f'sh -c "touch {second}"'}),
+               fs.text("both"), *fs.judge())
+    assert (await place.serve()).returncode == 0
+    folder = uri(workspace)
+    a, b = await place.client(workspace), await place.client(workspace)
+    asked: dict[str, list[dict]] = {"a": [], "b": []}
+    answer_a: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
+
+    async def a_answers(method: str, params: Any) -> Any:
+        asked["a"].append(params)
+        return await answer_a if len(asked["a"]) == 1 else await asyncio.Event().wait()  # a never answers the second
+
+    async def b_waits(method: str, params: Any) -> Any:
+        asked["b"].append(params)
+        await asyncio.Event().wait()  # b's person never answers: a's answer closes b's card
+
+    a.client.answerer, b.client.answerer = a_answers, b_waits
+    await a.request(p.ATTACH, {"folder": folder})
+    await b.request(p.ATTACH, {"folder": folder})
+    await a.request(p.WAKE, {"folder": folder, "env": place.client_env})
+    await until(lambda: asked["a"] and asked["b"], timeout=TIMEOUT, what="both clients to be asked")
+    assert asked["a"][0]["id"] == asked["b"][0]["id"] and asked["a"][0]["tool"] == "Bash"
+    answer_a.set_result({"decision": "allow"})
+    await until(lambda: b.seen(p.APPROVED), timeout=TIMEOUT, what="the second client's card to be closed")
+    assert b.seen(p.APPROVED)[0] == {"folder": folder, "id": asked["a"][0]["id"], "decision": "allow", "by": "person"}
+    await until(lambda: len(asked["a"]) == 2, timeout=TIMEOUT, what="the second question")
+    late = await place.client(workspace)  # a window opened now: no flower/approve for it, the status has the question
+    attached = await late.request(p.ATTACH, {"folder": folder})
+    waiting = attached["status"]["waitingFor"]
+    assert waiting["what"] == "approval" and waiting["approval"]["id"] == asked["a"][1]["id"]
+    done = await late.request(p.ANSWER, {"folder": folder, "id": waiting["approval"]["id"], "decision": "deny",
+                                         "message": "not the second one"})
+    assert done["accepted"] is True
+    assert (await late.ended())["ok"] is True
+    assert first.exists() and not second.exists()
+    denied = [b2 for r in model.requests for b2 in r.tool_results() if b2.get("tool_use_id") == waiting["approval"]["id"]]
+    assert denied and "not the second one" in json.dumps(denied[0])

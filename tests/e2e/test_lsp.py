@@ -246,6 +246,9 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
         kinds = [r.kind for r in client.progress_reports[token]]
         assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
     assert client.progress_reports[tokens[0]][0].cancellable is True
+    # A tool call's progress line names its path relative to the folder (issue #25).
+    messages = [r.message for r in client.progress_reports[tokens[0]] if r.kind == "report"]
+    assert "Write(需求.md)" in messages and not any(str(workspace) in (m or "") for m in messages), messages
 
     # The transcript: the person's task, then the agents' text and tool calls with their entry uuids.
     transcript = client.seen(p.TRANSCRIPT, folder)
@@ -463,6 +466,9 @@ async def test_clarify_questions_go_to_the_person_through_flower_ask(servers, mo
     answered = model.conversation[1]
     assert answered.last_user_text.endswith("Python, please")
     assert answered.session_id == model.conversation[0].session_id
+    # The clarify session this wake began continues after the answer: its second header says no `resumed` (issue #25).
+    headers = [h["text"] for h in client.seen(p.HEADER, folder)]
+    assert len(headers) == 4 and not any("resumed" in h for h in headers), headers
 
 
 @pytest.mark.parametrize("ask", [True, False], ids=["answers-null", "no-flower-ask"])
@@ -544,7 +550,7 @@ def test_protocol_md_documents_every_method_and_mirrors_every_payload_class():
     import attrs
 
     doc = (ROOT / "protocol.md").read_text(encoding="utf-8")
-    methods = [p.WAKE, p.SAY, p.NEW, p.STATUS, p.HISTORY, p.ASK, *p.NOTIFICATIONS]
+    methods = [*p.PARAMS, p.ASK, p.APPROVE, *p.NOTIFICATIONS]
     for method in methods:
         assert f"### `{method}`" in doc, method
     classes = {name: cls for name, cls in vars(p).items() if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == p.__name__}

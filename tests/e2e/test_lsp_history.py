@@ -109,6 +109,13 @@ async def test_history_from_a_new_server_is_the_whole_conversation_with_steps_ju
     assert len(outage) == 1 and outage[0]["pruned"] == "hidden" and outage[0]["step"] == "干活"
     assert all(e["pruned"] is None for e in entries if e is not outage[0] and e["step"] != "干活")
 
+    # The section heads: every step run the manifest records, with its state, cost, duration and a judge's verdict.
+    runs = [(r["step"], r["ok"], r["passed"]) for r in page["steps"]]
+    assert runs == [("澄清", True, None), ("目标", True, None), ("干活", True, None), ("干活·判定#1", True, False),
+                    ("干活#round2", True, None), ("干活·判定#2", True, True)], runs
+    assert all(r["durationS"] is not None and r["durationS"] >= 0 and r["costUsd"] >= 0 for r in page["steps"])
+    assert {r["sessionId"] for r in page["steps"]} == set(sessions)
+
     # One session only.
     judge = by_steps[("干活·判定#2",)]["sessionId"]
     only = await history(client, folder, sessionId=judge)
@@ -197,7 +204,7 @@ async def test_bad_history_params_get_invalid_params(servers, workspace):
         assert raised.value.message.startswith(p.HISTORY) and expected in raised.value.message, raised.value.message
     # A folder that never ran: an empty history, not an error.
     empty = await client.request(p.HISTORY, {"folder": folder})
-    assert empty == {"folder": folder, "entries": [], "nextBefore": None, "sessions": [], "pending": []}
+    assert empty == {"folder": folder, "entries": [], "nextBefore": None, "sessions": [], "pending": [], "steps": []}
 
 
 async def test_an_unreadable_sessions_db_gets_a_clear_error_and_is_left_as_it_is(servers, workspace):

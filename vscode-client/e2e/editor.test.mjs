@@ -96,10 +96,13 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     await model.request(6, secs(90));
     await ed.toast(/flower: work/).waitFor({ timeout: secs(20) });
     await row(ed, '[data-kind="user"]', TASK);
-    const call = await row(ed, '[data-kind="tool"]', 'calc.py');
-    // A tool call is one line that expands to its input.
+    await row(ed, '[data-kind="tool"]', 'calc.py');
+    // The Write of calc.py (目标.md's Write mentions calc.py too): a diff of its lines; its raw input is one click away.
+    const call = ed.rows().filter({ has: ed.view().locator('[data-testid="open-path"]', { hasText: /^calc\.py$/ }) }).first();
+    await call.waitFor({ timeout: secs(30) });
+    assert.match(await call.locator('[data-testid="tool-diff"]').innerText(), /CALC_MARKER/);
     assert.equal(await call.locator('[data-testid="tool-input"]').count(), 0);
-    await call.locator('button').first().click();
+    await call.locator('[data-testid="raw-toggle"]').click();
     assert.match(await call.locator('[data-testid="tool-input"]').innerText({ timeout: secs(5) }), /CALC_MARKER/);
     const gauge = ed.gauge();
     await until(async () => (await gauge.textContent())?.includes('42.3K'), 'the gauge to show 42.3K', secs(20));
@@ -225,8 +228,10 @@ test('5 a reply with HTML and <script> shows as text; zh-cn shows the Chinese ba
     assert.ok(shown.includes('<script>document.title="pwned"</script>'), shown);
     assert.equal(await hostile.locator('img, script').count(), 0);
     assert.equal(await ed.view().locator('img').count(), 0);
-    await row(ed, '[data-kind="header"]', /== 澄清/);
+    // The step's section head in the window's language, and the verdict line too (it said `round 1: PASS`).
+    await ed.view().locator('[data-testid="step-head"]', { hasText: '澄清' }).first().waitFor({ timeout: secs(30) });
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    assert.match(await ed.view().locator('[data-kind="verdict"]').first().innerText(), /判定 · 第 1 轮: 通过/);
     await ed.shot('5-escape-text');
     // Said in the view's box on a used, idle folder: a second wake, whose banner is the seed's Chinese.
     const say = ed.view().locator('#say-input');
@@ -590,14 +595,14 @@ test('14 shared engine killed (-9) mid-step: the window reconnects to a new engi
   }, { settings: { 'flower.resumeOnStartup': 'ask' } });
 });
 
-test('15 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the question is asked again and answering it continues the run; flower.notify os', { timeout: secs(300) }, async () => {
+test('16 a tool outside flower.allow: the card in the transcript → Allow → the tool ran; hidden view: a notification; Reload Window: the question is asked again and answering it continues the run; flower.notify os', { timeout: secs(300) }, async () => {
   const ws = tempDir('ws-approve');
   // A notify-send that records what it was given: flower.notify "os" runs the first one on PATH.
   const bin = tempDir('bin-approve');
   const told = path.join(bin, 'told.txt');
   fs.writeFileSync(path.join(bin, 'notify-send'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${told}'\n`, { mode: 0o755 });
   const said = () => (fs.existsSync(told) ? fs.readFileSync(told, 'utf8') : '');
-  await scenario('15-approve', 'approve', [ws], async (ed, model) => {
+  await scenario('16-approve', 'approve', [ws], async (ed, model) => {
     await showTranscript(ed);
     await start(ed);
     // The first Bash call: a card in the transcript (the view is visible, so no notification).
@@ -610,7 +615,7 @@ test('15 a tool outside flower.allow: the card in the transcript → Allow → t
     const asked = model.requests.length;
     assert.ok(!model.requests.some((r) => r.text.includes('APPROVED_42')), 'nothing ran before the answer');
     await until(() => said().includes('allow Bash'), 'the desktop notification of the question', secs(20));
-    await ed.shot('15-approve-card');
+    await ed.shot('16-approve-card');
     await first.locator('[data-testid="approval-allow"]').click();
     // The command ran: its output, which only the shell could make, is on the model's wire.
     const ran = await until(() => model.requests.slice(asked).find((r) => r.text.includes('APPROVED_42')), 'the tool result APPROVED_42 at the model', secs(60));
@@ -628,7 +633,7 @@ test('15 a tool outside flower.allow: the card in the transcript → Allow → t
     await toast.waitFor({ timeout: secs(60) });
     assert.match(await toast.innerText(), /echo SECOND_/);
     for (const button of ['Allow', 'Deny…']) assert.equal(await toast.locator('.monaco-button', { hasText: button }).count(), 1, button);
-    await ed.shot('15-approve-notification');
+    await ed.shot('16-approve-notification');
 
     // Reload Window with the question open: it is asked again — a stdio server ends with the window, the cut-off
     // wake continues (resumeOnStartup always) and the model retries; an engine keeps the question, which comes
@@ -640,14 +645,79 @@ test('15 a tool outside flower.allow: the card in the transcript → Allow → t
     assert.match(await again.locator('[data-testid="approval-summary"]').innerText(), /echo SECOND_/);
     await until(async () => (await ed.gauge().textContent())?.includes('flower: waiting for you'), 'the gauge to say waiting for you after the reload', secs(20));
     assert.ok(!model.requests.some((r) => r.text.includes('SECOND_48')), 'the second command has not run');
-    await ed.shot('15-approve-after-reload');
+    await ed.shot('16-approve-after-reload');
     await again.locator('[data-testid="approval-allow"]').click();
     await until(() => model.requests.find((r) => r.text.includes('SECOND_48')), 'the tool result SECOND_48 at the model', secs(60));
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
     await until(() => /is done/.test(said()), 'the desktop notification of the wake that ended', secs(30));
-    await ed.shot('15-approve-done');
+    await ed.shot('16-approve-done');
     // flower.engine "window" (a stdio server per window): the engine (21:26 UTC) answers flower/answer with
     // Method Not Found, so a question that outlives the reload there cannot be answered from the new window yet.
   }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os', 'flower.resumeOnStartup': 'always', 'flower.engine': 'window' }, env: { PATH: `${bin}:${process.env.PATH}` } });
   removeDirs([bin]);
+});
+
+test('15 the run\'s changes: the Changes view lists the written and the edited file with counts, the diff editor shows before ↔ now, Revert File restores; the transcript in an editor tab survives Reload Window', { timeout: secs(300) }, async () => {
+  const ws = tempDir('ws-changes');
+  const README = '# calc\n\nTODO: usage\n';
+  fs.writeFileSync(path.join(ws, 'README.md'), README);
+  await scenario('15-changes', 'changes', [ws], async (ed) => {
+    await start(ed);
+    // The wake began (flower writes 需求.md before any model request) before the palette is used again.
+    await until(() => fs.existsSync(path.join(ws, '需求.md')), 'the wake to begin', secs(60));
+    // The sidebar was never opened here: the one webview is the editor tab's.
+    await ed.command(title('openTranscriptInEditor'));
+    await ed.view().locator('body.wide').waitFor({ state: 'attached', timeout: secs(30) });
+    await row(ed, '[data-kind="verdict"]', undefined, secs(120));
+    const edit = await row(ed, '[data-kind="tool"]', 'README.md');
+    await until(async () => (await ed.rows().filter({ has: ed.view().locator('[data-testid="tool-diff"] .line.del') }).count()) === 1, 'the Edit\'s diff with its removed line');
+    const diff = ed.rows().filter({ has: ed.view().locator('[data-testid="tool-diff"] .line.del') }).first();
+    assert.match(await diff.locator('.line.del').innerText(), /TODO: usage/);
+    assert.match(await diff.locator('[data-testid="open-path"]').innerText(), /^README\.md$/, 'the path is workspace-relative');
+    assert.ok(await edit.isVisible());
+    await ed.view().locator('[data-testid="step-head"]', { hasText: 'judge · round 1' }).first().waitFor({ timeout: secs(10) });
+    await ed.shot('15-changes-transcript-tab');
+
+    // Reload Window: the serializer gives the tab its page back, and the page its rows (from flower/history).
+    await ed.reload();
+    await ed.view().locator('body.wide').waitFor({ state: 'attached', timeout: secs(40) });
+    await row(ed, '[data-kind="tool"]', 'README.md', secs(40));
+    await ed.view().locator('[data-testid="step-head"]', { hasText: 'judge · round 1' }).first().waitFor({ timeout: secs(20) });
+    await ed.shot('15-changes-tab-after-reload');
+
+    // The Changes view (under Goals): both files of wake #1 with their counts.
+    await ed.page.locator('.activitybar .action-item a[aria-label^="flower"]').first().click();
+    const pane = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Changes/ }) });
+    const item = (/** @type {string} */ name) => pane.locator('.monaco-list-row', { hasText: name }).first();
+    await item('README.md').waitFor({ timeout: secs(30) });
+    assert.match(await item('wake #1').innerText(), /wake #1/);
+    assert.match(await item('README.md').innerText(), /\+2 −1/);
+    assert.match(await item('calc.py').innerText(), /\+2 −0/);
+    await ed.shot('15-changes-view');
+
+    // A click: the diff editor, the before-image on the left, the file now on the right.
+    await item('README.md').click();
+    const diffEditor = ed.page.locator('.monaco-diff-editor').first();
+    await diffEditor.waitFor({ timeout: secs(20) });
+    await ed.page.locator('.tabs-container .tab.active', { hasText: 'README.md (before wake #1' }).waitFor({ timeout: secs(10) });
+    // Monaco renders spaces as no-break spaces.
+    const side = async (/** @type {string} */ which) => (await diffEditor.locator(`.editor.${which} .view-lines`).innerText()).replace(/\u00a0/g, ' ');
+    await until(async () => (await side('original')).includes('TODO: usage'), 'the left side to be the before-image');
+    await until(async () => (await side('modified')).includes('Usage: python calc.py'), 'the right side to be the file now');
+    assert.ok(!(await side('original')).includes('Usage: python calc.py'), 'the left side is not the file now');
+    await ed.shot('15-changes-diff');
+
+    // Revert File (the item's inline action), after the confirmation.
+    await item('README.md').hover();
+    await item('README.md').locator('.action-label[aria-label^="Revert File"]').click({ timeout: secs(10) });
+    const dialog = ed.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: secs(10) });
+    assert.match(await dialog.innerText(), /before wake #1/);
+    await ed.shot('15-changes-confirm');
+    await dialog.locator('.monaco-button', { hasText: 'Revert File' }).click();
+    await until(() => fs.readFileSync(path.join(ws, 'README.md'), 'utf8') === README, 'README.md to be its before-image again');
+    await until(async () => (await pane.locator('.monaco-list-row', { hasText: 'README.md' }).count()) === 0, 'README.md to leave the Changes view');
+    assert.equal(fs.readFileSync(path.join(ws, 'calc.py'), 'utf8'), 'print(1 + 2)\nprint(3 - 1)\n', 'the other file is untouched');
+    await ed.shot('15-changes-reverted');
+  });
 });

@@ -143,10 +143,21 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
         orphan = text("(the window went away: stopping here)", **big)
         orphan.match = refused
         return path(ws, work=[first, second, orphan, retry, *finish(ws, big)])
+    if name == "changes":
+        # Issue 25: the work round writes calc.py and edits the README.md the harness wrote (Read first, as Edit needs).
+        readme = ws / "README.md"
+        work = [
+            reply(say("Writing calc.py."), tool_use("Write", {"file_path": str(ws / "calc.py"), "content": "print(1 + 2)\nprint(3 - 1)\n"}), **big),
+            tool("Read", {"file_path": str(readme)}, **big),
+            tool("Edit", {"file_path": str(readme), "old_string": "TODO: usage",
+                          "new_string": "Usage: python calc.py\nIt prints 3, then 2."}, **big),
+            *finish(ws, big),
+        ]
+        return path(ws, work=work)
     if name in ("bench", "settings"):  # settings: a bad setting refuses every wake, the model is never asked
         return []
     raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, store, "
-                     "approve, bench, settings")
+                     "approve, changes, bench, settings")
 
 
 class RecordingModel(ScriptedModel):

@@ -11,7 +11,8 @@ import * as p from './protocol';
 import { pipInstall } from './model/install';
 import { keyLine, type SettingsFix, settingsFix } from './model/settings';
 import { type FolderServer, installSource, type Interpreter, SECRET_KEY, type Servers, type WakeCall } from './server';
-import type { TranscriptView } from './views/transcript';
+import type { ChangesView, Node as ChangeNode } from './views/changes';
+import type { TranscriptPanel, TranscriptView } from './views/transcript';
 
 export class Commands {
     private readonly warnedInterpreters = new Set<string>();
@@ -26,6 +27,8 @@ export class Commands {
         private readonly focus: Focus,
         private readonly log: vscode.LogOutputChannel,
         private readonly transcript: () => TranscriptView,
+        private readonly panel: () => TranscriptPanel,
+        private readonly changes: () => ChangesView,
     ) {}
 
     /** Register every command of package.json. */
@@ -44,6 +47,11 @@ export class Commands {
             c('flower.restartServer', (folder?: unknown) => this.restart(folder)),
             c('flower.showLog', () => this.log.show()),
             c('flower.setApiKey', () => this.setApiKey()),
+            c('flower.openTranscriptInEditor', () => this.panel().open()),
+            c('flower.openChange', (node?: unknown) => this.changes().open(node as ChangeNode | undefined)),
+            c('flower.revertFile', (node?: unknown) => this.changes().revertFile(node as ChangeNode | undefined)),
+            c('flower.revertWake', (node?: unknown) => this.changes().revertWake(node as ChangeNode | undefined)),
+            c('flower.refreshChanges', () => this.changes().refresh()),
         ];
     }
 

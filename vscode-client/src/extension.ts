@@ -9,10 +9,11 @@ import { flowerPart, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from './
 import { type FolderServer, hasTask, Servers } from './server';
 import { ApprovalsView } from './views/approvals';
 import { GaugeView } from './views/gauge';
+import { ChangesView } from './views/changes';
 import { GoalsView } from './views/goals';
 import { Notifier } from './views/notify';
 import { ProgressView } from './views/progress';
-import { TranscriptView } from './views/transcript';
+import { PANEL_TYPE, TranscriptPanel, TranscriptView } from './views/transcript';
 
 let servers: Servers | undefined;
 let logger: vscode.LogOutputChannel | undefined;
@@ -45,12 +46,15 @@ export function activate(ctx: vscode.ExtensionContext): void {
         progress: (server, token, params) => progress.handle(server, token, params),
     });
     const all = servers;
-    const transcript = new TranscriptView(ctx.extensionUri, all, focus, (folder, text) => commands?.sayText(folder, text) ?? Promise.resolve());
-    commands = new Commands(ctx, all, focus, log, () => transcript);
+    const sayText = (folder: vscode.WorkspaceFolder, text: string): Promise<void> => commands?.sayText(folder, text) ?? Promise.resolve();
+    const transcript = new TranscriptView(ctx.extensionUri, all, focus, sayText);
+    const panel = new TranscriptPanel(ctx.extensionUri, all, focus, sayText);
+    const changes = new ChangesView(all, focus, log);
+    commands = new Commands(ctx, all, focus, log, () => transcript, () => panel, () => changes);
     const c = commands;
     const tell = new Notifier(all, log);
     notifier = tell;
-    const asked = new ApprovalsView(all, focus, transcript, tell, log);
+    const asked = new ApprovalsView(all, focus, [transcript, panel], tell, log);
     approvals = asked;
     // A folder's `.flower.toml` / `[tool.flower]` is read when its server starts, like the options:
     // an edit that changes what the server reads restarts it when idle, else when its wake ends.
@@ -73,12 +77,12 @@ export function activate(ctx: vscode.ExtensionContext): void {
         transcript,
         tell,
         asked,
-        transcript.onDidReceive((m) => {
-            if (m.type === 'decide') asked.decide(m);
-        }),
         vscode.window.registerWebviewViewProvider('flower.transcript', transcript),
+        panel,
+        vscode.window.registerWebviewPanelSerializer(PANEL_TYPE, panel),
         new GaugeView(all, focus),
         new GoalsView(all, focus),
+        changes,
         ...c.register(),
         all.onEvent(async ({ server, event }) => {
             if (event.type === 'status') c.settingsProblem(server);

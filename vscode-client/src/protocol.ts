@@ -170,6 +170,18 @@ export interface HistoryResult {
     sessions: HistorySession[];
     /** Sessions whose verdicts follow in a `flower/pruned`. */
     pending: string[];
+    /** Every step run the manifest records, oldest first (the transcript's section heads). */
+    steps: StepSummary[];
+}
+export interface StepSummary {
+    step: string;
+    sessionId: string | null;
+    ok: boolean;
+    costUsd: number;
+    durationS: number | null;
+    startedAt: number | null;
+    /** A judge round's verdict; null for other steps. */
+    passed: boolean | null;
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
@@ -260,6 +272,48 @@ export interface CancelResult {
 export const cancel = new RequestType<CancelParams, CancelResult, void>('flower/cancel');
 
 // -- server → client requests -------------------------------------------------------------
+export interface ChangesParams {
+    folder: string;
+}
+export interface ChangedFile {
+    /** Workspace-relative, `/`-separated. */
+    path: string;
+    change: 'created' | 'edited' | 'deleted';
+    /** Null for binary content or without a before-image. */
+    added: number | null;
+    removed: number | null;
+    /** The before-image's id; null for a created file or one too large to keep. */
+    before: string | null;
+    /** The before-image's bytes on disk (the diff editor's left side). */
+    beforePath: string | null;
+    tool: string;
+}
+export interface ChangedWake {
+    wake: number;
+    running: boolean;
+    files: ChangedFile[];
+}
+export interface ChangesResult {
+    folder: string;
+    /** Wakes with at least one changed file, oldest first. */
+    wakes: ChangedWake[];
+}
+export const changes = new RequestType<ChangesParams, ChangesResult, void>('flower/changes');
+
+export interface RevertParams {
+    folder: string;
+    /** One file (workspace-relative or absolute). */
+    path?: string | null;
+    /** The wake whose before-image to restore; without `path`, every file of it. */
+    wake?: number | null;
+}
+export interface RevertResult {
+    folder: string;
+    reverted: string[];
+}
+export const revert = new RequestType<RevertParams, RevertResult, void>('flower/revert');
+
+// -- server → client request --------------------------------------------------------------
 
 export interface AskParams {
     folder: string;
@@ -346,6 +400,8 @@ export interface StepEndNotification {
     sessionId: string | null;
     error: string | null;
     context: number | null;
+    costUsd: number | null;
+    durationS: number | null;
 }
 export const stepEnd = new NotificationType<StepEndNotification>('flower/stepEnd');
 
@@ -413,6 +469,8 @@ export interface VerdictNotification {
     round: number;
     passed: boolean;
     reasons: string;
+    costUsd: number | null;
+    durationS: number | null;
 }
 export const verdict = new NotificationType<VerdictNotification>('flower/verdict');
 

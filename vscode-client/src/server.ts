@@ -55,6 +55,8 @@ export type FolderEvent =
     | { type: 'status' }
     | { type: 'rows'; rows: Row[] }
     | { type: 'reset' }
+    /** A step's section head changed (it started or ended). */
+    | { type: 'steps' }
     | { type: 'state'; n: p.StateNotification };
 
 /** The interpreter to run the server with, and where it came from (for messages). */
@@ -630,10 +632,14 @@ export class FolderServer implements vscode.Disposable {
             }
         });
         client.onNotification(p.stepStart, (n) => {
+            this.model.stepStarted(n);
+            this.emitter.fire({ type: 'steps' });
             this.progressToken = n.progress;
             this.patch({ step: n.step, running: true, waiting: null });
         });
-        client.onNotification(p.stepEnd, () => {
+        client.onNotification(p.stepEnd, (n) => {
+            this.model.stepEnded(n);
+            this.emitter.fire({ type: 'steps' });
             this.progressToken = null;
             this.statusSoon();
         });

@@ -55,7 +55,7 @@ export function entry(seq: number, uuid: string | null, over: Partial<Transcript
 }
 
 export function page(entries: TranscriptNotification[], nextBefore: number | null): HistoryResult {
-    return { folder: FOLDER, entries, nextBefore, sessions: [], pending: [] };
+    return { folder: FOLDER, entries, nextBefore, sessions: [], pending: [], steps: [] };
 }
 
 export function approval(over: Partial<ApproveParams> = {}): ApproveParams {

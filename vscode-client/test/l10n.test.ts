@@ -38,11 +38,14 @@ test('package.json titles all resolve in both nls files', () => {
     }
 });
 
-test('the contributed commands are exactly the registered ones (issue 11 ids)', () => {
+test('the contributed commands are exactly the registered ones (issue 11 and 25 ids)', () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { contributes: { commands: { command: string; category: string }[] } };
     const contributed = pkg.contributes.commands.map((c) => c.command);
     const registered = [...readFileSync('src/commands.ts', 'utf8').matchAll(/\bc\('(flower\.\w+)'/g)].map((m) => m[1]);
-    const issue = ['start', 'wake', 'say', 'new', 'cancel', 'status', 'showTranscript', 'openRequirements', 'openGoals', 'restartServer', 'showLog', 'setApiKey'].map((id) => `flower.${id}`);
+    const issue = [
+        ...['start', 'wake', 'say', 'new', 'cancel', 'status', 'showTranscript', 'openRequirements', 'openGoals', 'restartServer', 'showLog', 'setApiKey'],
+        ...['openTranscriptInEditor', 'openChange', 'revertFile', 'revertWake', 'refreshChanges'], // issue 25
+    ].map((id) => `flower.${id}`);
     assert.deepEqual(contributed, issue);
     assert.deepEqual(registered, issue);
     assert.ok(pkg.contributes.commands.every((c) => c.category === 'flower'));

@@ -12,8 +12,11 @@ import { pathToFileURL } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { type ApprovalCard, type ApprovalLabels, card } from '../src/model/approvals';
 import type { Row, ToPage } from '../src/model/rows';
+import { ENGLISH } from '../src/model/steps';
 import type { ApproveParams } from '../src/protocol';
 import { pageHtml } from '../src/webview/html';
+
+const WS = '/home/me/app';
 
 const CHROMIUM = process.env.FLOWER_CHROMIUM ?? '/usr/bin/chromium';
 const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}: apt-get install chromium (or set FLOWER_CHROMIUM)`;
@@ -77,6 +80,7 @@ function row(pos: number, over: Partial<Row> = {}): Row {
         uuid: `u${pos}`,
         step: '干活',
         sessionId: 's1',
+        toolName: null,
         toolInput: null,
         result: false,
         pruned: null,
@@ -87,7 +91,10 @@ function row(pos: number, over: Partial<Row> = {}): Row {
 }
 
 function reset(rows: Row[], over: Partial<Extract<ToPage, { type: 'reset' }>> = {}): ToPage {
-    return { type: 'reset', folder: 'file:///w', folderName: 'w', epoch: 1, op: rows.length, rows, hasOlder: false, message: null, enabled: true, running: false, ...over };
+    return {
+        type: 'reset', folder: 'file:///w', folderName: 'w', epoch: 1, op: rows.length, rows, hasOlder: false, message: null,
+        enabled: true, running: false, workspace: WS, labels: ENGLISH, steps: [], ...over,
+    };
 }
 
 test('a fresh page asks for the newest rows', { skip }, async () => {
@@ -113,9 +120,9 @@ test('rows follow the DOM contract; HTML in a reply is text, never markup', { sk
     assert.ok((await rows.nth(1).textContent())?.includes('<img src=x onerror="window.__pwned=1">'));
     assert.equal(await rows.nth(1).locator('strong').textContent(), 'bold');
     assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
-    // A tool row is one line that expands to its input.
+    // A tool row's raw input is one click away.
     assert.equal(await page.locator('[data-testid="tool-input"]').count(), 0);
-    await rows.nth(2).locator('button').click();
+    await rows.nth(2).locator('[data-testid="raw-toggle"]').click();
     assert.deepEqual(JSON.parse((await page.locator('[data-testid="tool-input"]').textContent()) ?? ''), { file_path: 'calc.py', content: '<b>x</b>' });
     await page.close();
 });
@@ -137,9 +144,9 @@ test('the pruned view marks hidden and rewritten rows and shows added ones only 
     assert.deepEqual(await verdicts(), ['hidden', 'rewritten', null, 'added']);
     assert.ok((await rows.nth(1).textContent())?.includes('[result trimmed]'));
     assert.equal(await rows.nth(3).isVisible(), true);
-    assert.match((await rows.nth(0).evaluate((e) => getComputedStyle(e).textDecorationLine)) ?? '', /line-through/);
+    assert.match((await rows.nth(0).locator(".body").evaluate((e) => getComputedStyle(e).textDecorationLine)) ?? '', /line-through/);
     // A verdict arriving later updates the row in place.
-    await post(page, { type: 'rows', epoch: 1, op: 9, rows: [row(3, { pruned: 'hidden' })] });
+    await post(page, { type: 'rows', epoch: 1, op: 9, rows: [row(3, { pruned: 'hidden' })], steps: [] });
     await page.waitForFunction(() => document.querySelectorAll('[data-verdict="hidden"]').length === 2);
     assert.equal(await rows.count(), 4);
     await page.close();
@@ -150,7 +157,7 @@ test('at most 3000 rows are in the DOM; the newest stay while reading the bottom
     await post(page, reset([]));
     for (let start = 1; start <= 5000; start += 500) {
         const batch = Array.from({ length: 500 }, (_, i) => row(start + i));
-        await post(page, { type: 'rows', epoch: 1, op: start + 499, rows: batch });
+        await post(page, { type: 'rows', epoch: 1, op: start + 499, rows: batch, steps: [] });
     }
     await page.waitForFunction(() => document.querySelector('[data-uuid="u5000"]') !== null);
     assert.equal(await page.locator('[data-testid="row"]').count(), 3000);
@@ -276,5 +283,145 @@ test('Deny… asks for an optional sentence: Enter denies with it, Cancel goes b
     assert.equal(await page.locator('[data-testid="approval-outcome"]').textContent(), 'Denied: nobody answered in time');
     await cards(page, []);
     await page.waitForFunction(() => (document.getElementById('approvals') as HTMLElement).hidden);
+    await page.close();
+});
+
+// -- tool calls by kind, step sections (issue #25) ------------------------------------------
+
+function tool(pos: number, name: string, input: Row['toolInput'], over: Partial<Row> = {}): Row {
+    return row(pos, { kind: 'tool', toolName: name, toolInput: input, text: `${name}(…)`, ...over });
+}
+
+test('a Write is a compact diff of added lines, folded after 12, with a clickable relative path; HTML stays text', { skip }, async () => {
+    const page = await open();
+    const content = ['<b>x</b> = 1', ...Array.from({ length: 14 }, (_, i) => `print(${i})  # line ${i}`)].join('\n') + '\n';
+    await post(page, reset([tool(1, 'Write', { file_path: `${WS}/src/calc.py`, content })]));
+    const diff = page.locator('[data-testid="tool-diff"]');
+    await diff.waitFor();
+    assert.equal(await page.locator('[data-testid="open-path"]').textContent(), 'src/calc.py');
+    assert.equal(await page.locator('[data-testid="diff-counts"]').textContent(), '+15 −0');
+    assert.equal(await diff.locator('.line.add').count(), 12);
+    assert.equal(await diff.locator('[data-testid="more-lines"]').textContent(), '3 more lines');
+    assert.equal(await page.locator('#rows b').count(), 0);
+    assert.ok((await diff.locator('.line').first().textContent())?.includes('<b>x</b> = 1'));
+    // Python is coloured by token: a keyword-free line still has its number and comment spans.
+    assert.ok((await diff.locator('.line').nth(1).locator('.tok-num, .tok-com').count()) >= 2);
+    await diff.locator('[data-testid="more-lines"]').click();
+    assert.equal(await diff.locator('.line.add').count(), 15);
+    // The path opens the file in the editor (the extension is asked, with the absolute path).
+    await page.locator('[data-testid="open-path"]').click();
+    assert.deepEqual((await sent(page)).at(-1), { type: 'open', path: `${WS}/src/calc.py`, line: null });
+    await page.close();
+});
+
+test('an Edit shows its removed and added lines between the lines they share; MultiEdit every edit', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([
+        tool(1, 'Edit', { file_path: `${WS}/calc.py`, old_string: 'a = 1\nb = 2\nc = 3', new_string: 'a = 1\nb = 20\nb2 = 21\nc = 3' }),
+        tool(2, 'MultiEdit', { file_path: `${WS}/m.py`, edits: [{ old_string: 'x', new_string: 'y' }, { old_string: '<i>', new_string: '' }] }),
+    ]));
+    const edit = page.locator('[data-testid="row"]').nth(0).locator('[data-testid="tool-diff"] .line');
+    await edit.first().waitFor();
+    const lines = await edit.evaluateAll((els) => els.map((e) => `${e.className.replace('line ', '')}:${e.textContent}`));
+    assert.deepEqual(lines, ['ctx: a = 1', 'del:−b = 2', 'add:+b = 20', 'add:+b2 = 21', 'ctx: c = 3']);
+    assert.equal(await page.locator('[data-testid="diff-counts"]').first().textContent(), '+2 −1');
+    const multi = page.locator('[data-testid="row"]').nth(1).locator('[data-testid="tool-diff"] .line');
+    assert.deepEqual(await multi.evaluateAll((els) => els.map((e) => e.textContent)), ['−x', '+y', ' …', '−<i>']);
+    assert.equal(await page.locator('#rows i').count(), 0);
+    await page.close();
+});
+
+test('Bash is its command in a code block, its output folded; HTML in a command is text', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([
+        tool(1, 'Bash', { command: `echo "<script>window.__pwned=1</script>" && ls ${WS}/src`, description: 'List the sources' }),
+        row(2, { kind: 'tool', result: true, text: 'calc.py\ntest_calc.py', uuid: 'r2' }),
+    ]));
+    const block = page.locator('[data-testid="tool-bash"]');
+    await block.waitFor();
+    assert.equal(await block.textContent(), '$ echo "<script>window.__pwned=1</script>" && ls src');
+    assert.equal(await page.locator('#rows script').count(), 0);
+    assert.ok((await page.locator('[data-testid="row"]').nth(0).textContent())?.includes('List the sources'));
+    const output = page.locator('[data-testid="result-toggle"]');
+    assert.equal(await output.textContent(), '← output · 2 lines');
+    assert.equal(await page.locator('[data-testid="row"]').nth(1).locator('[data-testid="tool-input"]').count(), 0);
+    await output.click();
+    assert.equal(await page.locator('[data-testid="row"]').nth(1).locator('[data-testid="tool-input"]').textContent(), 'calc.py\ntest_calc.py');
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    await page.close();
+});
+
+test('Read, Glob and Grep are one clickable workspace-relative line (Read at its line); other tools a wrapped summary', { skip }, async () => {
+    const page = await open();
+    const long = `https://example.com/${'a'.repeat(400)}`;
+    await post(page, reset([
+        tool(1, 'Read', { file_path: `${WS}/src/calc.py`, offset: 40, limit: 20 }),
+        tool(2, 'Grep', { pattern: 'def add', path: `${WS}/src` }),
+        tool(3, 'Glob', { pattern: '**/*.py' }),
+        tool(4, 'WebFetch', { url: long, prompt: 'read it' }, { text: `WebFetch(${long.slice(0, 80)}…)` }),
+    ]));
+    const links = page.locator('[data-testid="open-path"]');
+    await links.first().waitFor();
+    assert.deepEqual(await links.allTextContents(), ['src/calc.py:40', 'src']);
+    await links.first().click();
+    assert.deepEqual((await sent(page)).at(-1), { type: 'open', path: `${WS}/src/calc.py`, line: 40 });
+    assert.ok((await page.locator('[data-testid="row"]').nth(1).textContent())?.includes('def add'));
+    assert.ok((await page.locator('[data-testid="row"]').nth(2).textContent())?.includes('**/*.py'));
+    const other = page.locator('[data-testid="row"]').nth(3);
+    assert.ok((await other.textContent())?.startsWith('WebFetch'));
+    await other.locator('[data-testid="raw-toggle"]').click();
+    const raw = other.locator('[data-testid="tool-input"]');
+    assert.deepEqual(JSON.parse((await raw.textContent()) ?? ''), { url: long, prompt: 'read it' });
+    // Wrapped, never cut at the panel's edge.
+    assert.ok(await raw.evaluate((e) => e.scrollWidth <= e.clientWidth + 1), 'the raw input wraps');
+    await page.close();
+});
+
+test('steps are sections with name, round, state, duration and cost; a judge round shows its verdict; a head folds its rows', { skip }, async () => {
+    const page = await open();
+    const zh = { ...ENGLISH, clarify: '澄清', work: '干活', judge: '判定 · 第 {0} 轮', round: '第 {0} 轮', done: '完成', notPassed: '未通过', passed: '通过' };
+    await post(page, reset([
+        row(1, { step: '澄清', text: 'questions?' }),
+        row(2, { step: '澄清', text: 'requirements written' }),
+        row(3, { step: '干活#round2', text: 'calc.py written' }),
+        row(4, { step: '干活·判定#2', text: 'VERDICT: FAIL subtraction' }),
+        row(5, { kind: 'verdict', step: '干活·判定#2', passed: false, text: 'subtraction is missing', uuid: null }),
+    ], {
+        labels: zh,
+        steps: [
+            { step: '澄清', state: 'done', costUsd: 0.1, durationS: 12, passed: null },
+            { step: '干活#round2', state: 'running', costUsd: null, durationS: null, passed: null },
+            { step: '干活·判定#2', state: 'done', costUsd: 0.004, durationS: 75, passed: false },
+        ],
+    }));
+    const heads = page.locator('[data-testid="step-head"]');
+    await heads.nth(2).waitFor();
+    assert.deepEqual(await heads.locator('.step-title').allTextContents(), ['澄清', '干活 · 第 2 轮', '判定 · 第 2 轮']);
+    assert.deepEqual(await heads.locator('[data-testid="step-facts"]').allTextContents(), ['完成 · 12 s · $0.10', 'running', '未通过 · 1 min 15 s · $0.004']);
+    // The verdict line is in the window's language (it said `round 1: PASS` in a zh-cn window).
+    assert.equal(await page.locator('[data-kind="verdict"] .body').textContent(), '判定 · 第 2 轮: 未通过 — subtraction is missing');
+    // Folding the first section hides its second row, not the next section.
+    await heads.first().click();
+    assert.equal(await page.locator('[data-key="k2"]').isVisible(), false);
+    assert.equal(await page.locator('[data-key="k3"]').isVisible(), true);
+    assert.equal(await heads.first().getAttribute('aria-expanded'), 'false');
+    // A step that ends updates its head in place.
+    await post(page, { type: 'steps', steps: [{ step: '干活#round2', state: 'done', costUsd: 0.5, durationS: 30, passed: null }] });
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="step-facts"]')[1]?.textContent === '完成 · 30 s · $0.50');
+    await heads.first().click();
+    assert.equal(await page.locator('[data-key="k2"]').isVisible(), true);
+    await page.close();
+});
+
+test('the hidden badge sits above the text it marks, never over it', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([row(1, { pruned: 'hidden', text: 'API Error: 529 overloaded — a long line that wraps in a narrow sidebar panel' })]));
+    await page.locator('#pruned-toggle').check();
+    const mark = page.locator('[data-testid="verdict-mark"]');
+    await mark.waitFor();
+    const m = await mark.boundingBox();
+    const b = await page.locator('[data-testid="row"] .body').boundingBox();
+    assert.ok(m !== null && b !== null);
+    assert.ok(m.y + m.height <= b.y + 0.5, `badge ${JSON.stringify(m)} overlaps the text ${JSON.stringify(b)}`);
     await page.close();
 });

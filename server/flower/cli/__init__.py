@@ -6,6 +6,8 @@
     flower once "prompt"     one agent, no workflow, no lineage; --resume SID to continue it (S29)
     flower status            what the next run would resume
     flower trust [DIR]       let this folder's own hooks, env and MCP servers run (untrust takes it back, D10)
+    flower changes           what the agents changed, per wake (issue #25)
+    flower revert FILE       put a file back as it was before the wake that changed it; --wake N: all of one wake
     flower demo              the whole thing offline on the built-in scripted model
     flower --detach "task"   run it in the engine (D11) and return; `flower` here then attaches to the run
     flower ps | stop         the engine's runs; stop the one here
@@ -36,10 +38,12 @@ from ..core.trust import decide
 from ..settings import SettingsError
 from .args import (
     UsageError,
+    changes_parser,
     demo_parser,
     main_parser,
     once_parser,
     ps_parser,
+    revert_parser,
     serve_parser,
     status_parser,
     stop_parser,
@@ -58,7 +62,7 @@ from .commands import (
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
-COMMANDS = ("once", "status", "demo", "trust", "untrust", "serve", "stop", "ps")
+COMMANDS = ("once", "status", "changes", "revert", "demo", "trust", "untrust", "serve", "stop", "ps")
 
 
 def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
@@ -69,6 +73,11 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             return once_command, once_parser(locale).parse_intermixed_args(rest)
         if command == "status":
             return status_command, status_parser(locale).parse_args(rest)
+        if command in ("changes", "revert"):
+            from . import changes  # here, not at import: it needs the service (and the SDK behind it)
+            if command == "changes":
+                return changes.changes_command, changes_parser(locale).parse_args(rest)
+            return changes.revert_command, revert_parser(locale).parse_args(rest)
         if command in ("trust", "untrust"):
             from .trust import trust_command
             return trust_command, trust_parser(locale, command == "trust").parse_args(rest)

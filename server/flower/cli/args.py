@@ -102,8 +102,8 @@ def main_parser(locale: str) -> Parser:
     made = Parser(
         locale=locale, prog="flower",
         description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
-        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower trust|untrust [DIR] · "
-               "flower demo (offline, no API key) · flower serve · flower ps · flower stop. "
+        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower changes · flower revert FILE|--wake N · "
+               "flower trust|untrust [DIR] · flower demo (offline, no API key) · flower serve · flower ps · flower stop. "
                "Exit codes: 0 done, 1 not finished, 2 bad input, 3 workspace busy, 130 interrupted.",
     )
     made.add_argument("text", nargs="*", help="the task (first time) or one more sentence (afterwards)")
@@ -192,6 +192,26 @@ def seconds_type(value: str) -> float:
     if not 0 < seconds < float("inf"):
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds > 0")
     return seconds
+
+
+def changes_parser(locale: str) -> Parser:
+    """`flower changes [--json] [-r DIR]`."""
+    made = Parser(locale=locale, prog="flower changes",
+                  description="What the agents changed here, per wake, with +/- lines against the files now.")
+    made.add_argument("--json", action="store_true", help="print the changes as JSON")
+    add_run_dir(made)
+    return made
+
+
+def revert_parser(locale: str) -> Parser:
+    """`flower revert FILE | --wake N [--yes] [-r DIR]`."""
+    made = Parser(locale=locale, prog="flower revert",
+                  description="Put a file (or every file of one wake) back as it was before the wake changed it.")
+    made.add_argument("file", nargs="?", help="the file (of the newest wake that changed it, or of --wake N)")
+    made.add_argument("--wake", type=rounds_type(locale), metavar="N", help="the wake whose before-images to restore")
+    made.add_argument("--yes", action="store_true", help="restore without asking (needed when not on a terminal)")
+    add_run_dir(made)
+    return made
 
 
 def demo_parser(locale: str) -> Parser:

@@ -38,7 +38,14 @@ def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Set
 
 
 async def flower_command(args: argparse.Namespace, locale: str) -> int:
-    """`flower [text]`, `flower --new text`: drive the FlowerService and render its events."""
+    """`flower [text]`, `flower --new text`: drive the FlowerService and render its events (or the engine's run, D11)."""
+    from . import engine
+
+    text = " ".join(args.text).strip()
+    if args.detach:
+        return await engine.detach_command(args, text, locale)
+    if not args.new and (held := await engine.held_here(Path.cwd(), locale)) is not None:
+        return await engine.attach_command(held, Path.cwd(), locale, text or None)  # the run lives in the engine
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(locale, workspace=Path.cwd())
     console.interactive = interactive
@@ -52,17 +59,10 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
 
 async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboard: Keyboard | None) -> int:
     from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
-    from . import engine
 
     text = " ".join(args.text).strip()
     workspace = Path.cwd()
-    if not args.detach and not args.new and (held := await engine.held_here(workspace, locale)) is not None:
-        return await engine.attach_command(held, workspace, locale, text or None)  # the run lives in the engine (D11)
-    # Before the settings (an untrusted folder's file may set less) and before a detached start: the engine's
-    # folder decides by the same record, so the person's answer here is the engine's too (D10).
-    trust = await settle(workspace, console, keyboard)
-    if args.detach:
-        return await engine.detach_command(args, text, locale)
+    trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
     settings = settings_of(args, workspace, trust.trusted)
     run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
     setup_logging(console)

@@ -96,6 +96,10 @@ class StepEnded:
     step: str | None = None
     said: Said | None = None
     """`error` as a catalog sentence, for a front-end to show in the person's language (D4)."""
+    cost_usd: float | None = None
+    """What the step's run spent (every attempt)."""
+    duration_s: float | None = None
+    """How long it ran, in seconds."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,6 +132,10 @@ class Verdict:
     passed: bool
     reasons: str
     step: str | None = None
+    cost_usd: float | None = None
+    """What the judge's round spent."""
+    duration_s: float | None = None
+    """How long the judge's round ran, in seconds."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,6 +31,6 @@ def tool_arg(data: Any, *, limit: int = 80, path: Callable[[str], str] | None = 
     return ""
 
 
-def tool_label(name: str, data: Any, *, limit: int = 80) -> str:
-    """`Read(/path)`, `Bash(ls -la)`: a tool call as one short line."""
-    return f"{name}({tool_arg(data, limit=limit)})"
+def tool_label(name: str, data: Any, *, limit: int = 80, path: Callable[[str], str] | None = None) -> str:
+    """`Read(/path)`, `Bash(ls -la)`: a tool call as one short line (`path` shows a path argument differently)."""
+    return f"{name}({tool_arg(data, limit=limit, path=path)})"

@@ -125,6 +125,29 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "flower engine {version} is running a task; it will update when the task ends",
         "zh": "flower 引擎 {version} 正在跑一件事;这件事结束后它会更新",
     },
+    # -- the run's changes and reverting them (issue #25) -----------------------------------------
+    "revert_running": {
+        "en": "A wake is running in this folder: revert once it has ended (or stop it first).",
+        "zh": "这个目录里有一次唤醒正在运行:等它结束(或先停下)再还原。",
+    },
+    "revert_what": {"en": "Say what to revert: a file, or --wake N for every file of one wake.",
+                    "zh": "说明要还原什么:一个文件,或 --wake N 还原那次唤醒的所有文件。"},
+    "revert_nothing": {
+        "en": "Nothing to revert: {path} has no change recorded in wake {wake} that still differs (see `flower changes`).",
+        "zh": "没有可还原的:{path} 在第 {wake} 次唤醒里没有仍不同的改动记录(见 `flower changes`)。",
+    },
+    "revert_no_image": {
+        "en": "{path} changed during a Bash call but was too large to keep a copy of: restore it from version control.",
+        "zh": "{path} 是在 Bash 调用中改的,但太大没有留副本:请从版本控制里恢复。",
+    },
+    "revert_confirm": {"en": "Restore {count} file(s) as they were before wake {wake}? [y/N] ",
+                       "zh": "把 {count} 个文件恢复到第 {wake} 次唤醒之前的样子? [y/N] "},
+    "revert_needs_yes": {"en": "Not on a terminal: add --yes to restore without asking.",
+                         "zh": "不在终端上:加 --yes 就不再询问直接恢复。"},
+    "revert_done": {"en": "restored {path}", "zh": "已恢复 {path}"},
+    "revert_kept": {"en": "nothing restored", "zh": "没有恢复任何文件"},
+    "changes_none": {"en": "No changes recorded here yet.", "zh": "这里还没有记录到改动。"},
+    "changes_wake": {"en": "wake #{wake}: {count} file(s)", "zh": "第 {wake} 次唤醒:{count} 个文件"},
     "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
     "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
     "offline": {

@@ -193,7 +193,8 @@ async def attach(ls: Connection, params: Any) -> Any:
     key = ls.engine.key(value.folder)
     if key is not None and key not in ls.folders:
         ls.add_folder(value.folder)
-    await ls.engine.warm(key or "")
+    if key is not None and key in ls.folders:
+        await ls.folders[key].ready()  # its first read of the records (bounded): the cursor is above the store's entries
     key, folder = ls.attach(value.folder)
     recent = list(ls.engine.fan(key).recent) if folder.svc.running else []
     return {**p.to_wire(p.AttachResult(folder.uri, folder.status(), folder.cursor, [])), "recent": recent}
@@ -226,7 +227,7 @@ def register(ls: Connection) -> None:
     ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(stdio.progress_cancelled)
     for method, handler in ((p.WAKE, stdio.wake), (p.SAY, stdio.say), (p.NEW, stdio.new), (p.STATUS, stdio.status),
                             (p.HISTORY, stdio.history), (p.ATTACH, attach), (p.DETACH, detach), (p.RUNS, runs),
-                            (p.CANCEL, stdio.cancel)):
+                            (p.CANCEL, stdio.cancel), (p.ANSWER, stdio.answer)):
         ls.feature(method)(handler)
 
 

@@ -61,15 +61,13 @@ class Engine:
         """Folder key (normalized path) → the one Folder serving it, in the order they began being served."""
         self.fans: dict[str, Fanout] = {}
         self.made: dict[str, tuple[object, ...]] = {}
-        """Folder key → (locale, options, settings files' stamps) it was built with: other ones rebuild an idle folder."""
+        """Folder key → (locale, options, editor trust, settings files' stamps) it was built with: other ones rebuild an idle folder."""
         self.connections: set[Connection] = set()
         self.update_to: str | None = None
         """Another flower version a client runs: the engine stops at the next quiet moment so that one starts."""
         self._quiet_since = time.monotonic()
         self._stop: asyncio.Event | None = None
         self._closing: set[asyncio.Task[None]] = set()
-        self._warming: dict[str, asyncio.Future[object]] = {}
-        """Folder key → its first status, computed in a worker thread (it may read a whole session from sessions.db)."""
 
     # -- folders -----------------------------------------------------------------------------------
     def key(self, uri: str) -> str | None:
@@ -85,17 +83,17 @@ class Engine:
         return fan
 
     def folder(self, uri: str, name: str | None, locale: str, options: dict[str, object],
-               trusted: bool = False) -> tuple[str, Folder] | None:
+               editor_trust: bool = False) -> tuple[str, Folder] | None:
         """The Folder serving `uri` (made if none is): rebuilt with these settings if they differ and nothing runs there."""
         path = _path(uri)
         if path is None:
             log.warning("ignoring workspace folder %s: not a file:// URI", uri)
             return None
-        key, made = _key(path), (locale, options, settings_stamp(path), trusted)
+        key, made = _key(path), (locale, dict(options), editor_trust, settings_stamp(path))
         existing = self.folders.get(key)
         if existing is not None and (self.made[key] == made or existing.svc.running):
             return key, existing
-        folder = Folder(self.fan(key), existing.uri if existing else uri, name or path.name, path, locale, options, trusted)
+        folder = Folder(self.fan(key), existing.uri if existing else uri, name or path.name, path, locale, options, editor_trust)
         if existing is not None:  # other settings, nothing running: serve it anew, numbering live entries on
             folder.continue_after(existing.cursor)
             self._background(existing.close())
@@ -106,17 +104,7 @@ class Engine:
         else:
             log.info("serving workspace folder %s", path)
         self.folders[key], self.made[key] = folder, made
-        self._warming[key] = asyncio.ensure_future(asyncio.to_thread(folder.status))
         return key, folder
-
-    async def warm(self, key: str) -> None:
-        """Wait until the folder's first status has been read off the event loop (the engine's other clients go on)."""
-        warming = self._warming.pop(key, None)
-        if warming is not None:
-            try:
-                await warming
-            except Exception as exc:  # status() will say it again, on the loop, to whoever asks
-                log.warning("the first status of %s: %s", key, p.redact(str(exc)))
 
     def runs(self) -> p.RunsResult:
         """Every folder held, running or idle, with its attached clients."""

@@ -83,24 +83,42 @@ class FanProtocol:
             connection.protocol.notify(method, params)
 
     async def send_request_async(self, method: str, params: Any = None) -> Any:
-        """Ask the most recently attached client; one that cannot answer, or leaves first, passes it to the next."""
+        """Ask every attached client (`flower/ask`, `flower/approve`): the first answer wins.
+
+        A client that answers with an error (a terminal has no approval card) or leaves first does not count;
+        when none is left to answer, the last error goes to the folder, as a stdio client's would.
+        """
+        asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live()}
         refused: JsonRpcException | None = None
-        for connection in reversed(self.fan.live()):
-            answer = asyncio.ensure_future(connection.protocol.send_request_async(method, params))
-            gone = asyncio.ensure_future(connection.closed.wait())
-            try:
-                await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                gone.cancel()
-            if not answer.done():
-                answer.cancel()
-                log.info("%s: the client asked left before answering; asking another", method)
-                continue
-            try:
-                return answer.result()
-            except JsonRpcException as exc:  # a terminal answers no flower/ask: a window attached earlier may
-                refused = exc
+        try:
+            for done in asyncio.as_completed(asking):
+                try:
+                    answered, value = await done
+                except JsonRpcException as exc:
+                    refused = exc
+                    continue
+                if answered:
+                    return value
+        finally:
+            for task in asking:
+                task.cancel()
         raise refused or JsonRpcException(message=f"no client is attached to answer {method}")
+
+    async def _ask(self, connection: Connection, method: str, params: Any) -> tuple[bool, Any]:
+        """(True, its answer), or (False, None) when the client left before answering."""
+        answer = asyncio.ensure_future(connection.protocol.send_request_async(method, params))
+        gone = asyncio.ensure_future(connection.closed.wait())
+        try:
+            await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # another client answered first
+            answer.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if not answer.done():
+            answer.cancel()
+            return False, None
+        return True, answer.result()
 
 
 class FanProgress:

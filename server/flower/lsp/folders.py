@@ -89,10 +89,6 @@ class Run:
     """The person's sentence that started it, sent as a `user` transcript entry right after the run begins."""
 
 
-OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
-"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
-
-
 class Peer(Protocol):
     """Whom a Folder talks to: one client's server (stdio), or the engine's fan-out to every client attached (D11)."""
 
@@ -103,6 +99,10 @@ class Peer(Protocol):
     @property
     def work_done_progress(self) -> Any:
         """`create_async(token)`, `begin`, `report`, `end` of `$/progress`."""
+
+
+OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
+"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
 
 
 def crashed(exc: Exception, folder: Folder | None) -> crash.Crash:
@@ -232,7 +232,8 @@ class Folder:
             self._seq = max(self._seq, max(i.seq for i in page.items))  # live seqs continue above what history showed
         return p.HistoryResult(
             self.uri, [self._entry(i) for i in page.items], page.next_before,
-            [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending))
+            [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending),
+            [p.StepSummary(**vars(s)) for s in await asyncio.to_thread(self.history.step_runs)])
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
@@ -251,6 +252,22 @@ class Folder:
             return
         self._ensure_pump()
         self._queue.put_nowait(("pruned", (session_id, future.result().verdicts)))
+
+    async def changes(self) -> p.ChangesResult:
+        """`flower/changes`: each wake's changed files against the workspace now."""
+        log_ = self.svc.change_log
+        running = self.svc.running
+        wakes = [p.ChangedWake(w.wake, running and w.wake == log_.wake, [
+            p.ChangedFile(f.path, f.change, f.added, f.removed, f.before,
+                          str(log_.object_path(f.before)) if f.before else None, f.tool) for f in w.files])
+            for w in await self.svc.changes() if w.files]
+        return p.ChangesResult(self.uri, wakes)
+
+    async def revert(self, path: str | None, wake: int | None) -> p.RevertResult:
+        """`flower/revert`: restore before-images; a wake running here or elsewhere refuses it (FLOWER_ERROR, key `revert_running`)."""
+        if path is None and wake is None:
+            raise JsonRpcInvalidParams(f"{p.REVERT}: give params.path, params.wake or both. Send params like {p.RevertParams.EXAMPLE}")
+        return p.RevertResult(self.uri, await self.svc.revert(path, wake))
 
     async def wake(self, text: str | None) -> p.WakeResult:
         """Start a wake, or join the one running here (D5); a text for a running wake goes to its work session."""
@@ -360,6 +377,9 @@ class Folder:
                 exc = crashed(exc, self)
             run.error = exc
             outcome = {"ok": False, "error": exc.text(self.svc.locale)}
+        # The records moved with the wake: read them again (off the loop, bounded) before its end is queued, so a
+        # status asked after the end notification shows the end.
+        await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead
@@ -455,8 +475,6 @@ class Folder:
             case "begin", Run() as run:
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, True, None, False, None, None))
             case "end", (Run() as run, dict() as outcome):
-                # The records moved with the wake: read them again first, so a status after the end shows its end.
-                await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
                 cancelled = run.cancel_requested
                 self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, False, bool(outcome.get("ok")), cancelled,
@@ -502,7 +520,8 @@ class Folder:
                     f, event.step, event.index, event.total, event.session_id, event.woke, token))
             case StepEnded():
                 error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
-                self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context))
+                self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context,
+                                                              event.cost_usd, event.duration_s))
                 self._end_progress("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
@@ -514,7 +533,7 @@ class Folder:
             case ToolCall():
                 summary = tool_label(event.name, event.input)
                 self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event)
-                self._report(summary)
+                self._report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
             case ContextSize():
                 self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window))
                 self._report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
@@ -523,7 +542,8 @@ class Folder:
                                                        event.seconds, event.error or "", event.offline_since))
                 self._report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
             case Verdict():
-                self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons))
+                self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons,
+                                                             event.cost_usd, event.duration_s))
             case Question(text=text):
                 self.notify(p.QUESTION, p.QuestionNotification(f, text))
             case Handoff():
@@ -532,6 +552,13 @@ class Folder:
                 self.notify(p.NOTICE, p.NoticeNotification(f, text))
             case _:
                 assert_never(event)  # a new Event class must be given its notification here
+
+    def _relative(self, path: str) -> str:
+        """A path under the folder shown relative to it (the progress notification's tool line)."""
+        try:
+            return Path(path).relative_to(self.path).as_posix()
+        except ValueError:
+            return path
 
     # -- $/progress ----------------------------------------------------------------------------
     @property

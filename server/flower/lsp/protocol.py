@@ -30,6 +30,8 @@ ATTACH = "flower/attach"
 DETACH = "flower/detach"
 RUNS = "flower/runs"
 CANCEL = "flower/cancel"
+CHANGES = "flower/changes"
+REVERT = "flower/revert"
 ASK = "flower/ask"
 """Server → client request: a clarify question the person answers."""
 APPROVE = "flower/approve"
@@ -69,6 +71,7 @@ T = TypeVar("T")
 Role = Literal["user", "assistant"]
 EntryKind = Literal["text", "tool", "result"]
 PrunedVerdict = Literal["hidden", "rewritten", "added"]
+ChangeKind = Literal["created", "edited", "deleted"]
 
 
 # -- client → server: requests -----------------------------------------------------------------
@@ -403,6 +406,104 @@ class HistoryResult:
     """Every session of the folder that sessions.db holds, oldest first."""
     pending: list[str]
     """Sessions in this page whose pruner verdicts are still computed; a `flower/pruned` follows for each."""
+    steps: list[StepSummary] = attrs.field(factory=list)
+    """Every step run the manifest records (rounds, retries, judge rounds), oldest first: the transcript's section heads."""
+
+
+@attrs.define
+class StepSummary:
+    """One run of a step as the manifest recorded it."""
+
+    step: str
+    """Its manifest name (`干活#round2`, `干活·判定#1`, S7)."""
+    session_id: str | None
+    """Its session."""
+    ok: bool
+    """It finished without error."""
+    cost_usd: float
+    """What it spent, in USD."""
+    duration_s: float | None
+    """How long it ran, in seconds."""
+    started_at: float | None
+    """Unix time it started."""
+    passed: bool | None
+    """A judge round: whether the work passed; null for other steps."""
+
+
+@attrs.define
+class ChangesParams:
+    """`flower/changes`: the files the agents created, edited or deleted, per wake, against the workspace now."""
+
+    folder: str
+    """The workspace folder's URI."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
+
+
+@attrs.define
+class ChangedFile:
+    """One file a wake changed that still differs from its before-image."""
+
+    path: str
+    """Workspace-relative, `/`-separated."""
+    change: ChangeKind
+    """`created` (did not exist before the wake), `edited`, or `deleted` (gone now)."""
+    added: int | None
+    """Lines added since the before-image; null for binary content or when there is no before-image."""
+    removed: int | None
+    """Lines removed since the before-image; null as for `added`."""
+    before: str | None
+    """The before-image's id (sha256 of its bytes); null for a created file, or one too large to have been kept."""
+    before_path: str | None
+    """Where the before-image's bytes are on disk (under `<runDir>/changes/objects/`), for a diff editor; null with `before`."""
+    tool: str
+    """The tool that first changed it in the wake: `Write`, `Edit`, `MultiEdit`, `NotebookEdit` or `Bash`."""
+
+
+@attrs.define
+class ChangedWake:
+    """The changes of one wake."""
+
+    wake: int
+    """The wake's number (`woke` at the time)."""
+    running: bool
+    """This wake is running now: its list still grows."""
+    files: list[ChangedFile]
+    """Its changed files, by path."""
+
+
+@attrs.define
+class ChangesResult:
+    """`flower/changes` result."""
+
+    folder: str
+    """The folder URI."""
+    wakes: list[ChangedWake]
+    """Wakes with at least one changed file, oldest first."""
+
+
+@attrs.define
+class RevertParams:
+    """`flower/revert`: put files back as they were before a wake changed them. Refused while a wake runs."""
+
+    folder: str
+    """The workspace folder's URI."""
+    path: str | None = None
+    """One file (workspace-relative or absolute): its before-image of `wake`, else of the newest wake that changed it."""
+    wake: int | None = None
+    """Without `path`: every file of this wake."""
+
+    EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "path": "src/app.py", "wake": 2}'
+
+
+@attrs.define
+class RevertResult:
+    """`flower/revert` result."""
+
+    folder: str
+    """The folder URI."""
+    reverted: list[str]
+    """The workspace-relative paths restored (a file the wake created is deleted)."""
 
 
 # -- client → server: the engine's requests (D11) ----------------------------------------------
@@ -621,6 +722,10 @@ class StepEndNotification:
     """What went wrong, or null."""
     context: int | None
     """The session's context size after the run, in tokens, when known."""
+    cost_usd: float | None = None
+    """What the step's run spent, in USD (every attempt)."""
+    duration_s: float | None = None
+    """How long it ran, in seconds."""
 
 
 @attrs.define
@@ -734,6 +839,10 @@ class VerdictNotification:
     """Every goal met."""
     reasons: str
     """What is missing, or why it passed."""
+    cost_usd: float | None = None
+    """What the judge's round spent, in USD."""
+    duration_s: float | None = None
+    """How long the judge's round ran, in seconds."""
 
 
 @attrs.define
@@ -851,7 +960,8 @@ def to_wire(payload: Any) -> Any:
 
 
 PARAMS = {WAKE: WakeParams, SAY: SayParams, NEW: NewParams, STATUS: StatusParams, HISTORY: HistoryParams,
-          ANSWER: AnswerParams, ATTACH: AttachParams, DETACH: DetachParams, RUNS: RunsParams, CANCEL: CancelParams}
+          ANSWER: AnswerParams, ATTACH: AttachParams, DETACH: DetachParams, RUNS: RunsParams, CANCEL: CancelParams,
+          CHANGES: ChangesParams, REVERT: RevertParams}
 """Each request method's params class."""
 
 NOTIFICATIONS = {

@@ -338,6 +338,20 @@ async def history(ls: FlowerServer, params: p.HistoryParams) -> Any:
     return await asyncio.to_thread(p.to_wire, page)  # up to 1000 entries: converted off the event loop
 
 
+@server.feature(p.CHANGES)
+@answers(p.CHANGES, p.ChangesParams)
+async def changes(ls: FlowerServer, params: p.ChangesParams) -> p.ChangesResult:
+    """The files each wake changed, with +/- counts and their before-images (issue #25)."""
+    return await ls.folder(params.folder).changes()
+
+
+@server.feature(p.REVERT)
+@answers(p.REVERT, p.RevertParams)
+async def revert(ls: FlowerServer, params: p.RevertParams) -> p.RevertResult:
+    """Restore before-images: one file, or every file of a wake; refused while a wake runs."""
+    return await ls.folder(params.folder).revert(params.path, params.wake)
+
+
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: FlowerServer, params: None) -> None:
     """Cancel running wakes cleanly before the editor stops the server; their sessions resume at the next wake."""

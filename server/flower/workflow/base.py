@@ -164,7 +164,7 @@ class Workflow:
             result = await self.dispatch(rt, step, text, session, lineage, shown)
             self.manifest_for(rt).add(result)
             rt.emit(StepEnded(ok=result.ok, session_id=result.session_id, error=result.error, context=result.context, step=shown,
-                              said=result.said))
+                              said=result.said, cost_usd=result.cost_usd, duration_s=result.duration_s))
             if result.ok:
                 break
         return result

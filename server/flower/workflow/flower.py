@@ -141,6 +141,8 @@ class FlowerPath:
     workflow: Workflow = field(default_factory=lambda: Workflow([clarify_step, goals_step, work_step]))
     lineage: Lineage | None = None
     """This wake's lineage once loaded: while it runs, this process is the task's one writer (D5), so it is the record."""
+    carried: frozenset[str] = frozenset()
+    """The steps whose sessions this wake found live in the lineage: only their headers say `resumed` (S19)."""
 
     @property
     def requirements_path(self) -> Path:
@@ -177,6 +179,8 @@ class FlowerPath:
                     self.sync_files(restore=False)
                     clear_wake(self.rt.records)  # it ended (a failure, or the person stopped it): not cut off
                 raise
+            finally:
+                self.rt.changes.end()
             self.sync_files(restore=False)
             clear_wake(self.rt.records)
             return ctx
@@ -186,6 +190,8 @@ class FlowerPath:
         if not used:
             requirements.record_request(self.requirements_path, text or "")  # on disk before any model request
         ctx = Context.of(lineage.wake(), lineage.steps)
+        self.carried = frozenset(lineage.steps)
+        self.rt.changes.begin(ctx.woke)  # before-images of what this wake's agents change (issue 25)
         sentence = text.strip() if used and text and text.strip() else None
         if used:
             context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
@@ -240,8 +246,9 @@ class FlowerPath:
                                              kept=kept.name if kept else "")))
 
     def start(self, ctx: Context, lineage: Lineage, step: str, index: int) -> None:
-        """The S19 header for a step about to run."""
-        resumed = step_of(step) in lineage.steps
+        """The S19 header for a step about to run; `resumed` only for a session an earlier wake left, not for the
+        clarify session this wake began and continues after the person's answer."""
+        resumed = step_of(step) in self.carried and step_of(step) in lineage.steps
         self.emit(Header(text=header(self.locale, step, index, 3, ctx.woke, resumed), step=step))
 
     async def run(self, ctx: Context, lineage: Lineage, step: Step, index: int, message: str | None = None,

@@ -84,7 +84,8 @@ async def judge(rt: Runtime, manifest: Manifest, step: str, n: int) -> tuple[boo
     result = await rt.run(JUDGE, judge_prompt(rt.workspace), step=judge_name(step, n))
     manifest.add(result)
     passed, reasons = verdict_of(result.text) if result.ok else (False, f"the judge could not run: {result.error}")
-    rt.emit(Verdict(round=n, passed=passed, reasons=reasons, step=judge_name(step, n)))
+    rt.emit(Verdict(round=n, passed=passed, reasons=reasons, step=judge_name(step, n), cost_usd=result.cost_usd,
+                    duration_s=result.duration_s))
     return passed, reasons, result
 
 

@@ -4,6 +4,7 @@
  */
 import type { Json, PrunedVerdict } from '../protocol';
 import type { ApprovalsToPage, DecideFromPage } from './approvals';
+import type { StepInfo, StepLabels } from './steps';
 
 /** The row kinds of the DOM contract (`data-kind`). */
 export type RowKind =
@@ -28,6 +29,8 @@ export interface Row {
     uuid: string | null;
     step: string | null;
     sessionId: string | null;
+    /** A tool call's name (kind `tool`, not a result). */
+    toolName: string | null;
     /** A tool call's input (kind `tool`). */
     toolInput: { [key: string]: Json } | null;
     /** A tool result (kind `tool`, from history), not a call. */
@@ -53,8 +56,13 @@ export type ToPage =
           /** Input allowed: the workspace is trusted and a folder is open. */
           enabled: boolean;
           running: boolean;
+          /** The folder's path: paths under it are shown relative (issue #25). */
+          workspace: string;
+          labels: StepLabels;
+          steps: StepInfo[];
       }
-    | { type: 'rows'; epoch: number; op: number; rows: Row[] }
+    | { type: 'rows'; epoch: number; op: number; rows: Row[]; steps: StepInfo[] }
+    | { type: 'steps'; steps: StepInfo[] }
     | { type: 'older'; epoch: number; rows: Row[]; hasOlder: boolean }
     | { type: 'newer'; epoch: number; rows: Row[]; hasNewer: boolean }
     | { type: 'running'; running: boolean }
@@ -67,6 +75,8 @@ export type FromPage =
     | { type: 'older'; beforePos: number }
     | { type: 'newer'; afterPos: number }
     | { type: 'say'; text: string }
+    /** Open a file of the workspace (a clickable path), at `line` when given (1-based). */
+    | { type: 'open'; path: string; line: number | null }
     | DecideFromPage;
 
 /** What the model sees of a row when its session resumes, or what happened, per the toggle. */

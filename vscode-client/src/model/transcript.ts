@@ -12,11 +12,14 @@ import type {
     NoticeNotification,
     PrunedVerdict,
     QuestionNotification,
+    StepEndNotification,
+    StepStartNotification,
     TranscriptNotification,
     VerdictNotification,
     WaitNotification,
 } from '../protocol';
 import type { Row, RowKind } from './rows';
+import type { StepInfo } from './steps';
 
 /** How many changes are kept for a view that comes back. */
 export const OP_LOG = 5000;
@@ -46,6 +49,24 @@ export class TranscriptModel {
      * the oldest entry has been merged.
      */
     nextBefore: number | null | undefined = undefined;
+    /** Each step run's section head facts, by manifest name (the newest run of a name wins). */
+    private steps = new Map<string, StepInfo>();
+
+    /** The section heads' facts, for the page. */
+    stepList(): StepInfo[] {
+        return [...this.steps.values()];
+    }
+
+    /** `flower/stepStart`: the step's head says `running`. */
+    stepStarted(n: StepStartNotification): void {
+        if (n.step !== null) this.steps.set(n.step, { step: n.step, state: 'running', costUsd: null, durationS: null, passed: null });
+    }
+
+    /** `flower/stepEnd`: done or failed, with its duration and cost. */
+    stepEnded(n: StepEndNotification): void {
+        if (n.step === null) return;
+        this.steps.set(n.step, { step: n.step, state: n.ok ? 'done' : 'failed', costUsd: n.costUsd, durationS: n.durationS, passed: null });
+    }
 
     /** Rows in order (a copy). */
     all(): Row[] {
@@ -101,10 +122,14 @@ export class TranscriptModel {
                 row.step = e.n.step;
                 break;
             case 'verdict':
-                // The judge's own words are already a row above: the verdict line keeps their first line.
-                row.text = `round ${e.n.round}: ${e.n.passed ? 'PASS' : 'FAIL'} — ${e.n.reasons.split('\n', 1)[0]}`;
+                // The judge's own words are already a row above: the verdict line keeps their first line; the page
+                // puts the round and the verdict into words in the window's language (issue #25).
+                row.text = e.n.reasons.split('\n', 1)[0];
                 row.step = e.n.step;
                 row.passed = e.n.passed;
+                if (e.n.step !== null) {
+                    this.steps.set(e.n.step, { step: e.n.step, state: 'done', costUsd: e.n.costUsd, durationS: e.n.durationS, passed: e.n.passed });
+                }
                 break;
             case 'wait':
                 row.text =
@@ -129,6 +154,17 @@ export class TranscriptModel {
     mergeHistory(page: HistoryResult): Row[] {
         const first = this.nextBefore === undefined;
         this.nextBefore = page.nextBefore;
+        for (const s of page.steps ?? []) {
+            // A step running live is newer than any run of that name the manifest recorded.
+            if (this.steps.get(s.step)?.state === 'running') continue;
+            this.steps.set(s.step, {
+                step: s.step,
+                state: s.ok ? 'done' : 'failed',
+                costUsd: s.costUsd,
+                durationS: s.durationS,
+                passed: s.passed,
+            });
+        }
         const changed: Row[] = [];
         // Runs of new entries, each after an anchor row (null: above everything).
         const runs: { anchor: Row | null; rows: TranscriptNotification[] }[] = [];
@@ -286,6 +322,7 @@ export class TranscriptModel {
             uuid: null,
             step: null,
             sessionId: null,
+            toolName: null,
             toolInput: null,
             result: false,
             pruned: null,
@@ -302,6 +339,7 @@ export class TranscriptModel {
         row.uuid = n.uuid;
         row.step = n.step;
         row.sessionId = n.sessionId;
+        row.toolName = n.toolName;
         row.toolInput = n.toolInput;
         row.result = n.kind === 'result';
         row.pruned = n.pruned;

@@ -10,10 +10,18 @@ import type { CancellationToken } from 'vscode-languageclient/node';
 import type { Focus } from '../folders';
 import { type Answer, type ApprovalLabels, Approvals, parseAnswer } from '../model/approvals';
 import { oneLine } from '../model/notify';
+import type { ToPage } from '../model/rows';
 import * as p from '../protocol';
 import type { FolderServer, Servers } from '../server';
 import type { Notifier } from './notify';
-import type { TranscriptView } from './transcript';
+import type { PageEvents } from './transcript';
+
+/** A transcript page's owner (the sidebar view, the editor tab): where cards are shown and answered. */
+export interface Surface {
+    readonly events: PageEvents;
+    readonly visible: boolean;
+    post(message: ToPage): void;
+}
 
 /** The request a window holds for a question, answered when the person decides. */
 interface Held {
@@ -37,7 +45,7 @@ export class ApprovalsView implements vscode.Disposable {
     constructor(
         private readonly servers: Servers,
         private readonly focus: Focus,
-        private readonly transcript: TranscriptView,
+        private readonly surfaces: Surface[],
         private readonly notifier: Notifier,
         private readonly log: vscode.LogOutputChannel,
     ) {
@@ -58,7 +66,12 @@ export class ApprovalsView implements vscode.Disposable {
                     this.changed(server);
                 }
             }),
-            transcript.onDidSync(() => this.post()),
+            ...surfaces.flatMap((surface) => [
+                surface.events.onDidSync(() => this.post()),
+                surface.events.onDidReceive((m) => {
+                    if (m.type === 'decide') this.decide(m);
+                }),
+            ]),
             focus.onDidChange(() => this.post()),
         ];
     }
@@ -167,7 +180,7 @@ export class ApprovalsView implements vscode.Disposable {
         if (params === null) return;
         const focused = server.uri === this.focus.folder?.uri.toString();
         this.notifier.tell(server, { kind: 'approval', tool: params.tool, summary: params.summary }, false);
-        if (!(focused && this.transcript.visible)) void this.notification(server, params);
+        if (!(focused && this.surfaces.some((s) => s.visible))) void this.notification(server, params);
     }
 
     /** The same three choices as the card, as a notification; Deny… asks for the sentence in an input box. */
@@ -203,7 +216,7 @@ export class ApprovalsView implements vscode.Disposable {
     private post(): void {
         const folder = this.focus.folder;
         const cards = folder === undefined ? [] : (this.byFolder.get(folder.uri.toString())?.all() ?? []);
-        this.transcript.post({ type: 'approvals', cards, labels: labels() });
+        for (const surface of this.surfaces) surface.post({ type: 'approvals', cards, labels: labels() });
     }
 
     private dropHeld(server: FolderServer): void {

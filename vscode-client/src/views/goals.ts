@@ -1,7 +1,14 @@
-/** The goals TreeView (`flower.goals`): 目标.md's checklist with ticks, `n/m` in its title. */
+/**
+ * The goals TreeView (`flower.goals`): 目标.md's checklist with ticks, `n/m` in its title. The
+ * server's status is the source while it runs; before its first status (or with no server, or a
+ * status from before the file was written) the file itself is read, so the tree never says
+ * "No goals yet" while 目标.md exists.
+ */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Focus } from '../folders';
+import { parseGoals } from '../model/goals';
 import type { Goal } from '../protocol';
 import type { Servers } from '../server';
 
@@ -41,6 +48,7 @@ export class GoalsView implements vscode.Disposable {
     private readonly provider = new GoalsProvider();
     private readonly view: vscode.TreeView<Goal>;
     private readonly subscriptions: vscode.Disposable[];
+    private readonly watcher = vscode.workspace.createFileSystemWatcher('**/目标.md');
 
     constructor(
         private readonly servers: Servers,
@@ -52,6 +60,10 @@ export class GoalsView implements vscode.Disposable {
                 if (event.type === 'status' && server.uri === focus.folder?.uri.toString()) this.update();
             }),
             focus.onDidChange(() => this.update()),
+            this.watcher,
+            this.watcher.onDidChange(() => this.update()),
+            this.watcher.onDidCreate(() => this.update()),
+            this.watcher.onDidDelete(() => this.update()),
         ];
         this.update();
     }
@@ -59,12 +71,27 @@ export class GoalsView implements vscode.Disposable {
     update(): void {
         const folder = this.focus.folder;
         const server = folder === undefined ? undefined : this.servers.all().find((s) => s.uri === folder.uri.toString());
-        const goals = server?.status?.goals ?? [];
+        let goals = server?.status?.goals ?? [];
+        const file = folder === undefined ? undefined : path.join(folder.uri.fsPath, '目标.md');
+        let text: string | undefined;
+        if (goals.length === 0 && file !== undefined) {
+            try {
+                text = fs.readFileSync(file, 'utf8');
+                goals = parseGoals(text);
+            } catch {
+                text = undefined; // no 目标.md (yet)
+            }
+        }
         const done = goals.filter((g) => g.done).length;
         const changed = JSON.stringify(goals) !== JSON.stringify(this.provider.goals) || folder !== this.provider.folder;
         if (changed) this.provider.refresh(folder, goals);
         this.view.title = goals.length > 0 ? `${vscode.l10n.t('Goals')} ${done}/${goals.length}` : vscode.l10n.t('Goals');
-        this.view.message = goals.length === 0 ? vscode.l10n.t('No goals yet: 目标.md is written once the task is clear.') : undefined;
+        this.view.message =
+            goals.length > 0
+                ? undefined
+                : text !== undefined
+                  ? vscode.l10n.t('目标.md has no checklist items yet (lines like "- [ ] …").')
+                  : vscode.l10n.t('No goals yet: 目标.md is written once the task is clear.');
     }
 
     dispose(): void {

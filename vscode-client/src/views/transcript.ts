@@ -1,39 +1,109 @@
 /**
- * The transcript WebviewView (`flower.transcript`) for the folder in focus. The page keeps
- * what it shows; this side sends only changes (numbered ops), answers the page's requests for
- * older/newer rows from the folder's model (fetching flower/history pages as needed), and on
- * `ready` sends what the page missed while hidden — never the whole transcript (D8).
+ * The transcript, in the sidebar (WebviewView `flower.transcript`) and in an editor tab
+ * (WebviewPanel `flower.transcriptPanel`, restored after a reload by its serializer), for the
+ * folder in focus. One `TranscriptPage` drives either webview: the page keeps what it shows;
+ * this side sends only changes (numbered ops), answers the page's requests for older/newer
+ * rows from the folder's model (fetching flower/history pages as needed), and on `ready` sends
+ * what the page missed while hidden — never the whole transcript (D8).
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Focus } from '../folders';
 import type { FromPage, Row, ToPage } from '../model/rows';
+import type { StepLabels } from '../model/steps';
 import { type FolderServer, PAGE, type Servers } from '../server';
 import { pageHtml } from '../webview/html';
 
-export class TranscriptView implements vscode.WebviewViewProvider, vscode.Disposable {
-    private view: vscode.WebviewView | undefined;
+type Say = (folder: vscode.WorkspaceFolder, text: string) => Promise<void>;
+
+/** The view type of the editor tab (package.json `onWebviewPanel:` activation). */
+export const PANEL_TYPE = 'flower.transcriptPanel';
+
+/** The words of section heads and verdict lines, in the window's language. */
+export function stepLabels(): StepLabels {
+    const t = vscode.l10n.t;
+    return {
+        clarify: t('clarify'),
+        goals: t('goals'),
+        work: t('work'),
+        judge: t('judge · round {0}', '{0}'),
+        round: t('round {0}', '{0}'),
+        retry: t('retry {0}', '{0}'),
+        running: t('running'),
+        done: t('done'),
+        failed: t('failed'),
+        passed: t('passed'),
+        notPassed: t('not passed'),
+        moreLines: t('{0} more lines', '{0}'),
+        moreLine: t('1 more line'),
+        output: t('output · {0} lines', '{0}'),
+        outputLine: t('output · 1 line'),
+        rawInput: t('raw input'),
+        collapse: t('collapse or expand this step'),
+    };
+}
+
+/** What a page tells its owner besides rows: it was brought up to date, and each message it sent (approval answers among them). */
+export class PageEvents implements vscode.Disposable {
+    private readonly synced = new vscode.EventEmitter<void>();
+    /** The page was brought up to date (reset, or back and given what it missed): parts it shows besides rows follow. */
+    readonly onDidSync = this.synced.event;
+    private readonly received = new vscode.EventEmitter<FromPage>();
+    readonly onDidReceive = this.received.event;
+
+    sync(): void {
+        this.synced.fire();
+    }
+
+    receive(m: FromPage): void {
+        this.received.fire(m);
+    }
+
+    dispose(): void {
+        this.synced.dispose();
+        this.received.dispose();
+    }
+}
+
+/** One webview showing the transcript of the folder in focus. */
+class TranscriptPage implements vscode.Disposable {
     /** The folder, epoch and op the page was last brought up to. */
     private shown: { uri: string | null; epoch: number; op: number } = { uri: null, epoch: 0, op: 0 };
     private readonly subscriptions: vscode.Disposable[];
-    private readonly synced = new vscode.EventEmitter<void>();
-    /** The page was brought up to date (reset, or came back and asked for what it missed): parts it shows besides rows follow. */
-    readonly onDidSync = this.synced.event;
-    private readonly received = new vscode.EventEmitter<FromPage>();
-    /** Every message of the page (the approval cards' answers among them). */
-    readonly onDidReceive = this.received.event;
 
     constructor(
-        private readonly extensionUri: vscode.Uri,
+        private readonly webview: vscode.Webview,
+        private readonly visible: () => boolean,
+        extensionUri: vscode.Uri,
         private readonly servers: Servers,
         private readonly focus: Focus,
-        private readonly say: (folder: vscode.WorkspaceFolder, text: string) => Promise<void>,
+        private readonly say: Say,
+        wide: boolean,
+        private readonly events: PageEvents,
     ) {
+        const dist = vscode.Uri.joinPath(extensionUri, 'dist');
+        const media = vscode.Uri.joinPath(extensionUri, 'media');
+        webview.options = { enableScripts: true, localResourceRoots: [dist, media] };
+        webview.html = pageHtml({
+            nonce: randomBytes(18).toString('base64').replace(/[+/=]/g, 'x'),
+            cspSource: webview.cspSource,
+            scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js')).toString(),
+            styleUri: webview.asWebviewUri(vscode.Uri.joinPath(media, 'transcript.css')).toString(),
+            lang: vscode.env.language,
+            toggleLabel: vscode.l10n.t('what the model sees'),
+            placeholder: vscode.l10n.t('Say something to flower (Enter sends, Shift+Enter for a new line)'),
+            wide,
+        });
         this.subscriptions = [
+            webview.onDidReceiveMessage((m: FromPage) => {
+                events.receive(m);
+                void this.receive(m);
+            }),
             servers.onEvent(({ server, event }) => {
                 if (server.uri !== this.focus.folder?.uri.toString()) return;
-                if (event.type === 'rows') this.sendRows(server, event.rows);
+                if (event.type === 'rows') this.sendRows(server);
                 else if (event.type === 'reset') this.reset();
+                else if (event.type === 'steps') this.post({ type: 'steps', steps: server.model.stepList() });
                 else if (event.type === 'status') this.post({ type: 'running', running: server.status?.running ?? false });
             }),
             focus.onDidChange(() => this.reset()),
@@ -41,36 +111,9 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
         ];
     }
 
-    resolveWebviewView(view: vscode.WebviewView): void {
-        this.view = view;
-        const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
-        const media = vscode.Uri.joinPath(this.extensionUri, 'media');
-        view.webview.options = { enableScripts: true, localResourceRoots: [dist, media] };
-        view.webview.html = this.html(view.webview);
-        view.webview.onDidReceiveMessage((m: FromPage) => {
-            this.received.fire(m);
-            void this.receive(m);
-        });
-        view.onDidChangeVisibility(() => {
-            // A hidden view receives nothing: when it shows again, it asks for what it missed.
-            if (view.visible) this.post({ type: 'sync' });
-        });
-        view.onDidDispose(() => (this.view = undefined));
-    }
-
-    /**
-     * Show the view. `focus`: the person asked (flower.showTranscript, the gauge's click);
-     * otherwise (a wake began) the view shows without taking the focus, so an open quick pick
-     * or input box stays open and keys keep going where the person types.
-     */
-    async reveal(focus: boolean): Promise<void> {
-        if (this.view !== undefined) {
-            this.view.show(!focus);
-            return;
-        }
-        // Never resolved yet (the sidebar was not opened in this window): only the view's focus
-        // command creates it; a wake does not open it uninvited.
-        if (focus) await vscode.commands.executeCommand('flower.transcript.focus');
+    /** The page became visible again: it asks for what it missed. */
+    sync(): void {
+        this.post({ type: 'sync' });
     }
 
     private server(): FolderServer | undefined {
@@ -85,8 +128,8 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
                 if (server !== undefined && m.epoch === server.epoch && m.op !== null && this.shown.uri === server.uri) {
                     const missed = server.model.since(m.op);
                     if (missed !== null) {
-                        this.post({ type: 'rows', epoch: server.epoch, op: server.model.op, rows: missed });
-                        this.synced.fire();
+                        this.post({ type: 'rows', epoch: server.epoch, op: server.model.op, rows: missed, steps: server.model.stepList() });
+                        this.events.sync();
                         return;
                     }
                 }
@@ -104,6 +147,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
                 }
                 const hasOlder = rows.length > 0 && (server.model.before(rows[0].pos, 1).length > 0 || server.model.hasOlderHistory);
                 this.post({ type: 'older', epoch, rows, hasOlder });
+                this.post({ type: 'steps', steps: server.model.stepList() });
                 return;
             }
             case 'newer': {
@@ -118,11 +162,15 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
                 if (folder !== undefined && m.text.trim() !== '') await this.say(folder, m.text.trim());
                 return;
             }
+            case 'open': {
+                await openFile(m.path, m.line);
+                return;
+            }
         }
     }
 
     /** Bring the page to the focused folder's newest rows. */
-    private reset(): void {
+    reset(): void {
         const folder = this.focus.folder;
         const server = folder === undefined ? undefined : this.servers.get(folder);
         const trusted = vscode.workspace.isTrusted;
@@ -152,43 +200,170 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
             message,
             enabled: trusted && folder !== undefined,
             running: server?.status?.running ?? false,
+            workspace: folder?.uri.fsPath ?? '',
+            labels: stepLabels(),
+            steps: server?.model.stepList() ?? [],
         });
-        this.synced.fire();
+        this.events.sync();
     }
 
-    private sendRows(server: FolderServer, rows: Row[]): void {
+    private sendRows(server: FolderServer): void {
         if (this.shown.uri !== server.uri || this.shown.epoch !== server.epoch) {
             this.reset();
             return;
         }
+        const rows = server.model.since(this.shown.op);
+        if (rows === null) {
+            this.reset();
+            return;
+        }
         this.shown.op = server.model.op;
-        this.post({ type: 'rows', epoch: server.epoch, op: server.model.op, rows });
-    }
-
-    /** Whether the view is on screen (a hidden one receives nothing). */
-    get visible(): boolean {
-        return this.view?.visible ?? false;
+        this.post({ type: 'rows', epoch: server.epoch, op: server.model.op, rows, steps: server.model.stepList() });
     }
 
     post(message: ToPage): void {
-        if (this.view?.visible) void this.view.webview.postMessage(message);
-    }
-
-    private html(webview: vscode.Webview): string {
-        return pageHtml({
-            nonce: randomBytes(18).toString('base64').replace(/[+/=]/g, 'x'),
-            cspSource: webview.cspSource,
-            scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js')).toString(),
-            styleUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'transcript.css')).toString(),
-            lang: vscode.env.language,
-            toggleLabel: vscode.l10n.t('what the model sees'),
-            placeholder: vscode.l10n.t('Say something to flower (Enter sends, Shift+Enter for a new line)'),
-        });
+        if (this.visible()) void this.webview.postMessage(message);
     }
 
     dispose(): void {
         for (const s of this.subscriptions) s.dispose();
-        this.synced.dispose();
-        this.received.dispose();
+    }
+}
+
+/** Open a workspace file from a clickable path, at `line` (1-based) when given. */
+async function openFile(path: string, line: number | null): Promise<void> {
+    const uri = vscode.Uri.file(path);
+    try {
+        const at = line !== null ? new vscode.Position(Math.max(0, line - 1), 0) : undefined;
+        await vscode.window.showTextDocument(uri, { preview: true, selection: at ? new vscode.Range(at, at) : undefined });
+    } catch {
+        void vscode.window.showWarningMessage(vscode.l10n.t('{0} cannot be opened: it may have been moved or deleted.', path));
+    }
+}
+
+/** The sidebar view, for glancing. */
+export class TranscriptView implements vscode.WebviewViewProvider, vscode.Disposable {
+    private view: vscode.WebviewView | undefined;
+    private page: TranscriptPage | undefined;
+    /** Its page's syncs and messages (the approval cards follow them). */
+    readonly events = new PageEvents();
+
+    /** Whether its page is on screen (a hidden one receives nothing). */
+    get visible(): boolean {
+        return this.view?.visible ?? false;
+    }
+
+    /** A message to its page, if it has one on screen. */
+    post(message: ToPage): void {
+        this.page?.post(message);
+    }
+
+    constructor(
+        private readonly extensionUri: vscode.Uri,
+        private readonly servers: Servers,
+        private readonly focus: Focus,
+        private readonly say: Say,
+    ) {}
+
+    resolveWebviewView(view: vscode.WebviewView): void {
+        this.view = view;
+        this.page?.dispose();
+        const page = new TranscriptPage(view.webview, () => view.visible, this.extensionUri, this.servers, this.focus, this.say, false, this.events);
+        this.page = page;
+        view.onDidChangeVisibility(() => {
+            // A hidden view receives nothing: when it shows again, it asks for what it missed.
+            if (view.visible) page.sync();
+        });
+        view.onDidDispose(() => {
+            page.dispose();
+            if (this.page === page) this.page = undefined;
+            this.view = undefined;
+        });
+    }
+
+    /**
+     * Show the view. `focus`: the person asked (flower.showTranscript, the gauge's click);
+     * otherwise (a wake began) the view shows without taking the focus, so an open quick pick
+     * or input box stays open and keys keep going where the person types.
+     */
+    async reveal(focus: boolean): Promise<void> {
+        if (this.view !== undefined) {
+            this.view.show(!focus);
+            return;
+        }
+        // Never resolved yet (the sidebar was not opened in this window): only the view's focus
+        // command creates it; a wake does not open it uninvited.
+        if (focus) await vscode.commands.executeCommand('flower.transcript.focus');
+    }
+
+    dispose(): void {
+        this.events.dispose();
+        this.page?.dispose();
+    }
+}
+
+/** The transcript in an editor tab ("flower: Open Transcript in Editor"); a reload restores it (serializer). */
+export class TranscriptPanel implements vscode.WebviewPanelSerializer, vscode.Disposable {
+    private panel: vscode.WebviewPanel | undefined;
+    private page: TranscriptPage | undefined;
+    /** Its page's syncs and messages (the approval cards follow them). */
+    readonly events = new PageEvents();
+
+    /** Whether its page is on screen (a hidden one receives nothing). */
+    get visible(): boolean {
+        return this.panel?.visible ?? false;
+    }
+
+    /** A message to its page, if it has one on screen. */
+    post(message: ToPage): void {
+        this.page?.post(message);
+    }
+
+    constructor(
+        private readonly extensionUri: vscode.Uri,
+        private readonly servers: Servers,
+        private readonly focus: Focus,
+        private readonly say: Say,
+    ) {}
+
+    /** Open the tab, or bring it forward. */
+    open(): void {
+        if (this.panel !== undefined) {
+            this.panel.reveal();
+            return;
+        }
+        this.attach(vscode.window.createWebviewPanel(PANEL_TYPE, vscode.l10n.t('flower transcript'), vscode.ViewColumn.Active, {
+            enableScripts: true,
+            localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
+        }));
+    }
+
+    /** After a reload: the tab VS Code kept gets its page again (its scroll and folds come back from its state). */
+    async deserializeWebviewPanel(panel: vscode.WebviewPanel, _state: unknown): Promise<void> {
+        this.attach(panel);
+    }
+
+    private attach(panel: vscode.WebviewPanel): void {
+        this.page?.dispose();
+        this.panel = panel;
+        panel.title = vscode.l10n.t('flower transcript');
+        panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'flower.svg');
+        const page = new TranscriptPage(panel.webview, () => panel.visible, this.extensionUri, this.servers, this.focus, this.say, true, this.events);
+        this.page = page;
+        panel.onDidChangeViewState(() => {
+            if (panel.visible) page.sync();
+        });
+        panel.onDidDispose(() => {
+            page.dispose();
+            if (this.panel === panel) {
+                this.panel = undefined;
+                this.page = undefined;
+            }
+        });
+    }
+
+    dispose(): void {
+        this.events.dispose();
+        this.page?.dispose();
     }
 }

@@ -10,6 +10,8 @@ export interface PageParts {
     /** Localized labels. */
     toggleLabel: string;
     placeholder: string;
+    /** In an editor tab (the editor's background and a wider column), not the sidebar. */
+    wide?: boolean;
 }
 
 /** The page; every interpolated value is escaped. */
@@ -24,7 +26,7 @@ export function pageHtml(p: PageParts): string {
 <link href="${e(p.styleUri)}" rel="stylesheet">
 <title>flower</title>
 </head>
-<body>
+<body class="${p.wide === true ? 'wide' : 'narrow'}">
 <div id="toolbar"><label><input type="checkbox" id="pruned-toggle"> ${e(p.toggleLabel)}</label></div>
 <div id="view-message" hidden></div>
 <div id="rows" role="log" aria-live="polite"></div>

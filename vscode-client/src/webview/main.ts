@@ -5,6 +5,8 @@
  */
 import { type Block, type Inline, parseMarkdown } from '../model/markdown';
 import { type FromPage, type Row, rowView, type ToPage } from '../model/rows';
+import { ENGLISH, fill, parseStep, type StepInfo, type StepLabels, stepFacts, stepTitle } from '../model/steps';
+import { languageOf, relativeText, tokens, toolView } from '../model/tools';
 import { RowWindow } from '../model/window';
 import { mountApprovals } from './approval';
 
@@ -22,9 +24,13 @@ interface PageState {
     pruned: boolean;
     atBottom: boolean;
     scrollTop: number;
+    /** The keys of the section heads folded by the person. */
+    collapsed?: string[];
 }
 
 const DOM_CAP = 3000;
+/** Diff lines shown before "n more lines". */
+const FOLD = 12;
 const vscode = acquireVsCodeApi();
 const rowsEl = document.getElementById('rows') as HTMLDivElement;
 const toggle = document.getElementById('pruned-toggle') as HTMLInputElement;
@@ -40,6 +46,10 @@ const shown = new Map<string, { row: Row; el: HTMLElement }>();
 let loadingOlder = false;
 let loadingNewer = false;
 let enabled = false;
+let workspace = '';
+let labels: StepLabels = ENGLISH;
+let steps = new Map<string, StepInfo>();
+const collapsed = new Set<string>(state.collapsed ?? []);
 
 toggle.checked = state.pruned;
 
@@ -94,7 +104,7 @@ function markdown(parent: HTMLElement, blocks: Block[]): void {
     }
 }
 
-/** One row's element, per the DOM contract (data-testid, data-kind, data-uuid, data-verdict). */
+/** One row's element, per the DOM contract (data-testid, data-kind, data-uuid, data-verdict, data-step). */
 function render(row: Row): HTMLElement {
     const view = rowView(row, toggle.checked);
     const el = document.createElement('div');
@@ -102,50 +112,266 @@ function render(row: Row): HTMLElement {
     el.dataset.kind = row.kind;
     el.dataset.key = row.key;
     el.dataset.pos = String(row.pos);
+    el.dataset.step = row.step ?? '';
     if (row.uuid !== null) el.dataset.uuid = row.uuid;
     if (view.verdict !== null) el.dataset.verdict = view.verdict;
     if (row.result) el.dataset.result = 'true';
     if (row.passed !== null) el.dataset.passed = String(row.passed);
     el.className = `row ${row.kind}`;
     el.hidden = !view.visible;
-    if (row.step !== null && (row.kind === 'assistant' || row.kind === 'tool')) el.title = row.step;
-    if (row.kind === 'assistant') {
-        markdown(el, parseMarkdown(view.text));
-    } else if (row.kind === 'tool') {
-        const line = document.createElement('button');
-        line.type = 'button';
-        line.className = 'tool-line';
-        line.textContent = `${row.result ? '← ' : '→ '}${firstLine(view.text)}`;
-        line.setAttribute('aria-expanded', 'false');
-        el.appendChild(line);
-        line.addEventListener('click', () => {
-            const open = el.querySelector('[data-testid="tool-input"]');
-            if (open !== null) {
-                open.remove();
-                line.setAttribute('aria-expanded', 'false');
-                return;
-            }
-            const pre = document.createElement('pre');
-            pre.dataset.testid = 'tool-input';
-            pre.textContent = row.result || row.toolInput === null ? view.text : JSON.stringify(row.toolInput, null, 2);
-            el.appendChild(pre);
-            line.setAttribute('aria-expanded', 'true');
-        });
-    } else {
-        el.textContent = view.text;
-    }
     if (view.verdict !== null) {
+        // Its own line above the content, never over it (the `hidden` badge overlapped the text it hides).
         const mark = document.createElement('span');
         mark.className = 'verdict-mark';
+        mark.dataset.testid = 'verdict-mark';
         mark.textContent = view.verdict;
-        el.prepend(mark);
+        el.appendChild(mark);
     }
+    const body = document.createElement('div');
+    body.className = 'body';
+    el.appendChild(body);
+    const text = relativeText(view.text, workspace);
+    if (row.kind === 'assistant') markdown(body, parseMarkdown(text));
+    else if (row.kind === 'tool' && row.result) result(body, text);
+    else if (row.kind === 'tool') tool(body, row, view.text);
+    else if (row.kind === 'verdict') body.textContent = verdictLine(row, text);
+    else if (row.kind === 'header') body.textContent = ''; // the section head replaces the terminal's ruler
+    else body.textContent = text;
     return el;
 }
 
-function firstLine(s: string): string {
-    const line = s.split('\n', 1)[0];
-    return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+function verdictLine(row: Row, reasons: string): string {
+    const { n } = parseStep(row.step ?? '');
+    const said = row.passed === true ? labels.passed : labels.notPassed;
+    return `${fill(labels.judge, n)}: ${said}${reasons ? ` — ${reasons}` : ''}`;
+}
+
+function button(className: string, testid: string, text: string): HTMLButtonElement {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = className;
+    b.dataset.testid = testid;
+    b.textContent = text;
+    return b;
+}
+
+/** A clickable workspace-relative path: the extension opens the file (at the line). */
+function pathLink(shown: string, absPath: string | null, line: number | null): HTMLElement {
+    if (absPath === null) {
+        const span = document.createElement('span');
+        span.className = 'path';
+        span.textContent = shown;
+        return span;
+    }
+    const link = button('path-link', 'open-path', line !== null ? `${shown}:${line}` : shown);
+    link.title = absPath;
+    link.addEventListener('click', () => send({ type: 'open', path: absPath, line }));
+    return link;
+}
+
+/**
+ * Items past `keep` go behind a "n more lines" button; they are made only when it is clicked
+ * (a page of long Writes would otherwise build every line of every file).
+ */
+function folded(parent: HTMLElement, count: number, make: (i: number) => HTMLElement, keep: number): void {
+    for (let i = 0; i < Math.min(count, keep); i++) parent.appendChild(make(i));
+    if (count <= keep) return;
+    const rest = count - keep;
+    const more = button('more-lines', 'more-lines', rest === 1 ? labels.moreLine : fill(labels.moreLines, rest));
+    more.addEventListener('click', () => {
+        const items: HTMLElement[] = [];
+        for (let i = keep; i < count; i++) items.push(make(i));
+        more.replaceWith(...items);
+    });
+    parent.appendChild(more);
+}
+
+function codeLine(sign: string, s: string, language: string, className: string): HTMLElement {
+    const line = document.createElement('div');
+    line.className = `line ${className}`;
+    const mark = document.createElement('span');
+    mark.className = 'sign';
+    mark.textContent = sign;
+    line.appendChild(mark);
+    for (const t of tokens(s, language)) {
+        if (t.c === '') line.appendChild(document.createTextNode(t.s));
+        else {
+            const span = document.createElement('span');
+            span.className = `tok-${t.c}`;
+            span.textContent = t.s;
+            line.appendChild(span);
+        }
+    }
+    return line;
+}
+
+/** A tool call by kind (issue #25); the raw input is one click away for every kind. */
+function tool(body: HTMLElement, row: Row, summary: string): void {
+    const v = toolView(row.toolName, row.toolInput, summary, workspace);
+    const line = document.createElement('div');
+    line.className = 'tool-line';
+    const name = document.createElement('span');
+    name.className = 'tool-name';
+    name.textContent = v.kind === 'bash' ? 'Bash' : v.tool;
+    line.appendChild(name);
+    body.dataset.tool = v.kind;
+    if (v.kind === 'diff') {
+        line.appendChild(pathLink(v.path, v.absPath, null));
+        const counts = document.createElement('span');
+        counts.className = 'counts';
+        counts.dataset.testid = 'diff-counts';
+        counts.textContent = `+${v.added} −${v.removed}`;
+        line.appendChild(counts);
+    } else if (v.kind === 'path') {
+        line.appendChild(pathLink(v.path, v.absPath, v.line));
+        if (v.detail !== '') {
+            const detail = document.createElement('code');
+            detail.textContent = v.detail;
+            line.appendChild(detail);
+        }
+    } else if (v.kind === 'bash') {
+        if (v.description !== '') {
+            const d = document.createElement('span');
+            d.className = 'description';
+            d.textContent = relativeText(v.description, workspace);
+            line.appendChild(d);
+        }
+    } else {
+        const s = document.createElement('span');
+        s.className = 'summary';
+        s.textContent = v.summary.replace(/^[^(]*\(/s, '(').replace(/^\((.*)\)$/s, '$1');
+        line.appendChild(s);
+    }
+    const raw = button('raw-toggle', 'raw-toggle', '{ }');
+    raw.title = labels.rawInput;
+    raw.setAttribute('aria-expanded', 'false');
+    line.appendChild(raw);
+    body.appendChild(line);
+    if (v.kind === 'diff') {
+        const pre = document.createElement('div');
+        pre.className = 'diff';
+        pre.dataset.testid = 'tool-diff';
+        const language = languageOf(v.path);
+        const line = (i: number): HTMLElement => {
+            const l = v.lines[i];
+            return codeLine(l.t === ' ' ? ' ' : l.t === '+' ? '+' : '−', l.s, language, l.t === '+' ? 'add' : l.t === '-' ? 'del' : 'ctx');
+        };
+        folded(pre, v.lines.length, line, FOLD);
+        body.appendChild(pre);
+    } else if (v.kind === 'bash') {
+        const pre = document.createElement('pre');
+        pre.className = 'command';
+        pre.dataset.testid = 'tool-bash';
+        const code = document.createElement('code');
+        code.textContent = `$ ${relativeText(v.command, workspace)}`;
+        pre.appendChild(code);
+        body.appendChild(pre);
+    }
+    raw.addEventListener('click', () => {
+        const open = body.querySelector('[data-testid="tool-input"]');
+        if (open !== null) {
+            open.remove();
+            raw.setAttribute('aria-expanded', 'false');
+            return;
+        }
+        const pre = document.createElement('pre');
+        pre.dataset.testid = 'tool-input';
+        pre.className = 'raw';
+        pre.textContent = row.toolInput === null ? summary : JSON.stringify(row.toolInput, null, 2);
+        body.appendChild(pre);
+        raw.setAttribute('aria-expanded', 'true');
+    });
+}
+
+/** A tool's result (history): folded to one line that opens its output. */
+function result(body: HTMLElement, text: string): void {
+    const count = text === '' ? 0 : text.split('\n').length;
+    const line = button('result-line', 'result-toggle', `← ${count === 1 ? labels.outputLine : fill(labels.output, count)}`);
+    line.setAttribute('aria-expanded', 'false');
+    body.appendChild(line);
+    line.addEventListener('click', () => {
+        const open = body.querySelector('[data-testid="tool-input"]');
+        line.setAttribute('aria-expanded', String(open === null));
+        if (open !== null) {
+            open.remove();
+            return;
+        }
+        const pre = document.createElement('pre');
+        pre.dataset.testid = 'tool-input';
+        pre.className = 'raw';
+        pre.textContent = text;
+        body.appendChild(pre);
+    });
+}
+
+// -- step sections --------------------------------------------------------------------------
+
+/** The head of a section: title, state (or verdict), duration, cost; a click folds the section. */
+function head(el: HTMLElement, step: string, collapsedNow: boolean): HTMLElement {
+    const h = document.createElement('button');
+    h.type = 'button';
+    h.className = 'step-head';
+    h.dataset.testid = 'step-head';
+    h.setAttribute('aria-expanded', String(!collapsedNow));
+    h.title = labels.collapse;
+    const info = steps.get(step);
+    h.dataset.state = info?.passed === true ? 'passed' : info?.passed === false ? 'failed' : (info?.state ?? 'done');
+    const chevron = document.createElement('span');
+    chevron.className = 'chevron';
+    chevron.textContent = collapsedNow ? '▸' : '▾';
+    const title = document.createElement('span');
+    title.className = 'step-title';
+    title.textContent = stepTitle(step, labels);
+    const facts = document.createElement('span');
+    facts.className = 'step-facts';
+    facts.dataset.testid = 'step-facts';
+    facts.textContent = stepFacts(info, labels).join(' · ');
+    h.append(chevron, title, facts);
+    const id = el.dataset.key ?? '';
+    h.addEventListener('click', () => {
+        if (collapsed.has(id)) collapsed.delete(id);
+        else collapsed.add(id);
+        state.collapsed = [...collapsed];
+        save();
+        sections();
+    });
+    return h;
+}
+
+/**
+ * Give the first row of each run of one step its section head, and fold the rows of
+ * collapsed sections. Runs over the rows in the DOM (at most DOM_CAP) after every change.
+ */
+function sections(): void {
+    let prev: string | null = null;
+    let section = '';
+    for (const child of Array.from(rowsEl.children)) {
+        const el = child as HTMLElement;
+        const step = el.dataset.step ?? '';
+        const kind = el.dataset.kind;
+        const inSection = step !== '' && kind !== 'banner' && kind !== 'notice' && kind !== 'handoff';
+        const first = inSection && step !== prev;
+        if (!inSection) prev = null;
+        else prev = step;
+        if (first) section = el.dataset.key ?? '';
+        const old = el.querySelector(':scope > .step-head');
+        if (first) {
+            const isCollapsed = collapsed.has(section);
+            const made = head(el, step, isCollapsed);
+            const same = old instanceof HTMLElement && old.textContent === made.textContent && old.dataset.state === made.dataset.state;
+            if (!same) {
+                if (old !== null) old.replaceWith(made);
+                else el.prepend(made);
+            }
+            el.classList.add('section-first');
+            el.classList.toggle('collapsed', isCollapsed);
+            el.classList.remove('folded');
+        } else {
+            old?.remove();
+            el.classList.remove('section-first', 'collapsed');
+            el.classList.toggle('folded', inSection && collapsed.has(section));
+        }
+    }
 }
 
 // -- the window of rows ---------------------------------------------------------------------
@@ -176,6 +402,7 @@ function upsert(rows: Row[], reading: 'top' | 'bottom'): void {
     const drop = window_.trim(reading);
     for (let i = 0; i < drop.top; i++) remove(rowsEl.firstElementChild);
     for (let i = 0; i < drop.bottom; i++) remove(rowsEl.lastElementChild);
+    sections();
     if (stick) rowsEl.scrollTop = rowsEl.scrollHeight;
     else if (anchor instanceof HTMLElement && anchor.isConnected) rowsEl.scrollTop = anchor.offsetTop - anchorTop;
 }
@@ -202,6 +429,11 @@ function rerenderAll(): void {
         entry.el.replaceWith(el);
         shown.set(key, { row: entry.row, el });
     }
+    sections();
+}
+
+function setSteps(list: StepInfo[]): void {
+    steps = new Map(list.map((s) => [s.step, s]));
 }
 
 // -- messages -------------------------------------------------------------------------------
@@ -217,6 +449,9 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
             input.disabled = !enabled;
             document.body.dataset.folder = m.folderName;
             document.body.dataset.running = String(m.running);
+            workspace = m.workspace;
+            labels = m.labels;
+            setSteps(m.steps);
             resetRows(m.rows, m.hasOlder);
             loadingOlder = false;
             loadingNewer = false;
@@ -228,6 +463,7 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
                 return;
             }
             state.op = m.op;
+            setSteps(m.steps);
             // Reading older rows: new ones past the cap are dropped at the bottom, not the top.
             upsert(m.rows, nearBottom() ? 'bottom' : 'top');
             break;
@@ -249,6 +485,10 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
             break;
         case 'running':
             document.body.dataset.running = String(m.running);
+            break;
+        case 'steps':
+            setSteps(m.steps);
+            sections();
             break;
         case 'sync':
             send({ type: 'ready', epoch: state.epoch, op: state.op });

@@ -1,0 +1,12 @@
+/** The Changes tree's words, pure (unit-tested in Node): counts and wake labels. */
+import type { ChangedFile } from '../protocol';
+
+/** `+3 −1`; `binary` when lines cannot be counted. */
+export function countsLabel(file: Pick<ChangedFile, 'added' | 'removed'>): string {
+    return file.added === null || file.removed === null ? 'binary' : `+${file.added} −${file.removed}`;
+}
+
+/** `wake #2`, from the localized template (`{0}` = the wake). */
+export function wakeLabel(wake: number, template: string): string {
+    return template.replace('{0}', String(wake));
+}

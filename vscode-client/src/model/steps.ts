@@ -1,0 +1,126 @@
+/**
+ * A transcript's step sections: what each step run's head says (name, round, state,
+ * duration, cost, a judge round's verdict), from flower/history's `steps` and the live
+ * stepStart / stepEnd / verdict notifications. Pure: the words come in as `StepLabels`.
+ */
+
+/** What a section head shows of one step run (the newest run of that manifest name). */
+export interface StepInfo {
+    /** The manifest name (`干活#round2`, `干活·判定#1`, S7). */
+    step: string;
+    state: 'running' | 'done' | 'failed';
+    costUsd: number | null;
+    durationS: number | null;
+    /** A judge round's verdict; null for other steps or not known yet. */
+    passed: boolean | null;
+}
+
+/** The words of section heads and verdict lines, in the window's language (the extension fills them). */
+export interface StepLabels {
+    clarify: string;
+    goals: string;
+    work: string;
+    /** `{0}` = the round. */
+    judge: string;
+    /** `{0}` = the round. */
+    round: string;
+    /** `{0}` = the retry. */
+    retry: string;
+    running: string;
+    done: string;
+    failed: string;
+    passed: string;
+    notPassed: string;
+    /** `{0}` = how many lines are folded. */
+    moreLines: string;
+    moreLine: string;
+    /** `{0}` = how many lines the output has. */
+    output: string;
+    outputLine: string;
+    rawInput: string;
+    collapse: string;
+}
+
+export const ENGLISH: StepLabels = {
+    clarify: 'clarify',
+    goals: 'goals',
+    work: 'work',
+    judge: 'judge · round {0}',
+    round: 'round {0}',
+    retry: 'retry {0}',
+    running: 'running',
+    done: 'done',
+    failed: 'failed',
+    passed: 'passed',
+    notPassed: 'not passed',
+    moreLines: '{0} more lines',
+    moreLine: '1 more line',
+    output: 'output · {0} lines',
+    outputLine: 'output · 1 line',
+    rawInput: 'raw input',
+    collapse: 'collapse or expand this step',
+};
+
+/** A manifest step name split as core/manifest.parse_name does (S7). */
+export interface StepName {
+    base: string;
+    kind: 'first' | 'retry' | 'round' | 'judge' | 'handoff';
+    n: number;
+}
+
+const NAME = /^(.*?)(?:#retry(\d+)|#round(\d+)|·判定#(\d+)|·交接#(\d+))$/s;
+
+export function parseStep(name: string): StepName {
+    const m = NAME.exec(name);
+    if (m !== null) {
+        const kinds = ['retry', 'round', 'judge', 'handoff'] as const;
+        for (let i = 0; i < kinds.length; i++) {
+            if (m[i + 2] !== undefined) return { base: m[1], kind: kinds[i], n: Number(m[i + 2]) };
+        }
+    }
+    return { base: name, kind: 'first', n: 0 };
+}
+
+export function fill(template: string, value: string | number): string {
+    return template.replace('{0}', String(value));
+}
+
+/** The step's name as a head shows it: `work · round 2`, `judge · round 1`, `clarify · retry 1`. */
+export function stepTitle(name: string, labels: StepLabels): string {
+    const { base, kind, n } = parseStep(name);
+    const shown = base === '澄清' ? labels.clarify : base === '目标' ? labels.goals : base === '干活' ? labels.work : base;
+    switch (kind) {
+        case 'judge':
+            return fill(labels.judge, n);
+        case 'round':
+            return `${shown} · ${fill(labels.round, n)}`;
+        case 'retry':
+            return `${shown} · ${fill(labels.retry, n)}`;
+        default:
+            return shown;
+    }
+}
+
+/** `42 s`, `3 min 5 s`, `1 h 2 min`. */
+export function duration(seconds: number): string {
+    const s = Math.round(seconds);
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ''}`;
+    return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** `$0.41`; below a cent, `$0.004`. */
+export function cost(usd: number): string {
+    return usd > 0 && usd < 0.01 ? `$${usd.toFixed(3)}` : `$${usd.toFixed(2)}`;
+}
+
+/** The facts after a head's title: state (or a judge's verdict), duration, cost. */
+export function stepFacts(info: StepInfo | undefined, labels: StepLabels): string[] {
+    if (info === undefined) return [];
+    const facts: string[] = [];
+    if (info.passed !== null) facts.push(info.passed ? labels.passed : labels.notPassed);
+    else facts.push(info.state === 'running' ? labels.running : info.state === 'failed' ? labels.failed : labels.done);
+    if (info.durationS !== null) facts.push(duration(info.durationS));
+    if (info.costUsd !== null && info.costUsd > 0) facts.push(cost(info.costUsd));
+    return facts;
+}

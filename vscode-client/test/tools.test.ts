@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { countsLabel } from '../src/model/changes';
+import { parseGoals } from '../src/model/goals';
+import { cost, duration, ENGLISH, parseStep, stepFacts, stepTitle } from '../src/model/steps';
+import { relative, relativeText, replacement, tokens, toolView } from '../src/model/tools';
+
+const WS = '/home/me/app';
+
+test('paths are shown relative to the workspace, others as they are', () => {
+    assert.equal(relative('/home/me/app/src/a.py', WS), 'src/a.py');
+    assert.equal(relative('/home/me/application/a.py', WS), '/home/me/application/a.py');
+    assert.equal(relative('/home/me/app', WS), '.');
+    assert.equal(relativeText('archived to /home/me/app/notes/archive/1 (in /home/me/app)', WS), 'archived to notes/archive/1 (in .)');
+});
+
+test('an edit keeps the lines both strings share as context', () => {
+    assert.deepEqual(replacement('a\nb\nc\n', 'a\nB\nc\n'), [
+        { t: ' ', s: 'a' }, { t: '-', s: 'b' }, { t: '+', s: 'B' }, { t: ' ', s: 'c' },
+    ]);
+    assert.deepEqual(replacement('', 'x'), [{ t: '+', s: 'x' }]);
+    assert.deepEqual(replacement('same', 'same'), [{ t: ' ', s: 'same' }]);
+});
+
+test('tool calls by kind', () => {
+    const write = toolView('Write', { file_path: `${WS}/a.py`, content: 'x\ny\n' }, 'Write(/home/me/app/a.py)', WS);
+    assert.deepEqual(write.kind === 'diff' && [write.path, write.added, write.removed], ['a.py', 2, 0]);
+    const read = toolView('Read', { file_path: 'rel/b.py', offset: 5 }, 'Read(rel/b.py)', WS);
+    assert.deepEqual(read, { kind: 'path', tool: 'Read', path: 'rel/b.py', absPath: `${WS}/rel/b.py`, line: 5, detail: '' });
+    assert.deepEqual(toolView('Bash', { command: 'ls' }, 'Bash(ls)', WS), { kind: 'bash', command: 'ls', description: '' });
+    assert.deepEqual(toolView('WebSearch', { query: 'q' }, `WebSearch(${WS}/x)`, WS), { kind: 'other', tool: 'WebSearch', summary: 'WebSearch(x)' });
+    // A live entry without toolName (an older server): the name comes from the summary.
+    assert.equal(toolView(null, { command: 'ls' }, 'Bash(ls)', WS).kind, 'bash');
+});
+
+test('a light tokenizer colours keywords, strings, numbers and comments, and keeps every character', () => {
+    const line = 'def add(a, b):  return "sum" + 1  # adds';
+    const got = tokens(line, 'python');
+    assert.equal(got.map((t) => t.s).join(''), line);
+    assert.deepEqual(got.filter((t) => t.c !== '').map((t) => `${t.c}:${t.s}`), ['kw:def', 'kw:return', 'str:"sum"', 'num:1', 'com:# adds']);
+    assert.deepEqual(tokens('plain', 'plaintext'), [{ c: '', s: 'plain' }]);
+});
+
+test('step names, heads and facts', () => {
+    assert.deepEqual(parseStep('干活·判定#3'), { base: '干活', kind: 'judge', n: 3 });
+    assert.deepEqual(parseStep('澄清#retry1'), { base: '澄清', kind: 'retry', n: 1 });
+    assert.equal(stepTitle('干活#round2', ENGLISH), 'work · round 2');
+    assert.equal(stepTitle('干活·判定#1', ENGLISH), 'judge · round 1');
+    assert.equal(stepTitle('custom', ENGLISH), 'custom');
+    assert.deepEqual([duration(42), duration(185), duration(3725)], ['42 s', '3 min 5 s', '1 h 2 min']);
+    assert.deepEqual([cost(0.41), cost(0.004)], ['$0.41', '$0.004']);
+    assert.deepEqual(stepFacts({ step: 'x', state: 'failed', costUsd: 0, durationS: 1, passed: null }, ENGLISH), ['failed', '1 s']);
+    assert.deepEqual(stepFacts(undefined, ENGLISH), []);
+});
+
+test('the Changes tree counts and the client-side 目标.md reader', () => {
+    assert.equal(countsLabel({ added: 3, removed: 1 }), '+3 −1');
+    assert.equal(countsLabel({ added: null, removed: null }), 'binary');
+    assert.deepEqual(parseGoals('# 目标\n\n- [ ] adds\n* [x] subtracts\nnot an item\n'), [
+        { text: 'adds', done: false },
+        { text: 'subtracts', done: true },
+    ]);
+});
