@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import zstandard
 
-__all__ = ["DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "is_raw", "train"]
+__all__ = ["DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "codec", "is_raw", "known", "train"]
 
 LEVEL = 3
 DICT_SIZE = 112 * 1024
@@ -67,3 +67,20 @@ class Codec:
     def unpacker(self) -> zstandard.ZstdDecompressor:
         """This thread's decompressor (its `decompress` expands one frame)."""
         return self._contexts()[1]
+
+
+_CODECS: dict[int, Codec] = {}
+"""Dictionaries by id, each read once per process: a database's never changes once trained (zstd's id hashes it)."""
+
+
+def known(ident: int) -> Codec | None:
+    """The dictionary `ident` if this process read it already."""
+    return _CODECS.get(ident)
+
+
+def codec(ident: int, data: bytes) -> Codec:
+    """The dictionary `ident` (`data` as read from its database), kept for the process."""
+    found = _CODECS.get(ident)
+    if found is None:
+        found = _CODECS[ident] = Codec(ident, data)
+    return found

@@ -32,7 +32,7 @@ from claude_agent_sdk.types import (
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
-from .bodies import PACK_BATCH, SAMPLES, Codec, is_raw, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -167,18 +167,14 @@ AND e.seq > ? ORDER BY e.seq
 def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -> int | None:
     """The context size of the session's last real model round, read backwards a page at a time (never the whole session)."""
     before = 1 << 62
-    codec = _codec(conn)
     for limit in tail_pages():
         rows = conn.execute(_TAIL, (project_key, session_id, before, limit)).fetchall()
-        found = context_of(decode_bodies([body for _, body in reversed(rows)], codec))
+        # Read after the rows: a frame they hold was written after its dictionary, which is never removed.
+        found = context_of(decode_bodies([body for _, body in reversed(rows)], _codec(conn)))
         if found is not None or len(rows) < limit:
             return found
         before = rows[-1][0]
     return None  # unreachable: tail_pages never ends
-
-
-_CODECS: dict[int, Codec] = {}
-"""Dictionaries by id, each read once per process: a database's never changes once trained."""
 
 
 def _codec(conn: sqlite3.Connection) -> Codec | None:
@@ -191,15 +187,15 @@ def _codec(conn: sqlite3.Connection) -> Codec | None:
         raise
     if row is None:
         return None
-    found = _CODECS.get(row[0])
-    if found is None:  # read once per process: the id is zstd's, a hash of the content
+    found = known(row[0])
+    if found is None:
         (data,) = conn.execute("SELECT data FROM dictionary").fetchone()
-        found = _CODECS[row[0]] = Codec(row[0], data)
+        found = codec(row[0], data)
     return found
 
 
 def _with_codec(sql: str, params: tuple[Any, ...]) -> Callable[[sqlite3.Connection], tuple[list[Any], Codec | None]]:
-    """A read of rows, with the dictionary that expands their bodies (read on the same connection)."""
+    """A read of rows, with the dictionary that expands their bodies (read after them: a frame is written after its dictionary)."""
     return lambda conn: (conn.execute(sql, params).fetchall(), _codec(conn))
 
 
@@ -625,8 +621,12 @@ class SqliteSessionStore(SessionStore):
             try:
                 # Each row decoded as it is fetched: the bodies of a large session are never all held
                 # beside their entries (tens of MB less at the peak of a wake).
-                decode = _decoder(_codec(conn))
-                entries = _without_gc(lambda: [decode(r[0]) for r in conn.execute(_LOAD, k3)])
+                conn.execute("BEGIN")  # one snapshot: the dictionary is read before the rows it expands
+                try:
+                    decode = _decoder(_codec(conn))
+                    entries = _without_gc(lambda: [decode(r[0]) for r in conn.execute(_LOAD, k3)])
+                finally:
+                    conn.execute("COMMIT")
             finally:
                 self._lock.release()
         else:
