@@ -243,9 +243,14 @@ def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
         conn.execute("UPDATE dictionary SET packed = max(packed, ?)", (upto,))
         return upto
 
+    converted = packed < top
     while packed < top and (batches is None or batches > 0):
         packed = _in_transaction(conn, batch)
         batches = None if batches is None else batches - 1
+    if converted and packed >= top:
+        # The rows shrank in place (a page's free space, not free pages): rewritten once, the file gives back
+        # what the raw rows held (#26). Once per database; a kill during it leaves the file as it was.
+        conn.execute("VACUUM")
     return codec
 
 
