@@ -94,3 +94,33 @@ async def test_postgres_bodies_are_frames_that_expand_to_the_appended_bytes(pg_u
     blobs = [r[1] for r in rows if not r[0]]
     assert len(blobs) == len(entries) - 2 and all(b.startswith(ZSTD_MAGIC) for b in blobs)
     assert expanded(bodies, dictionary) == as_appended(entries)
+
+
+async def test_sdk_conformance_on_a_database_that_has_its_dictionary(tmp_path: Path) -> None:
+    import asyncio
+    import shutil
+
+    from claude_agent_sdk.testing import run_session_store_conformance
+
+    seed = tmp_path / "seed" / "sessions.db"
+    async with SqliteSessionStore(seed) as store:
+        await store.append({"project_key": "-seed", "session_id": "seed"}, build(SAMPLES))
+    conn = sqlite3.connect(seed)
+    try:
+        assert conn.execute("SELECT count(*) FROM dictionary").fetchone() == (1,)
+    finally:
+        conn.close()
+    stores: list[SqliteSessionStore] = []
+
+    def make() -> SqliteSessionStore:
+        path = tmp_path / f"run{len(stores)}" / "sessions.db"
+        path.parent.mkdir()
+        shutil.copyfile(seed, path)  # every entry the SDK's checks append is stored as a frame
+        stores.append(SqliteSessionStore(path))
+        return stores[-1]
+
+    try:
+        await asyncio.wait_for(run_session_store_conformance(make, skip_optional=frozenset()), 60)
+    finally:
+        for s in stores:
+            await s.close()
