@@ -124,3 +124,26 @@ async def test_sdk_conformance_on_a_database_that_has_its_dictionary(tmp_path: P
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_the_size_on_disk_is_what_the_files_take_and_grows_with_the_entries(tmp_path: Path, pg_url: str) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    store = SqliteSessionStore(path)
+    assert store.size_on_disk() == 0 and not path.exists()  # asking never creates the file
+    entries = build(200)
+    await store.append(KEY, entries[:100])
+    first = store.size_on_disk()
+    beside = sum(f.stat().st_size for f in path.parent.iterdir() if f.name.startswith("sessions.db"))
+    assert first == beside > 0
+    await store.append(KEY, entries[100:])
+    await store.close()  # the WAL is checkpointed into the file
+    assert store.size_on_disk() == path.stat().st_size
+    assert store.size_on_disk() >= 16384 * 4  # tables, index and the 16 KB pages that hold 200 entries
+
+    async with PostgresSessionStore(pg_url, schema="sized") as pg:
+        empty = pg.size_on_disk()
+        await pg.append(KEY, entries)
+        grown = pg.size_on_disk()
+        assert grown > empty > 0
+        assert grown - empty >= sum(len(orjson.dumps(e)) for e in entries) // 2  # the bodies are stored raw (< SAMPLES)
+        await pg.close()

@@ -619,6 +619,13 @@ class PostgresSessionStore(SessionStore):
         found: int | None = self.link().call(functools.partial(self._last_context, pk=pk, session_id=session_id))
         return found
 
+    def size_on_disk(self) -> int:
+        """Bytes the store's schema takes in the database (its tables with their TOAST and indexes), on the link's connection."""
+        found = self.link().call(lambda conn: conn.fetchval(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", self.schema))
+        return int(found)
+
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """`load` for synchronous callers (sync, read-only)."""
         rows, packer = self.link().call(functools.partial(self._rows, sql=_LOAD, args=self._key3(key)))

@@ -748,6 +748,16 @@ class SqliteSessionStore(SessionStore):
         rows, codec = self._read_only_with(_with_codec(_LOAD, _key3(key)), _NO_ROWS)
         return decode_bodies([r[0] for r in rows], codec) if rows else None
 
+    def size_on_disk(self) -> int:
+        """Bytes sessions.db and its -wal and -shm take on disk now (0 before the first write); never opens the file."""
+        total = 0
+        for name in (self.path.name, self.path.name + "-wal", self.path.name + "-shm"):
+            try:
+                total += (self.path.parent / name).stat().st_size
+            except FileNotFoundError:  # none yet, or the WAL just checkpointed away
+                pass
+        return total
+
     def last_context_sync(self, project_key: str, session_id: str) -> int | None:
         """``last_context`` for synchronous callers (a status answered at once): read-only, never creates the file."""
         return self._read_only_with(lambda conn: _last_context(conn, project_key, session_id), None)
