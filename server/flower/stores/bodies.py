@@ -52,6 +52,7 @@ class Codec:
         """Hold the dictionary; contexts are made per thread (a zstd context serves one call at a time)."""
         self.ident = ident
         self._dict = zstandard.ZstdCompressionDict(data)
+        self._dict.precompute_compress(level=LEVEL)  # digested once, not by every compressor
         self._local = threading.local()
 
     def _contexts(self) -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:

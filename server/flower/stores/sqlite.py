@@ -208,6 +208,13 @@ def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
 
     if not conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'dictionary'").fetchone():
         return None  # a store made with fewer migrations (tests of the steps)
+    # At every open: without the write lock when there is nothing to do (converted, or too few entries to train).
+    done = conn.execute("SELECT trained <= packed FROM dictionary").fetchone()
+    if done == (1,):
+        return _codec(conn)
+    if done is None and conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE typeof(body) = 'blob' LIMIT ?)", (SAMPLES,)).fetchone()[0] < SAMPLES:
+        return None
 
     def trained() -> tuple[int, int] | None:
         row = conn.execute("SELECT trained, packed FROM dictionary").fetchone()
