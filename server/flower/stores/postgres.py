@@ -78,7 +78,7 @@ CREATE TABLE IF NOT EXISTS {s}.entries (
     transcript bigint NOT NULL REFERENCES {s}.transcripts ON DELETE CASCADE,
     uuid       text,
     plain      boolean NOT NULL,        -- body is the stdlib's JSON (orjson could not encode the entry)
-    body       bytea NOT NULL           -- the entry's JSON as written (D2)
+    body       bytea NOT NULL           -- the entry's JSON as written (D2); since v3 its zstd frame (stores/bodies.py)
 );
 -- Stored out of line, not compressed again: pglz made appends 2.4x and loads 3x slower for 1.6x less disk
 -- (benchmarks/store.py), and since v3 a body is a zstd frame (stores/bodies.py).

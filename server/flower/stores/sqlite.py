@@ -57,7 +57,8 @@ _SCHEMA_V1 = (
     )""",
     "CREATE INDEX IF NOT EXISTS transcripts_by_mtime ON transcripts (mtime)",
     # body: the entry's JSON, never rewritten (D2). Written by earlier flowers as TEXT
-    # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode.
+    # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode. Since v3 a
+    # BLOB is a zstd frame against the database's dictionary once it has one (stores/bodies.py).
     """CREATE TABLE IF NOT EXISTS entries (
         seq        INTEGER PRIMARY KEY, -- append order, across processes
         transcript INTEGER NOT NULL,
