@@ -11,7 +11,10 @@ with a few tens-of-KB file reads; their text is real Python source.
 The raw floor is what any SQLite store must at least spend: orjson-encode each entry and
 executemany the rows into a bare table, one committed transaction per batch, the store's
 pragmas (WAL, synchronous=NORMAL, 16 KB pages); its load is one SELECT and orjson per row.
-Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s.
+Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s, and sessions.db on disk <= 0.25x the
+CLI's JSONL of the same session (#26: bodies are zstd frames against the database's own dictionary; the floor stays
+uncompressed, so it is what compression costs). `--compare` first prints the three ways of compressing that were
+measured for #26 (one frame per entry, per entry with a trained dictionary, one frame per append batch).
 PostgreSQL (issue #14) runs on a server this script starts from the [test] extras' wheel (tests/pg.py), over its Unix
 socket; its raw floor is one `INSERT … SELECT FROM unnest(uuids, bodies)` per batch and transaction into a bare table
 (bodies uncompressed, as the store keeps them),
@@ -37,8 +40,10 @@ from typing import Any
 import asyncpg
 import claude_agent_sdk
 import orjson
+import zstandard
 from claude_agent_sdk import InMemorySessionStore
 
+from flower.stores.bodies import LEVEL, SAMPLES, train
 from flower.stores.postgres import PostgresSessionStore
 from flower.stores.sqlite import BUSY_TIMEOUT_S, SqliteSessionStore
 
@@ -221,6 +226,42 @@ def build(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return t.entries[:n]
 
 
+def jsonl_bytes(entries: list[dict[str, Any]]) -> int:
+    """The size of the CLI's own JSONL of these entries (JSON.stringify: compact, non-ASCII as it is, one line each)."""
+    return sum(len(json.dumps(e, ensure_ascii=False, separators=(",", ":")).encode()) + 1 for e in entries)
+
+
+def on_disk(db: Path) -> int:
+    """sessions.db and whatever lies beside it (-wal, -shm) in bytes."""
+    return sum(f.stat().st_size for f in db.parent.glob(db.name + "*"))
+
+
+def compare(entries: list[dict[str, Any]], batch: int, jsonl: int) -> None:
+    """The ways of compressing the bodies measured for #26: size against the JSONL, compress and expand speed."""
+    bodies = [orjson.dumps(e) for e in entries]
+    mb = sum(map(len, bodies)) / 1e6
+    _, data = train(bodies[:SAMPLES])
+    trained = zstandard.ZstdCompressionDict(data)
+    ways = {
+        f"one frame per entry, level {LEVEL}": (zstandard.ZstdCompressor(level=LEVEL), zstandard.ZstdDecompressor(), 1),
+        f"per entry, a dictionary of the first {SAMPLES}": (zstandard.ZstdCompressor(level=LEVEL, dict_data=trained),
+                                                              zstandard.ZstdDecompressor(dict_data=trained), 1),
+        f"one frame per append batch ({batch})": (zstandard.ZstdCompressor(level=LEVEL), zstandard.ZstdDecompressor(), batch),
+    }
+    print("compression of the bodies, level", LEVEL, "(zstandard):")
+    for name, (cctx, dctx, per) in ways.items():
+        chunks = [b"\n".join(bodies[j : j + per]) for j in range(0, len(bodies), per)]
+        t0 = time.perf_counter()
+        frames = [cctx.compress(c) for c in chunks]
+        packing = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for f in frames:
+            dctx.decompress(f)
+        expanding = time.perf_counter() - t0
+        size = sum(map(len, frames)) + (len(data) if "dictionary" in name else 0)
+        print(f"  {name:<44} {size / jsonl:.3f}x the JSONL   compress {mb / packing:6.0f} MB/s   expand {mb / expanding:6.0f} MB/s")
+
+
 async def store_append(store: SqliteSessionStore | PostgresSessionStore, key: Any, entries: list[Any], batch: int) -> float:
     """Seconds to append ``entries`` in batches of ``batch``."""
     t0 = time.perf_counter()
@@ -299,6 +340,9 @@ async def postgres_rounds(entries: list[dict[str, Any]], key: Any, batch: int, r
         for i in range(repeat):
             async with PostgresSessionStore(url, schema=f"bench{i}") as store:
                 keep("pg store append", await store_append(store, key, entries, batch))
+                pool = await store._ensure_pool()
+                async with pool.acquire() as conn:  # the entries with their TOAST and indexes
+                    keep("pg store disk", await conn.fetchval(f"SELECT pg_total_relation_size('bench{i}.entries')"))
                 for _ in range(repeat):
                     t0 = time.perf_counter()
                     loaded = await store.load(key)
@@ -322,6 +366,7 @@ async def main() -> int:
     ap.add_argument("--repeat", type=int, default=5,
                     help="fresh databases filled, and loads per database (the best time is kept)")
     ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip PostgresSessionStore")
+    ap.add_argument("--compare", action="store_true", help="first measure the ways of compressing the bodies (#26)")
     args = ap.parse_args()
 
     entries = build(args.entries)
@@ -332,6 +377,9 @@ async def main() -> int:
           f"median {sizes[len(sizes) // 2]} B, max {sizes[-1] / 1e3:.0f} KB, "
           f"{sum(1 for e in entries if 'uuid' not in e)} without uuid; batches of {args.batch}")
     key: Any = {"project_key": "-home-dev-project", "session_id": SESSION}
+    jsonl = jsonl_bytes(entries)
+    if args.compare:
+        compare(entries, args.batch, jsonl)
 
     mem = InMemorySessionStore()
     t0 = time.perf_counter()
@@ -364,6 +412,8 @@ async def main() -> int:
                         return 1
                     del loaded  # freed before the next load, as a caller would
                     keep("floor load", floor_load(floor_db))
+            keep("store disk", on_disk(store_db))  # closed: the WAL is checkpointed into the file
+            keep("floor disk", on_disk(floor_db))
             for f in Path(tmp).rglob("*.db*"):
                 f.unlink()  # a tmpfs would otherwise fill with every run's copy
 
@@ -378,6 +428,9 @@ async def main() -> int:
 
     row("append", best["store append"], best["floor append"])
     row("load", best["store load"], best["floor load"])
+    disk = best["store disk"] / jsonl
+    print(f"  disk    sessions.db {best['store disk'] / 1e6:.1f} MB = {disk:.3f}x the CLI's JSONL ({jsonl / 1e6:.1f} MB)"
+          f"   raw floor {best['floor disk'] / 1e6:.1f} MB = {best['floor disk'] / jsonl:.3f}x")
     print(f"  (InMemorySessionStore append: {n / mem_append:,.0f} entries/s, for scale)")
     if args.postgres:
         print("PostgresSessionStore (Unix socket, fsync off as in the tests' server):")
@@ -386,6 +439,7 @@ async def main() -> int:
         print(f"  postgres/sqlite: append {best['store append'] / best['pg store append']:.2f}x,"
               f" load {best['store load'] / best['pg store load']:.2f}x;"
               f" postgres/in-memory append {mem_append / best['pg store append']:.2f}x")
+        print(f"  disk    entries table {best['pg store disk'] / 1e6:.1f} MB = {best['pg store disk'] / jsonl:.3f}x the JSONL")
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "NOT met"
@@ -393,7 +447,8 @@ async def main() -> int:
     ratio = best["floor append"] / best["store append"]
     print(f"targets: append >= 0.85x floor {verdict(ratio >= 0.85)}, "
           f"append >= 50k entries/s {verdict(n / best['store append'] >= 50_000)}, "
-          f"load >= 300 MB/s {verdict(mb / best['store load'] >= 300)}")
+          f"load >= 300 MB/s {verdict(mb / best['store load'] >= 300)}, "
+          f"disk <= 0.25x the JSONL {verdict(disk <= 0.25)}")
     return 0
 
 

@@ -263,13 +263,15 @@ class FlowerService:
         records = self.sessions.records
         stamp = (records.stamp(), *(_stamp(self.workspace / name) for name in (REQUIREMENTS_FILE, goals.GOALS_FILE, ARCHIVE)))
         rest = self._rest
+        # Read at every refresh: appends move it, and no change stamp does (a stat, or one query of the shared store).
+        size = self.sessions.raw.size_on_disk()
         if rest is not None and rest.stamp == stamp:
-            return rest
+            return dataclasses.replace(rest, store_bytes=size)
         st = at_rest(self.workspace, self.run_dir, records=records)
         rows = recorded(self.workspace, self.run_dir, records).rows
         work = st.steps.get(WORK)
         window = next((r.window for r in reversed(rows) if r.window), None)
-        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work))
+        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size)
 
     async def refresh(self) -> None:
         """Read status's records again, off the event loop; callers at the same time share one read.
@@ -349,7 +351,8 @@ class FlowerService:
             model=self.model or seen or self._model_seen or st.model,
             # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
             cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
-            settings=self.settings.shown() if self.settings is not None else None, unreachable=unreachable)
+            settings=self.settings.shown() if self.settings is not None else None, unreachable=unreachable,
+            store_bytes=rest.store_bytes if rest is not None else None)
 
     def _stored_context(self, session_id: str) -> int | None:
         """The session's last context size in the store; None (logged) if it cannot be read: the gauge is a bonus (S12)."""
@@ -377,6 +380,7 @@ class _Rest:
     context: int | None
     window: int | None
     verdict: tuple[int, bool, str] | None
+    store_bytes: int | None
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

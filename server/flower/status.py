@@ -106,6 +106,8 @@ class Status:
     """The settings in effect and where each came from (`Settings.shown()`), when the front-end read them."""
     unreachable: Said | None = None
     """The task's store is not answering: the rest of this status is what was read before (D9)."""
+    store_bytes: int | None = None
+    """What the task's store takes on disk (sessions.db, or the shared schema's tables); None until read (#26)."""
 
 
 @dataclass(frozen=True, kw_only=True)

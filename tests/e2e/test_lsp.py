@@ -145,7 +145,9 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         # No `trusted` option and no record: its own hooks and MCP servers would not run (D10, test_trust.py).
         "trusted": False, "trust": "nobody trusted it yet; its own hooks, env and MCP servers do not run",
         "unreachable": None, "waitingFor": None,
+        "storeBytes": 0,  # no sessions.db yet, and asking made none
     }
+    assert not (workspace / "runs" / "sessions.db").exists()
     # Without a folder: every folder; the same payload with null params.
     assert (await client.request(p.STATUS, None))["folders"] == [status]
     assert (await client.request(p.STATUS, {}))["folders"] == [status]
@@ -273,6 +275,15 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
     assert not client.seen(p.BANNER, folder)  # a first run has nothing to resume
     [final] = (await client.request(p.STATUS, {"folder": folder}))["folders"]
     assert final["running"] is False and final["verdict"]["passed"] is True and final["woke"] == 1
+    # The store's size on disk as the files are now (#26): the snapshot catches up within its age (STALE_S).
+    runs, deadline = workspace / "runs", asyncio.get_running_loop().time() + 10
+    while True:
+        [shown] = (await client.request(p.STATUS, {"folder": folder}))["folders"]
+        size = sum(f.stat().st_size for f in runs.glob("sessions.db*"))
+        if shown["storeBytes"] == size > 16384:
+            break
+        assert asyncio.get_running_loop().time() < deadline, (shown["storeBytes"], size)
+        await asyncio.sleep(0.1)
 
     # Waking the used folder again: the banner comes first (S19), then the work step resumes its session.
     model.push(*fs.work(workspace), *fs.judge())

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +142,142 @@ async def test_a_database_from_a_newer_flower_is_refused_and_left_untouched(tmp_
     async with SqliteSessionStore(path, migrations=(*MIGRATIONS, note_step)) as newer:
         loaded: Any = await newer.load(KEY)
         assert loaded == ENTRIES
+
+
+# -- v3: bodies as zstd frames (#26), converted in place a committed batch at a time -------------------------------
+
+KILLED_SQLITE = """
+import os, signal, sqlite3, sys
+from flower.stores import sqlite as s
+
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+s.SqliteSessionStore(sys.argv[1])._migrate(conn, len(s.MIGRATIONS))  # the schema step, as an open runs it
+s._pack(conn, batches=int(sys.argv[2]))  # then this many committed batches of the conversion
+os.kill(os.getpid(), signal.SIGKILL)  # killed with its connection open, mid-conversion
+"""
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def cli_entries(n: int) -> list[Any]:
+    """`n` entries shaped as the bundled CLI writes them (benchmarks/store.py's builder)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from store import build
+
+    return build(n)
+
+
+def expand(bodies: list[bytes], dictionary: bytes | None) -> list[bytes]:
+    """Stored bodies with their frames expanded by zstd itself (not the store's code)."""
+    import zstandard
+
+    if dictionary is None:
+        return bodies
+    unpack = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary)).decompress
+    return [unpack(b) if b.startswith(ZSTD_MAGIC) else b for b in bodies]
+
+
+def stored(path: Path) -> tuple[list[bytes], tuple[bytes, int, int] | None]:
+    """The bodies of sessions.db in order, and its dictionary (content, trained, packed) if it has one."""
+    conn = sqlite3.connect(path)
+    try:
+        bodies = [b for (b,) in conn.execute("SELECT body FROM entries ORDER BY seq")]
+        try:
+            dictionary = conn.execute("SELECT data, trained, packed FROM dictionary").fetchone()
+        except sqlite3.OperationalError:
+            dictionary = None
+        return bodies, dictionary
+    finally:
+        conn.close()
+
+
+async def test_a_v2_database_killed_midway_through_v3_resumes_and_every_body_is_the_same(tmp_path: Path) -> None:
+    from flower.stores.bodies import PACK_BATCH
+
+    path = tmp_path / "runs" / "sessions.db"
+    entries = cli_entries(3000)
+    async with SqliteSessionStore(path, migrations=MIGRATIONS[:2]) as v2:  # as flower wrote it before #26
+        for j in range(0, len(entries), 100):
+            await v2.append(KEY, entries[j : j + 100])
+    before, none = stored(path)
+    assert none is None and all(b.startswith(b"{") for b in before)
+    size_before = path.stat().st_size
+
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", KILLED_SQLITE, str(path), "2")
+    assert await asyncio.wait_for(child.wait(), 60) == -signal.SIGKILL
+    half, dictionary = stored(path)
+    assert dictionary is not None
+    data, trained, packed = dictionary
+    assert packed == 2 * PACK_BATCH < trained == len(entries)  # two batches committed, the rest still raw
+    assert all(b.startswith(ZSTD_MAGIC) for b in half[:packed]) and all(b.startswith(b"{") for b in half[packed:])
+    assert expand(half, data) == before
+    # Readable meanwhile by this flower, and refused by the one before (the existing "newer flower" error).
+    assert SqliteSessionStore(path).load_sync(KEY) == entries
+    with pytest.raises(SessionStoreError, match="newer flower"):
+        SqliteSessionStore(path, migrations=MIGRATIONS[:2]).load_sync(KEY)
+
+    async with SqliteSessionStore(path) as store:  # the next open resumes the conversion
+        assert await store.load(KEY) == entries
+    after, dictionary = stored(path)
+    assert dictionary is not None and dictionary[0] == data and dictionary[1] == dictionary[2] == trained
+    assert all(b.startswith(ZSTD_MAGIC) for b in after)
+    assert expand(after, data) == before
+    # The pages the raw rows held are given back to the disk at the end of the conversion.
+    assert path.stat().st_size < 0.25 * size_before, (path.stat().st_size, size_before)
+
+
+KILLED_PG = """
+import asyncio, os, signal, sys
+import asyncpg
+from flower.stores.postgres import PostgresSessionStore, prepare_schema
+
+async def main():
+    conn = await asyncpg.connect(sys.argv[1])
+    await prepare_schema(conn, sys.argv[1], '"mig"')  # the schema step, as an open runs it
+    await PostgresSessionStore(sys.argv[1], schema="mig")._pack(conn, batches=int(sys.argv[2]))
+    os.kill(os.getpid(), signal.SIGKILL)  # killed with its connection open, mid-conversion
+
+asyncio.run(main())
+"""
+
+
+async def test_a_v2_postgres_database_killed_midway_through_v3_resumes_and_every_body_is_the_same(pg_url: str) -> None:
+    import asyncpg
+    import orjson
+
+    from flower.stores.bodies import PACK_BATCH
+    from flower.stores.postgres import _SCHEMA, SCHEMA_VERSION, PostgresSessionStore
+
+    entries = cli_entries(3000)
+    raw = [orjson.dumps(e) for e in entries]
+    conn = await asyncpg.connect(pg_url)
+    try:
+        # The tables as a v2 flower left them (no dictionary), its rows raw JSON.
+        await conn.execute(_SCHEMA.replace("{s}", '"mig"') + 'DROP TABLE "mig".dictionary;'
+                           "INSERT INTO mig.meta VALUES ('schema_version', '2');"
+                           "INSERT INTO mig.transcripts VALUES (1, '-work-proj', 's1', '', 1000)")
+        await conn.execute("INSERT INTO mig.entries (transcript, uuid, plain, body)"
+                           " SELECT 1, u, false, b FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS x(u, b, o) ORDER BY o",
+                           [e.get("uuid") for e in entries], raw)
+
+        async def bodies() -> tuple[list[bytes], Any]:
+            rows = [r[0] for r in await conn.fetch("SELECT body FROM mig.entries ORDER BY seq")]
+            return rows, await conn.fetchrow("SELECT data, trained, packed FROM mig.dictionary")
+
+        child = await asyncio.create_subprocess_exec(sys.executable, "-c", KILLED_PG, pg_url, "2")
+        assert await asyncio.wait_for(child.wait(), 60) == -signal.SIGKILL
+        half, (data, trained, packed) = await bodies()
+        assert packed == 2 * PACK_BATCH < trained == len(entries)
+        assert all(b.startswith(ZSTD_MAGIC) for b in half[:packed]) and all(b.startswith(b"{") for b in half[packed:])
+        assert expand(half, data) == raw
+        # Marked v3: a v2 flower refuses it with "newer flower" (store_too_new: version > the one it knows).
+        assert await conn.fetchval("SELECT value FROM mig.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "3"
+
+        async with PostgresSessionStore(pg_url, schema="mig") as store:  # the next open resumes
+            assert await store.load(KEY) == entries
+        after, (data2, trained2, packed2) = await bodies()
+        assert (data2, trained2, packed2) == (data, trained, trained)
+        assert all(b.startswith(ZSTD_MAGIC) for b in after)
+        assert expand(after, data) == raw
+    finally:
+        await conn.close()

@@ -82,6 +82,8 @@ export interface FolderStatus {
     trust: string;
     /** The task's store is not answering: one line saying so (the rest is what was read before); null while it answers. */
     unreachable: string | null;
+    /** What the task's store takes on disk in bytes (sessions.db with -wal/-shm, or the shared schema's tables); null until read. */
+    storeBytes: number | null;
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */

@@ -29,6 +29,7 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         settings: null,
         waitingFor: null,
         unreachable: null,
+        storeBytes: 573440,
         trusted: true,
         trust: "the editor's workspace trust",
         ...over,

@@ -414,6 +414,7 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
         "en": "the store {where} is not answering ({reason}); this status is what was read before. It refreshes when the store is back.",
         "zh": "存储 {where} 没有响应({reason});这里显示的是之前读到的状态。存储恢复后会自动刷新。",
     },
+    "status_store_size": {"en": "store     {size} MB on disk", "zh": "存储     磁盘上 {size} MB"},
     "status_identity": {"en": "identity  {identity}  · store {store}", "zh": "标识     {identity}  · 存储 {store}"},
     "busy_pid_host": {"en": "pid {pid} on {host}, since {since}", "zh": "{host} 上的 pid {pid},自 {since} 起"},
     "busy_stop_host": {"en": "stop it (kill {pid} on {host})", "zh": "停掉它(在 {host} 上 kill {pid})"},

@@ -205,7 +205,7 @@ class Folder:
             model=s.model, cost=p.Cost(s.cost.wake, s.cost.task, s.cost.max),
             unreachable=s.unreachable.text(self.svc.locale) if s.unreachable is not None else None,
             settings=self.settings_problem, trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
-            waiting_for=self._waiting_for(s.waiting_for),
+            waiting_for=self._waiting_for(s.waiting_for), store_bytes=s.store_bytes,
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:

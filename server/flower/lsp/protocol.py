@@ -352,6 +352,9 @@ class FolderStatus:
     unreachable: str | None = None
     """The task's store is not answering (a shared PostgreSQL down): one line saying so, in the editor's language; the
     rest of this status is what was read before it stopped answering. Null while the store answers."""
+    store_bytes: int | None = None
+    """What the task's store takes on disk in bytes (sessions.db with its -wal/-shm, or the shared schema's tables);
+    null until the server read it."""
 
 
 @attrs.define

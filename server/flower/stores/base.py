@@ -40,6 +40,9 @@ class Store(SessionStore, Protocol):
     def last_context_sync(self, project_key: str, session_id: str) -> int | None:
         """`last_context` for synchronous callers (read-only)."""
 
+    def size_on_disk(self) -> int:
+        """Bytes the store takes on disk now (sync, read-only; 0 before anything was stored)."""
+
     async def latest_seq(self, project_key: str, session_id: str) -> int:
         """The append order (seq) of the session's newest entry; 0 if it has none."""
 

@@ -41,6 +41,7 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
+from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
 from .sqlite import _encode, decode_bodies
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "StoreError", "StoreOffline", "is_postgres_url", "safe_url"]
@@ -52,7 +53,10 @@ Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 SCHEMA_VERSION = 3
 """The version of the tables below; a database marked with a higher one was set up by a newer flower.
 
-v2 added `changes`, v3 `task_files` and `task_files_seen` (issue #22); every statement of `_SCHEMA` is idempotent, so running it again is the migration."""
+v2 added `changes`, v3 `task_files` and `task_files_seen` (the task's files travel with it) and `dictionary`
+(bodies as zstd frames); every statement of `_SCHEMA` is idempotent, so running it again is the migration. v3's
+conversion of the rows stored before the dictionary runs after it, a committed batch at a time (`_pack`): resumed at
+the next open if cut short, every row readable meanwhile."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
 CONNECT_TIMEOUT_S = 10.0
@@ -75,9 +79,10 @@ CREATE TABLE IF NOT EXISTS {s}.entries (
     transcript bigint NOT NULL REFERENCES {s}.transcripts ON DELETE CASCADE,
     uuid       text,
     plain      boolean NOT NULL,        -- body is the stdlib's JSON (orjson could not encode the entry)
-    body       bytea NOT NULL           -- the entry's JSON as written (D2)
+    body       bytea NOT NULL           -- the entry's JSON as written (D2); since v3 its zstd frame (stores/bodies.py)
 );
--- Stored out of line uncompressed: pglz made appends 2.4x and loads 3x slower for 1.6x less disk (benchmarks/store.py).
+-- Stored out of line, not compressed again: pglz made appends 2.4x and loads 3x slower for 1.6x less disk
+-- (benchmarks/store.py), and since v3 a body is a zstd frame (stores/bodies.py).
 ALTER TABLE {s}.entries ALTER COLUMN body SET STORAGE EXTERNAL;
 CREATE INDEX IF NOT EXISTS entries_by_transcript ON {s}.entries (transcript, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS entries_uuid ON {s}.entries (transcript, uuid) WHERE uuid IS NOT NULL;
@@ -129,6 +134,13 @@ CREATE TABLE IF NOT EXISTS {s}.task_files_seen (
 CREATE TABLE IF NOT EXISTS {s}.changes (
     project    text PRIMARY KEY,        -- v2: bumped with every write of the identity's lineage, manifest or wake mark
     n          bigint NOT NULL          -- the records' change stamp: a status re-reads them only when it moved
+);
+CREATE TABLE IF NOT EXISTS {s}.dictionary (
+    one        boolean PRIMARY KEY DEFAULT true CHECK (one),  -- v3: at most one row
+    id         bigint NOT NULL,         -- zstd's dictionary id, named in every frame
+    data       bytea NOT NULL,          -- trained from the database's first entries (stores/bodies.py)
+    trained    bigint NOT NULL,         -- the newest seq when it was trained: rows up to it may be raw JSON
+    packed     bigint NOT NULL          -- the rows up to it are converted to frames
 );
 CREATE TABLE IF NOT EXISTS {s}.wakes (
     project    text PRIMARY KEY,        -- a wake of the identity is under way, or was cut off (the shared wake.json)
@@ -252,6 +264,10 @@ class PostgresSessionStore(SessionStore):
         self._pending: deque[_Batch] = deque()
         self._drain_lock = asyncio.Lock()
         self._sync: _Link | None = None
+        self._codec: Codec | None = None
+        self._raw: int | None = None
+        """Raw (uncompressed) rows in the database while it has no dictionary, None until counted."""
+        self._pack_key = f"flower-pack:{schema}"
         self.refused: StoreError | None = None
         """Always None: an outage is waited out, not refused (the Runtime stops a step only on a refusal, as SQLite's full disk)."""
 
@@ -296,6 +312,8 @@ class PostgresSessionStore(SessionStore):
             try:
                 async with pool.acquire() as conn:
                     await prepare_schema(conn, self.url, self._s)
+                    # Resumes a conversion cut short, or trains the dictionary of a database written before v3.
+                    await self._pack(conn)
             except BaseException as exc:
                 await pool.close()
                 if isinstance(exc, StoreError) or not isinstance(exc, Exception) or (
@@ -381,12 +399,73 @@ class PostgresSessionStore(SessionStore):
             if await conn.fetchval(self.sql("INSERT INTO {s}.batches (token) VALUES ($1) ON CONFLICT DO NOTHING RETURNING true"),
                                    batch.token) is None:
                 return
+            if self._codec is None:
+                # Training takes this lock exclusively: a batch stored raw is committed before the conversion reads.
+                await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))", self._pack_key)
+            packer = await self._codec_on(conn)
+            bodies = batch.bodies if packer is None else [
+                b if p else packer.pack(b) for p, b in zip(batch.plain, batch.bodies, strict=True)]
             now = int(time.time() * 1000)
             tid = await conn.fetchval(self.sql(_TOUCH), *batch.key, now)
-            status = await conn.execute(self.sql(_INSERT), tid, batch.uuids, batch.plain, batch.bodies)
-            if status.split()[-1] != "0":  # mtime moves only when something was stored
+            status = await conn.execute(self.sql(_INSERT), tid, batch.uuids, batch.plain, bodies)
+            stored = int(status.split()[-1])
+            if stored:  # mtime moves only when something was stored
                 await conn.execute(self.sql("UPDATE {s}.transcripts SET mtime = greatest($2::bigint, mtime + 1) WHERE id = $1"),
                                    tid, now)
+        if packer is None and stored:
+            # Counted from the database once, then by this process: trained when it holds enough entries.
+            if self._raw is None:
+                self._raw = int(await conn.fetchval(self.sql("SELECT count(*) FROM {s}.entries WHERE NOT plain")))
+            else:
+                self._raw += stored
+            if self._raw >= SAMPLES and await self._pack(conn) is not None:
+                self._raw = 0
+
+    async def _codec_on(self, conn: Conn) -> Codec | None:
+        """The database's dictionary (read once it exists), None while it has none."""
+        if self._codec is None:
+            ident = await conn.fetchval(self.sql("SELECT id FROM {s}.dictionary"))
+            if ident is not None:
+                self._codec = known(ident) or codec(
+                    ident, await conn.fetchval(self.sql("SELECT data FROM {s}.dictionary")))
+        return self._codec
+
+    async def _pack(self, conn: Conn, batches: int | None = None) -> Codec | None:
+        """Train the database's dictionary once it holds SAMPLES entries, then compress the rows stored before it,
+        one committed batch at a time (at most `batches`); the dictionary, or None while there are too few entries."""
+        lock = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
+        marks = await conn.fetchrow(self.sql("SELECT trained, packed FROM {s}.dictionary"))
+        if marks is None:
+            async with conn.transaction():
+                await conn.execute(lock, self._pack_key)  # waits for the raw batches in flight (see _write)
+                marks = await conn.fetchrow(self.sql("SELECT trained, packed FROM {s}.dictionary"))
+                if marks is None:
+                    samples = [r[0] for r in await conn.fetch(self.sql(
+                        "SELECT body FROM {s}.entries WHERE NOT plain ORDER BY seq LIMIT $1"), SAMPLES)]
+                    if len(samples) < SAMPLES:
+                        return None
+                    ident, data = await asyncio.to_thread(train, samples)  # about a second: off the event loop
+                    marks = await conn.fetchrow(self.sql(
+                        "INSERT INTO {s}.dictionary (id, data, trained, packed)"
+                        " SELECT $1, $2, coalesce(max(seq), 0), 0 FROM {s}.entries RETURNING trained, packed"), ident, data)
+        packer = await self._codec_on(conn)
+        assert packer is not None and marks is not None  # written above or by another process, never removed
+        top, packed = int(marks[0]), int(marks[1])
+        while packed < top and (batches is None or batches > 0):
+            async with conn.transaction():
+                await conn.execute(lock, self._pack_key)  # one converter at a time: a frame is never packed twice
+                done = int(await conn.fetchval(self.sql("SELECT packed FROM {s}.dictionary")))
+                rows = await conn.fetch(self.sql(
+                    "SELECT seq, plain, body FROM {s}.entries WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3"),
+                    done, top, PACK_BATCH)
+                todo = [(r[0], packer.pack(r[2])) for r in rows if not r[1] and is_raw(r[2])]
+                await conn.execute(self.sql(
+                    "UPDATE {s}.entries e SET body = x.b FROM unnest($1::bigint[], $2::bytea[]) AS x(s, b) WHERE e.seq = x.s"),
+                    [t[0] for t in todo], [t[1] for t in todo])
+                packed = int(rows[-1][0]) if rows else top
+                await conn.execute(self.sql("UPDATE {s}.dictionary SET packed = greatest(packed, $1)"), packed)
+            batches = None if batches is None else batches - 1
+        return packer
 
     async def _flushed(self) -> None:
         """Write what waits in memory first: a read must see the newest entries (StoreOffline if it cannot)."""
@@ -400,15 +479,16 @@ class PostgresSessionStore(SessionStore):
         await self._flushed()
         k3 = self._key3(key)
 
-        async def fetch(conn: Conn) -> list[bytes | str]:
+        async def fetch(conn: Conn) -> tuple[list[bytes | str], Codec | None]:
             bodies: list[bytes | str] = []
             async with conn.transaction(readonly=True):
                 async for plain, body in conn.cursor(self.sql(_LOAD), *k3, prefetch=1000):
                     bodies.append(body.decode() if plain else body)
-            return bodies
+            # Read after the rows: a frame among them was written after its dictionary, which is never removed.
+            return bodies, await self._codec_on(conn)
 
-        bodies = await self._with(fetch)
-        return decode_bodies(bodies) if bodies else None
+        bodies, packer = await self._with(fetch)
+        return decode_bodies(bodies, packer) if bodies else None
 
     async def last_context(self, project_key: str, session_id: str) -> int | None:
         """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
@@ -421,7 +501,7 @@ class PostgresSessionStore(SessionStore):
         before = 1 << 62
         for limit in tail_pages():
             rows = await conn.fetch(self.sql(_TAIL), pk, session_id, before, limit)
-            found = context_of(decode_bodies([r[2].decode() if r[1] else r[2] for r in reversed(rows)]))
+            found = context_of(decode_bodies(_bodies(reversed(rows), 1), await self._codec_on(conn)))
             if found is not None or len(rows) < limit:
                 return found
             before = rows[-1][0]
@@ -437,8 +517,8 @@ class PostgresSessionStore(SessionStore):
         """The session's entries appended after `seq` (see `latest_seq`), in append order."""
         await self._flushed()
         pk = self.keys.get(project_key, project_key)
-        rows = await self._with(lambda conn: conn.fetch(self.sql(_AFTER), pk, session_id, seq))
-        return decode_bodies([r[1].decode() if r[0] else r[1] for r in rows])
+        rows, packer = await self._with(functools.partial(self._rows, sql=_AFTER, args=(pk, session_id, seq)))
+        return decode_bodies(_bodies(rows, 0), packer)
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of `project_key` with their mtimes (epoch ms)."""
@@ -461,7 +541,7 @@ class PostgresSessionStore(SessionStore):
                     if data is not None:
                         prev = {"session_id": sid, "mtime": mtime, "data": json.loads(data)}
                     key: SessionKey = {"project_key": project_key, "session_id": sid}
-                    entries = decode_bodies([r[2].decode() if r[1] else r[2] for r in rows])
+                    entries = decode_bodies(_bodies(rows, 1), await self._codec_on(conn))
                     summary = fold_session_summary(prev, key, entries)
                     await conn.execute(self.sql(
                         "INSERT INTO {s}.summaries (project_key, session_id, mtime, data, folded) VALUES ($1, $2, $3, $4, $5)"
@@ -514,10 +594,10 @@ class PostgresSessionStore(SessionStore):
 
     async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
         """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
-        rows = await self._with(lambda conn: conn.fetch(self.sql(
+        rows, packer = await self._with(functools.partial(self._rows, sql=(
             "SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = any($1::bigint[]) AND seq < $2"
-            " ORDER BY seq DESC LIMIT $3"), list(transcripts), before, limit), READ_WAIT_S)
-        entries = decode_bodies([r[3].decode() if r[2] else r[3] for r in rows])
+            " ORDER BY seq DESC LIMIT $3"), args=(list(transcripts), before, limit)), READ_WAIT_S)
+        entries = decode_bodies(_bodies(rows, 2), packer)
         return [(int(r[0]), int(r[1]), e) for r, e in zip(rows, entries, strict=True)]
 
     async def count(self, project_key: str, session_id: str) -> int:
@@ -556,10 +636,27 @@ class PostgresSessionStore(SessionStore):
         found: int | None = self.link().call(functools.partial(self._last_context, pk=pk, session_id=session_id))
         return found
 
+    def size_on_disk(self) -> int:
+        """Bytes the store's schema takes in the database (its tables with their TOAST and indexes), on the link's connection."""
+        found = self.link().call(lambda conn: conn.fetchval(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", self.schema))
+        return int(found)
+
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """`load` for synchronous callers (sync, read-only)."""
-        rows = self.link().call(lambda conn: conn.fetch(self.sql(_LOAD), *self._key3(key)))
-        return decode_bodies([r[1].decode() if r[0] else r[1] for r in rows]) if rows else None
+        rows, packer = self.link().call(functools.partial(self._rows, sql=_LOAD, args=self._key3(key)))
+        return decode_bodies(_bodies(rows, 0), packer) if rows else None
+
+    async def _rows(self, conn: Conn, *, sql: str, args: Sequence[Any]) -> tuple[list[Any], Codec | None]:
+        """The rows of `sql`, with the dictionary that expands their bodies (read after them, see `load`)."""
+        rows = list(await conn.fetch(self.sql(sql), *args))
+        return rows, await self._codec_on(conn)
+
+
+def _bodies(rows: Any, plain: int) -> list[bytes | str]:
+    """The bodies of `rows` whose column `plain` says the stdlib wrote it (the next column is the body)."""
+    return [r[plain + 1].decode() if r[plain] else r[plain + 1] for r in rows]
 
 
 async def prepare_schema(conn: Conn, url: str, s: str) -> None:

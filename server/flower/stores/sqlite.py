@@ -10,6 +10,7 @@ import os
 import sqlite3
 import threading
 import time
+import typing
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from claude_agent_sdk.types import (
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
+from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -55,7 +57,8 @@ _SCHEMA_V1 = (
     )""",
     "CREATE INDEX IF NOT EXISTS transcripts_by_mtime ON transcripts (mtime)",
     # body: the entry's JSON, never rewritten (D2). Written by earlier flowers as TEXT
-    # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode.
+    # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode. Since v3 a
+    # BLOB is a zstd frame against the database's dictionary once it has one (stores/bodies.py).
     """CREATE TABLE IF NOT EXISTS entries (
         seq        INTEGER PRIMARY KEY, -- append order, across processes
         transcript INTEGER NOT NULL,
@@ -108,7 +111,19 @@ def _speed_v2(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO clock SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM clock)")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2)
+def _dictionary_v3(conn: sqlite3.Connection) -> None:
+    """Bodies become zstd frames against the database's own dictionary (#26): the table that holds it."""
+    # At most one row. `trained`: the newest seq when it was trained (rows up to it may be raw JSON, later ones
+    # are frames); `packed`: the rows up to it are converted. The conversion runs after this step, a committed
+    # batch at a time (_pack): a v2 flower refuses the file from this step on (user_version 3), and this one
+    # reads raw rows and frames alike, so a kill at any point loses nothing and the next open resumes.
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS dictionary (id INTEGER PRIMARY KEY, data BLOB NOT NULL,"
+        " trained INTEGER NOT NULL, packed INTEGER NOT NULL)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2, _dictionary_v3)
 """The schema steps, in order; ``PRAGMA user_version`` counts those applied. Append, never edit."""
 
 _TRANSCRIPT = "SELECT id, mtime FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?"
@@ -155,11 +170,96 @@ def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -
     before = 1 << 62
     for limit in tail_pages():
         rows = conn.execute(_TAIL, (project_key, session_id, before, limit)).fetchall()
-        found = context_of(decode_bodies([body for _, body in reversed(rows)]))
+        # Read after the rows: a frame they hold was written after its dictionary, which is never removed.
+        found = context_of(decode_bodies([body for _, body in reversed(rows)], _codec(conn)))
         if found is not None or len(rows) < limit:
             return found
         before = rows[-1][0]
     return None  # unreachable: tail_pages never ends
+
+
+def _codec(conn: sqlite3.Connection) -> Codec | None:
+    """The database's dictionary, None while it has none (or no table for it: a file being created)."""
+    try:
+        row = conn.execute("SELECT id FROM dictionary").fetchone()
+    except sqlite3.OperationalError as err:
+        if "no such table" in str(err):
+            return None
+        raise
+    if row is None:
+        return None
+    found = known(row[0])
+    if found is None:
+        (data,) = conn.execute("SELECT data FROM dictionary").fetchone()
+        found = codec(row[0], data)
+    return found
+
+
+def _with_codec(sql: str, params: tuple[Any, ...]) -> Callable[[sqlite3.Connection], tuple[list[Any], Codec | None]]:
+    """A read of rows, with the dictionary that expands their bodies (read after them: a frame is written after its dictionary)."""
+    return lambda conn: (conn.execute(sql, params).fetchall(), _codec(conn))
+
+
+_NO_ROWS: tuple[list[Any], Codec | None] = ([], None)
+
+
+def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
+    """Train the database's dictionary once it holds SAMPLES entries, then compress the rows stored before it,
+    one committed batch at a time (at most `batches`); the dictionary, or None while there are too few entries."""
+
+    if not conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'dictionary'").fetchone():
+        return None  # a store made with fewer migrations (tests of the steps)
+    # At every open: without the write lock when there is nothing to do (converted, or too few entries to train).
+    done = conn.execute("SELECT trained <= packed FROM dictionary").fetchone()
+    if done == (1,):
+        return _codec(conn)
+    if done is None and conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE typeof(body) = 'blob' LIMIT ?)", (SAMPLES,)).fetchone()[0] < SAMPLES:
+        return None
+
+    def trained() -> tuple[int, int] | None:
+        row = conn.execute("SELECT trained, packed FROM dictionary").fetchone()
+        if row is not None:
+            return int(row[0]), int(row[1])
+        samples = [b for (b,) in conn.execute(
+            "SELECT body FROM entries WHERE typeof(body) = 'blob' ORDER BY seq LIMIT ?", (SAMPLES,))]
+        if len(samples) < SAMPLES:
+            return None
+        ident, data = train(samples)
+        (top,) = conn.execute("SELECT max(seq) FROM entries").fetchone()
+        conn.execute("INSERT INTO dictionary (id, data, trained, packed) VALUES (?, ?, ?, 0)", (ident, data, top))
+        return int(top), 0
+
+    marks = _in_transaction(conn, trained)
+    if marks is None:
+        return None
+    codec = _codec(conn)
+    assert codec is not None  # written above or by another process, never removed
+    top, packed = marks
+
+    def batch() -> int:
+        # Read under the write lock: another process may be converting too (a frame is never packed twice).
+        (done,) = conn.execute("SELECT packed FROM dictionary").fetchone()
+        rows = conn.execute(
+            "SELECT seq, body FROM entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", (done, top, PACK_BATCH)
+        ).fetchall()
+        conn.executemany(
+            "UPDATE entries SET body = ? WHERE seq = ?",
+            [(codec.pack(body), seq) for seq, body in rows if type(body) is bytes and is_raw(body)],
+        )
+        upto = int(rows[-1][0]) if rows else top
+        conn.execute("UPDATE dictionary SET packed = max(packed, ?)", (upto,))
+        return upto
+
+    converted = packed < top
+    while packed < top and (batches is None or batches > 0):
+        packed = _in_transaction(conn, batch)
+        batches = None if batches is None else batches - 1
+    if converted and packed >= top:
+        # The rows shrank in place (a page's free space, not free pages): rewritten once, the file gives back
+        # what the raw rows held (#26). Once per database; a kill during it leaves the file as it was.
+        conn.execute("VACUUM")
+    return codec
 
 
 class SessionStoreError(FlowerError, ValueError):
@@ -219,24 +319,34 @@ def _without_gc(decode: Callable[[], T]) -> T:
         gc.enable()
 
 
-def _decode(body: bytes | str) -> Any:
-    """One stored body: a BLOB by orjson, a TEXT row (stdlib json wrote it) by the stdlib."""
-    return orjson.loads(body) if type(body) is bytes else json.loads(body)
+def _decoder(codec: Codec | None) -> Callable[[bytes | str], Any]:
+    """One stored body's entry: a BLOB by orjson (expanded first if it is a frame), a TEXT row (stdlib json wrote it) by the stdlib."""
+    loads = orjson.loads
+    if codec is None:
+        return lambda body: loads(body) if type(body) is bytes else json.loads(body)
+    expand = codec.unpacker().decompress
+    return lambda body: (loads(body) if body[0] == 0x7B else loads(expand(body))) if type(body) is bytes else json.loads(body)
 
 
-def decode_bodies(bodies: list[bytes | str]) -> list[Any]:
-    """The entries of stored ``bodies`` in order: BLOB rows by orjson, TEXT rows by the stdlib (for readers of sessions.db)."""
+def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> list[Any]:
+    """The entries of stored ``bodies`` in order: BLOB rows by orjson (frames expanded by ``codec``), TEXT rows by the stdlib."""
     loads = orjson.loads
     # orjson is fastest one row at a time: about twice its speed on the joined array.
     if all(type(b) is bytes for b in bodies):
-        return _without_gc(lambda: [loads(b) for b in bodies])
+        if codec is None:
+            return _without_gc(lambda: [loads(b) for b in bodies])
+        expand = codec.unpacker().decompress
+        blobs = typing.cast("Sequence[bytes]", bodies)
+        return _without_gc(lambda: [loads(b) if b[0] == 0x7B else loads(expand(b)) for b in blobs])
     # TEXT rows: written by an earlier flower (stdlib json), or orjson could not encode the
     # entry. The stdlib is fastest on one array.
     texts = [b for b in bodies if type(b) is str]
 
+    blob = _decoder(codec)
+
     def decode() -> list[Any]:
         slow = iter(json.loads("[" + ",".join(texts) + "]"))
-        return [loads(b) if type(b) is bytes else next(slow) for b in bodies]
+        return [blob(b) if type(b) is bytes else next(slow) for b in bodies]
 
     return _without_gc(decode)
 
@@ -281,7 +391,7 @@ def _fold_summaries(conn: sqlite3.Connection, project_key: str) -> None:
         if data is not None:
             prev = {"session_id": sid, "mtime": mtime, "data": json.loads(data)}
         key: SessionKey = {"project_key": project_key, "session_id": sid}
-        summary = fold_session_summary(prev, key, decode_bodies([r[1] for r in rows]))
+        summary = fold_session_summary(prev, key, decode_bodies([r[1] for r in rows], _codec(conn)))
         # Stamped with the mtime list_sessions() reports, as the SDK requires.
         conn.execute(
             "INSERT OR REPLACE INTO summaries (project_key, session_id, mtime, data, folded) VALUES (?, ?, ?, ?, ?)",
@@ -316,11 +426,11 @@ class _Seen:
 def _append(
     k3: tuple[str, str, str], uuids: list[str | None], bodies: list[bytes | str], seen: _Seen | None,
     conn: sqlite3.Connection,
-) -> _Seen | None:
+) -> tuple[_Seen | None, int]:
     """Store the rows whose uuid is not stored under ``k3`` yet, in one committed transaction;
-    return what is stored now."""
+    return what is stored now, and how many raw rows were stored (the database has no dictionary yet)."""
 
-    def work() -> _Seen | None:
+    def work() -> tuple[_Seen | None, int]:
         now = seen
         row = conn.execute(_TRANSCRIPT, k3).fetchone()
         if row is None:
@@ -342,14 +452,17 @@ def _append(
                 added.add(u)  # a uuid repeated within the batch counts once
             fresh.append(i)
         if not fresh:
-            return now
+            return now, 0
         tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
+        # Looked up under the write lock: another process may have trained it since our last append.
+        codec = _codec(conn)
+        pack = codec.pack if codec is not None else None
         conn.executemany(
             "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
-            [(tid, uuids[i], bodies[i]) for i in fresh],
+            [(tid, uuids[i], pack(b) if pack is not None and isinstance(b, bytes) else b) for i in fresh for b in (bodies[i],)],
         )
         known |= added  # in place: on failure the caller drops this _Seen altogether
-        return _Seen(tid, mtime, known)
+        return _Seen(tid, mtime, known), len(fresh) if pack is None else 0
 
     return _in_transaction(conn, work)
 
@@ -375,6 +488,8 @@ class SqliteSessionStore(SessionStore):
         # Per transcript key: its stored uuids, so that an append need not look them up in
         # the file (there is no index on them since v2). Only ever read under _lock.
         self._seen: dict[tuple[str, str, str], _Seen] = {}
+        self._raw: int | None = None
+        """Raw (uncompressed) rows in the file while it has no dictionary, None until counted."""
         self.refused: SessionStoreError | None = None
         """The last append the disk refused (full, read-only), a new object each time: the SDK only reports its text."""
 
@@ -436,9 +551,13 @@ class SqliteSessionStore(SessionStore):
         # Under WAL, NORMAL cannot corrupt the file; a power cut may lose the
         # last commits, which the CLI's own JSONL still holds (D2).
         conn.execute("PRAGMA synchronous = NORMAL")
-        if version == known:
-            return
+        if version < known:
+            self._migrate(conn, known)
+        # Resumes a conversion cut short (a kill, a full disk), or trains the dictionary of a database written
+        # before it had one (#26).
+        _pack(conn)
 
+    def _migrate(self, conn: sqlite3.Connection, known: int) -> None:
         def migrate() -> None:
             # Another process may have migrated since the first look: read again under the lock.
             (now,) = conn.execute("PRAGMA user_version").fetchone()
@@ -474,9 +593,18 @@ class SqliteSessionStore(SessionStore):
 
         def work(conn: sqlite3.Connection) -> None:
             seen = self._seen.pop(k3, None)  # gone if the transaction fails
-            now = _append(k3, uuids, bodies, seen, conn)
+            now, raw = _append(k3, uuids, bodies, seen, conn)
             if now is not None:
                 self._seen[k3] = now
+            if raw:
+                # Counted from the file once, then by this process: the dictionary is trained when the
+                # database holds enough entries (one append waits about a second, once per database).
+                if self._raw is None:
+                    (self._raw,) = conn.execute("SELECT count(*) FROM entries WHERE typeof(body) = 'blob'").fetchone()
+                else:
+                    self._raw += raw
+                if self._raw >= SAMPLES and _pack(conn) is not None:
+                    self._raw = 0
 
         try:
             await self._call(work)
@@ -494,8 +622,8 @@ class SqliteSessionStore(SessionStore):
         """All entries of ``key`` in append order, or None if it was never written."""
         k3 = _key3(key)
 
-        def fetch(conn: sqlite3.Connection) -> list[bytes | str]:
-            return [r[0] for r in conn.execute(_LOAD, k3)]
+        def fetch(conn: sqlite3.Connection) -> tuple[list[bytes | str], Codec | None]:
+            return [r[0] for r in conn.execute(_LOAD, k3)], _codec(conn)
 
         # Read and decoded on the caller's thread when the connection is open and idle: the
         # entries' objects are built about twice as fast there as in a worker thread (measured
@@ -504,14 +632,15 @@ class SqliteSessionStore(SessionStore):
         conn = self._conn
         if conn is not None and self._lock.acquire(blocking=False):
             try:
-                # Each row decoded as it is fetched: the bodies of a large session are never all held
-                # beside their entries (tens of MB less at the peak of a wake).
-                entries = _without_gc(lambda: [_decode(r[0]) for r in conn.execute(_LOAD, k3)])
+                # All rows first, then decoded: twice as fast as decoding each as it is fetched (measured on
+                # benchmarks/store.py's session), and since #26 the bodies held meanwhile are frames, 1/7 of the JSON.
+                bodies, codec = fetch(conn)
             finally:
                 self._lock.release()
+            entries = decode_bodies(bodies, codec)
         else:
-            bodies = await self._call(fetch)
-            entries = decode_bodies(bodies)
+            bodies, codec = await self._call(fetch)
+            entries = decode_bodies(bodies, codec)
         # A transcript row exists only once an entry was stored in it.
         return entries or None
 
@@ -526,8 +655,8 @@ class SqliteSessionStore(SessionStore):
 
     async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
         """The session's entries appended after ``seq`` (see ``latest_seq``), in append order."""
-        rows = await self._read(_AFTER, (project_key, session_id, seq))
-        return decode_bodies([r[0] for r in rows])
+        rows, codec = await self._call(_with_codec(_AFTER, (project_key, session_id, seq)))
+        return decode_bodies([r[0] for r in rows], codec)
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
@@ -594,8 +723,9 @@ class SqliteSessionStore(SessionStore):
     async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
         """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
         def work() -> list[tuple[int, int, Any]]:
-            rows = self._read_view(_PAGE, (json.dumps(list(transcripts)), before, limit))
-            return [(r[0], r[1], e) for r, e in zip(rows, decode_bodies([r[2] for r in rows]), strict=True)]
+            params = (json.dumps(list(transcripts)), before, limit)
+            rows, codec = self._read_view_with(_with_codec(_PAGE, params), _NO_ROWS)
+            return [(r[0], r[1], e) for r, e in zip(rows, decode_bodies([r[2] for r in rows], codec), strict=True)]
 
         return await asyncio.to_thread(work)
 
@@ -619,8 +749,18 @@ class SqliteSessionStore(SessionStore):
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """``load`` for synchronous callers (a status answered at once): read-only, never creates the file."""
-        rows = self._read_only(_LOAD, _key3(key))
-        return decode_bodies([r[0] for r in rows]) if rows else None
+        rows, codec = self._read_only_with(_with_codec(_LOAD, _key3(key)), _NO_ROWS)
+        return decode_bodies([r[0] for r in rows], codec) if rows else None
+
+    def size_on_disk(self) -> int:
+        """Bytes sessions.db and its -wal and -shm take on disk now (0 before the first write); never opens the file."""
+        total = 0
+        for name in (self.path.name, self.path.name + "-wal", self.path.name + "-shm"):
+            try:
+                total += (self.path.parent / name).stat().st_size
+            except FileNotFoundError:  # none yet, or the WAL just checkpointed away
+                pass
+        return total
 
     def last_context_sync(self, project_key: str, session_id: str) -> int | None:
         """``last_context`` for synchronous callers (a status answered at once): read-only, never creates the file."""
@@ -628,8 +768,13 @@ class SqliteSessionStore(SessionStore):
 
     def _read_view(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """`_read_only` for a view: a file that is no database is said as one a view cannot read, left as it is."""
+        rows: list[Any] = self._read_view_with(lambda conn: conn.execute(sql, params).fetchall(), [])
+        return rows
+
+    def _read_view_with(self, work: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        """`_read_only_with` for a view (see `_read_view`)."""
         try:
-            return self._read_only(sql, params)
+            return self._read_only_with(work, empty)
         except SessionStoreError as err:
             if err.key != "db_not_sqlite":
                 raise

@@ -1,0 +1,149 @@
+"""Compressed entry bodies (#26): every stored body expands to exactly the bytes appended (D2), in both stores."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import zstandard
+
+from flower.stores.bodies import SAMPLES
+from flower.stores.postgres import PostgresSessionStore
+from flower.stores.sqlite import SqliteSessionStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from store import build  # noqa: E402  (benchmarks/ is not a package): real-CLI-shaped entries
+
+KEY: Any = {"project_key": "-home-dev-project", "session_id": "90ab8268-68e8-48f0-b204-48bad2d7d557"}
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def cli_entries(n: int) -> list[Any]:
+    """`n` entries shaped as the bundled CLI writes them, and a few only the stdlib encodes."""
+    entries: list[Any] = build(n)
+    entries[SAMPLES + 3]["message"]["content"] = "cut mid-emoji \ud83c"  # orjson refuses a lone surrogate
+    entries[SAMPLES + 7]["big"] = 1 << 70  # beyond 64 bits
+    return entries
+
+
+def expanded(rows: list[tuple[bytes | str]], dictionary: bytes) -> list[bytes | str]:
+    """Stored bodies, frames expanded with the database's dictionary by zstd itself (not the store's code)."""
+    unpack = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary)).decompress
+    return [b if isinstance(b, str) or not b.startswith(ZSTD_MAGIC) else unpack(b) for (b,) in rows]
+
+
+def as_appended(entries: list[Any]) -> list[bytes | str]:
+    """What append() encodes: orjson's bytes, or the stdlib's text where orjson cannot encode the entry."""
+    import json
+
+    out: list[bytes | str] = []
+    for e in entries:
+        try:
+            out.append(orjson.dumps(e))
+        except TypeError:
+            out.append(json.dumps(e, separators=(",", ":")))
+    return out
+
+
+async def test_sqlite_bodies_are_frames_that_expand_to_the_appended_bytes(tmp_path: Path) -> None:
+    entries = cli_entries(3 * SAMPLES)
+    path = tmp_path / "runs" / "sessions.db"
+    async with SqliteSessionStore(path) as store:
+        for j in range(0, len(entries), 100):
+            await store.append(KEY, entries[j : j + 100])
+        assert await store.load(KEY) == entries
+        assert store.load_sync(KEY) == entries
+        assert await store.entries_after(KEY["project_key"], KEY["session_id"], 0) == entries
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT body FROM entries ORDER BY seq").fetchall()
+        ((dictionary, trained, packed),) = conn.execute("SELECT data, trained, packed FROM dictionary").fetchall()
+    finally:
+        conn.close()
+    # Trained once SAMPLES entries were stored; the rows before it converted, all later ones stored as frames.
+    assert packed == trained >= SAMPLES
+    blobs = [b for (b,) in rows if isinstance(b, bytes)]
+    assert len(blobs) == len(entries) - 2 and all(b.startswith(ZSTD_MAGIC) for b in blobs)
+    assert expanded(rows, dictionary) == as_appended(entries)
+    stored, appended = sum(map(len, blobs)), sum(len(b) for b in as_appended(entries) if isinstance(b, bytes))
+    assert stored < 0.25 * appended, (stored, appended)
+    # A second store (another process) reads and appends with the same dictionary.
+    more = cli_entries(3 * SAMPLES + 50)[3 * SAMPLES :]
+    async with SqliteSessionStore(path) as store:
+        await store.append(KEY, more)
+        assert await store.load(KEY) == entries + more
+
+
+async def test_postgres_bodies_are_frames_that_expand_to_the_appended_bytes(pg_url: str) -> None:
+    entries = cli_entries(3 * SAMPLES)
+    async with PostgresSessionStore(pg_url, schema="packed") as store:
+        for j in range(0, len(entries), 100):
+            await store.append(KEY, entries[j : j + 100])
+        assert await store.load(KEY) == entries
+        assert store.load_sync(KEY) == entries
+        assert await store.entries_after(KEY["project_key"], KEY["session_id"], 0) == entries
+        pool = await store._ensure_pool()
+        async with pool.acquire() as conn:
+            rows = await conn.fetch("SELECT plain, body FROM packed.entries ORDER BY seq")
+            dictionary, trained, packed = await conn.fetchrow("SELECT data, trained, packed FROM packed.dictionary")
+    assert packed == trained >= SAMPLES
+    bodies: list[tuple[bytes | str]] = [(r[1].decode() if r[0] else r[1],) for r in rows]
+    blobs = [r[1] for r in rows if not r[0]]
+    assert len(blobs) == len(entries) - 2 and all(b.startswith(ZSTD_MAGIC) for b in blobs)
+    assert expanded(bodies, dictionary) == as_appended(entries)
+
+
+async def test_sdk_conformance_on_a_database_that_has_its_dictionary(tmp_path: Path) -> None:
+    import asyncio
+    import shutil
+
+    from claude_agent_sdk.testing import run_session_store_conformance
+
+    seed = tmp_path / "seed" / "sessions.db"
+    async with SqliteSessionStore(seed) as store:
+        await store.append({"project_key": "-seed", "session_id": "seed"}, build(SAMPLES))
+    conn = sqlite3.connect(seed)
+    try:
+        assert conn.execute("SELECT count(*) FROM dictionary").fetchone() == (1,)
+    finally:
+        conn.close()
+    stores: list[SqliteSessionStore] = []
+
+    def make() -> SqliteSessionStore:
+        path = tmp_path / f"run{len(stores)}" / "sessions.db"
+        path.parent.mkdir()
+        shutil.copyfile(seed, path)  # every entry the SDK's checks append is stored as a frame
+        stores.append(SqliteSessionStore(path))
+        return stores[-1]
+
+    try:
+        await asyncio.wait_for(run_session_store_conformance(make, skip_optional=frozenset()), 60)
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_the_size_on_disk_is_what_the_files_take_and_grows_with_the_entries(tmp_path: Path, pg_url: str) -> None:
+    path = tmp_path / "runs" / "sessions.db"
+    store = SqliteSessionStore(path)
+    assert store.size_on_disk() == 0 and not path.exists()  # asking never creates the file
+    entries = build(200)
+    await store.append(KEY, entries[:100])
+    first = store.size_on_disk()
+    beside = sum(f.stat().st_size for f in path.parent.iterdir() if f.name.startswith("sessions.db"))
+    assert first == beside > 0
+    await store.append(KEY, entries[100:])
+    await store.close()  # the WAL is checkpointed into the file
+    assert store.size_on_disk() == path.stat().st_size
+    assert store.size_on_disk() >= 16384 * 4  # tables, index and the 16 KB pages that hold 200 entries
+
+    async with PostgresSessionStore(pg_url, schema="sized") as pg:
+        empty = pg.size_on_disk()
+        await pg.append(KEY, entries)
+        grown = pg.size_on_disk()
+        assert grown > empty > 0
+        assert grown - empty >= sum(len(orjson.dumps(e)) for e in entries) // 2  # the bodies are stored raw (< SAMPLES)
+        await pg.close()
