@@ -61,3 +61,12 @@ def test_a_key_that_travelled_is_redacted_like_this_process_own() -> None:
     hold_secrets({"ANTHROPIC_API_KEY": key, "PATH": "/usr/bin:/bin"})
     assert redact({"line": f"oops {key}"}) == {"line": "oops [redacted]"}
     assert redact("/usr/bin:/bin") == "/usr/bin:/bin"  # only credential names are held
+
+
+def test_an_engine_connection_serves_every_request_of_the_protocol() -> None:
+    # A request the stdio server answers and the engine does not is a feature that breaks only in shared mode (found:
+    # flower/changes and flower/revert, the Changes view empty in a window on the engine).
+    from flower.engine.connection import REQUESTS
+    from flower.lsp import protocol as p
+
+    assert set(REQUESTS) == set(p.PARAMS)

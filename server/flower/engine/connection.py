@@ -225,10 +225,16 @@ def register(ls: Connection) -> None:
     ls.feature(types.SHUTDOWN)(shutdown)
     ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(stdio.folders_changed)
     ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(stdio.progress_cancelled)
-    for method, handler in ((p.WAKE, stdio.wake), (p.SAY, stdio.say), (p.NEW, stdio.new), (p.STATUS, stdio.status),
-                            (p.HISTORY, stdio.history), (p.ATTACH, attach), (p.DETACH, detach), (p.RUNS, runs),
-                            (p.CANCEL, stdio.cancel), (p.ANSWER, stdio.answer)):
+    for method, handler in REQUESTS.items():
         ls.feature(method)(handler)
+
+
+REQUESTS: dict[str, Any] = {
+    p.WAKE: stdio.wake, p.SAY: stdio.say, p.NEW: stdio.new, p.STATUS: stdio.status, p.HISTORY: stdio.history,
+    p.ANSWER: stdio.answer, p.CHANGES: stdio.changes, p.REVERT: stdio.revert, p.CANCEL: stdio.cancel,
+    p.ATTACH: attach, p.DETACH: detach, p.RUNS: runs,
+}
+"""Every client → server request an engine connection serves: all of protocol.md's (tests/unit/test_engine_place.py)."""
 
 
 __all__ = ["Connection", "converter_factory"]
