@@ -319,8 +319,10 @@ class Runtime:
         """SDK options: the workspace as cwd, our store mirrored eagerly, resume through the store (D2)."""
         sources = self.setting_sources()
         allowed, mode = self.permissions(agent)
-        # A tool call the rules leave to a prompt is put to the person (dontAsk: the agent may use nothing else).
-        asks = self.approvals is not None and mode != "dontAsk"
+        # A tool call the rules leave to a prompt is put to the person. Also set under dontAsk (where the CLI asks
+        # nothing): the callback changes which tools the CLI offers (plan mode's), and a handoff turn that offered
+        # other tools than its session's turns would get the CLI's "tools no longer available" note, and lose the cache.
+        asks = self.approvals is not None
         # An untrusted folder's CLAUDE.md is still read (D10), but by flower: the CLI reads it only with "project".
         memory = project_memory(self.workspace) if sources == UNTRUSTED_SOURCES else ""
         append = "\n\n".join(part for part in (agent.instructions, memory) if part)
