@@ -241,35 +241,51 @@ async function openFile(path: string, line: number | null): Promise<void> {
     }
 }
 
-/** The sidebar view, for glancing. */
-export class TranscriptView implements vscode.WebviewViewProvider, vscode.Disposable {
-    private view: vscode.WebviewView | undefined;
-    private page: TranscriptPage | undefined;
+/** What the sidebar view and the editor tab share: one page at a time over a webview, and its events. */
+abstract class PageHost implements vscode.Disposable {
+    protected page: TranscriptPage | undefined;
     /** Its page's syncs and messages (the approval cards follow them). */
     readonly events = new PageEvents();
 
+    constructor(
+        protected readonly extensionUri: vscode.Uri,
+        private readonly servers: Servers,
+        private readonly focus: Focus,
+        private readonly say: Say,
+    ) {}
+
     /** Whether its page is on screen (a hidden one receives nothing). */
-    get visible(): boolean {
-        return this.view?.visible ?? false;
-    }
+    abstract get visible(): boolean;
 
     /** A message to its page, if it has one on screen. */
     post(message: ToPage): void {
         this.page?.post(message);
     }
 
-    constructor(
-        private readonly extensionUri: vscode.Uri,
-        private readonly servers: Servers,
-        private readonly focus: Focus,
-        private readonly say: Say,
-    ) {}
+    /** A new page over `webview` (the one before it disposed). */
+    protected host(webview: vscode.Webview, visible: () => boolean, wide: boolean): TranscriptPage {
+        this.page?.dispose();
+        this.page = new TranscriptPage(webview, visible, this.extensionUri, this.servers, this.focus, this.say, wide, this.events);
+        return this.page;
+    }
+
+    dispose(): void {
+        this.events.dispose();
+        this.page?.dispose();
+    }
+}
+
+/** The sidebar view, for glancing. */
+export class TranscriptView extends PageHost implements vscode.WebviewViewProvider {
+    private view: vscode.WebviewView | undefined;
+
+    get visible(): boolean {
+        return this.view?.visible ?? false;
+    }
 
     resolveWebviewView(view: vscode.WebviewView): void {
         this.view = view;
-        this.page?.dispose();
-        const page = new TranscriptPage(view.webview, () => view.visible, this.extensionUri, this.servers, this.focus, this.say, false, this.events);
-        this.page = page;
+        const page = this.host(view.webview, () => view.visible, false);
         view.onDidChangeVisibility(() => {
             // A hidden view receives nothing: when it shows again, it asks for what it missed.
             if (view.visible) page.sync();
@@ -295,36 +311,15 @@ export class TranscriptView implements vscode.WebviewViewProvider, vscode.Dispos
         // command creates it; a wake does not open it uninvited.
         if (focus) await vscode.commands.executeCommand('flower.transcript.focus');
     }
-
-    dispose(): void {
-        this.events.dispose();
-        this.page?.dispose();
-    }
 }
 
 /** The transcript in an editor tab ("flower: Open Transcript in Editor"); a reload restores it (serializer). */
-export class TranscriptPanel implements vscode.WebviewPanelSerializer, vscode.Disposable {
+export class TranscriptPanel extends PageHost implements vscode.WebviewPanelSerializer {
     private panel: vscode.WebviewPanel | undefined;
-    private page: TranscriptPage | undefined;
-    /** Its page's syncs and messages (the approval cards follow them). */
-    readonly events = new PageEvents();
 
-    /** Whether its page is on screen (a hidden one receives nothing). */
     get visible(): boolean {
         return this.panel?.visible ?? false;
     }
-
-    /** A message to its page, if it has one on screen. */
-    post(message: ToPage): void {
-        this.page?.post(message);
-    }
-
-    constructor(
-        private readonly extensionUri: vscode.Uri,
-        private readonly servers: Servers,
-        private readonly focus: Focus,
-        private readonly say: Say,
-    ) {}
 
     /** Open the tab, or bring it forward. */
     open(): void {
@@ -344,12 +339,10 @@ export class TranscriptPanel implements vscode.WebviewPanelSerializer, vscode.Di
     }
 
     private attach(panel: vscode.WebviewPanel): void {
-        this.page?.dispose();
         this.panel = panel;
         panel.title = vscode.l10n.t('flower transcript');
         panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'flower.svg');
-        const page = new TranscriptPage(panel.webview, () => panel.visible, this.extensionUri, this.servers, this.focus, this.say, true, this.events);
-        this.page = page;
+        const page = this.host(panel.webview, () => panel.visible, true);
         panel.onDidChangeViewState(() => {
             if (panel.visible) page.sync();
         });
@@ -360,10 +353,5 @@ export class TranscriptPanel implements vscode.WebviewPanelSerializer, vscode.Di
                 this.page = undefined;
             }
         });
-    }
-
-    dispose(): void {
-        this.events.dispose();
-        this.page?.dispose();
     }
 }
