@@ -457,6 +457,31 @@ async def test_terminal_detach_attach_say_ctrl_c_ps_and_stop(place, model, works
     assert "Traceback" not in started.err + ps.err + stopped.err + again.err
 
 
+async def test_terminal_detach_in_an_untrusted_folder_asks_the_trust_question_first(place, model, workspace, tmp_path):
+    from test_cli import Terminal
+    from test_trust import hostile, ran
+
+    marks = tmp_path / "marks"
+    hostile(workspace, marks, None)
+    model.push(*fs.first_run(workspace))
+    assert (await place.serve()).returncode == 0
+    env = terminal_env(place)
+    term = await Terminal.open("--detach", TASK, env=env, cwd=workspace)
+    try:
+        await term.expect("Trust this folder and let them run? [y/N]")
+        assert ran(marks) == set() and model.requests == []  # nothing before the answer, the engine started nothing
+        term.type("y")
+        await term.expect(f"trusted {workspace}")
+        await term.expect("started in the flower engine")
+        assert await term.wait() == 0
+    finally:
+        term.close()
+    observer = await place.client(workspace)
+    [status] = (await observer.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
+    assert status["trusted"] is True  # the engine read the answer the terminal remembered
+    await until(lambda: "session_start" in ran(marks), timeout=TIMEOUT, what="the folder's SessionStart hook in the engine's run")
+
+
 async def test_terminal_attached_answers_the_clarify_question_and_sees_the_run_finish(place, model, workspace):
     from test_cli import Terminal, flower
 

@@ -20,6 +20,7 @@ from .args import UsageError
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .console import Console, first_line
 from .keyboard import Asker, Keyboard, listen
+from .trust import settle
 
 if TYPE_CHECKING:
     from ..engine.client import EngineClient
@@ -263,6 +264,13 @@ async def detach_command(args: argparse.Namespace, text: str, locale: str) -> in
 
     workspace = Path.cwd()
     console = Console(locale, workspace=workspace)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    keyboard = Keyboard() if interactive else None
+    try:  # asked here, at the terminal, not in the engine: the engine reads the remembered answer (D10)
+        await settle(workspace, console, keyboard)
+    finally:
+        if keyboard is not None:
+            keyboard.close()
     try:
         running, note = await ensure(None, locale)
     except (StartError, PlaceError) as exc:
