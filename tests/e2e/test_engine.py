@@ -232,6 +232,39 @@ async def test_a_client_leaving_mid_turn_does_not_touch_the_run_and_a_new_one_ge
     assert place.client_env["ANTHROPIC_API_KEY"] not in json.dumps(second.log)
 
 
+async def test_a_window_attaching_mid_step_gets_the_steps_progress(place, model, workspace):
+    model.push(*held_first_run(workspace))
+    assert (await place.serve()).returncode == 0
+    folder = uri(workspace)
+    terminal = await place.client(workspace)  # like `flower --detach`: no work-done progress
+    await terminal.request(p.WAKE, {"folder": folder, "text": TASK, "env": place.client_env})
+    await model.wait_for_requests(1, timeout=TIMEOUT)  # the first step's reply is held: the step is running
+
+    window = Recorder()
+    window.client = await EngineClient.connect(place.sock, window)
+    place.clients.append(window.client)
+    created: list[str] = []
+
+    async def answer(method: str, params: Any) -> None:
+        assert method == "window/workDoneProgress/create"
+        created.append(params["token"])
+
+    window.client.answerer = answer
+    await window.request("initialize", {"processId": os.getpid(), "rootUri": folder,
+                                        "capabilities": {"window": {"workDoneProgress": True}},
+                                        "initializationOptions": {"flowerVersion": "0.1.0"}})
+    window.client.notify("initialized", {})
+    await window.request(p.ATTACH, {"folder": folder})
+    progress = lambda kind: [x for x in window.seen("$/progress") if x["value"]["kind"] == kind]  # noqa: E731
+    await until(lambda: progress("begin"), what="the running step's progress on the window that joined")
+    [begin] = progress("begin")
+    assert created == [begin["token"]] and begin["value"]["title"].startswith("flower: ")
+    model.release()
+    await window.ended()
+    assert begin["token"] in [x["token"] for x in progress("end")]  # and it ended there too
+    assert terminal.seen("$/progress") == []  # the terminal never asked for it
+
+
 async def test_two_clients_on_one_folder_see_the_same_run_and_either_can_cancel(place, model, workspace):
     model.push(Reply(blocks=[say("thinking about it")], hold=True))
     assert (await place.serve()).returncode == 0

@@ -48,6 +48,7 @@ class Fanout:
         """Send this folder's notifications to `connection` from now on (idempotent)."""
         if connection not in self.connections:
             self.connections.append(connection)
+            self.work_done_progress.join(connection)
 
     def detach(self, connection: Connection) -> None:
         """Stop sending to `connection` (idempotent)."""
@@ -67,9 +68,8 @@ class FanProtocol:
 
     @property
     def client_capabilities(self) -> types.ClientCapabilities:
-        """Work-done progress is on when any attached client supports it (each gets it only if it does)."""
-        progress = any(c.supports_progress for c in self.fan.live())
-        return types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=progress))
+        """Work-done progress is always on: a window attaching mid-step joins it (each client gets it only if it can)."""
+        return types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send one notification to every attached connection; remember the running wake's transcript."""
@@ -128,6 +128,9 @@ class FanProgress:
         self.fan = fan
         self.tokens: dict[str, list[Connection]] = {}
         """Token → the connections that created it."""
+        self.shown: dict[str, tuple[types.WorkDoneProgressBegin, types.WorkDoneProgressReport | None]] = {}
+        """Token → its begin and latest report: what a connection joining mid-step is shown first."""
+        self._joining: set[asyncio.Task[None]] = set()
 
     async def create_async(self, token: str) -> None:
         """Create the token on every attached client that supports progress (bounded per client)."""
@@ -141,6 +144,29 @@ class FanProgress:
             raise first if isinstance(first, (TimeoutError, JsonRpcException)) else JsonRpcException(message=str(first))
         self.tokens[token] = made
 
+    def join(self, connection: Connection) -> None:
+        """A connection attaching mid-step gets the running step's progress as well (created on it, then begun)."""
+        if connection.supports_progress:
+            for token in list(self.tokens):
+                task = asyncio.ensure_future(self._join(connection, token))
+                self._joining.add(task)
+                task.add_done_callback(self._joining.discard)
+
+    async def _join(self, connection: Connection, token: str) -> None:
+        try:
+            await asyncio.wait_for(connection.work_done_progress.create_async(token), CREATE_BOUND)
+        except (TimeoutError, JsonRpcException) as exc:
+            log.info("a joining client did not create progress %s (%s)", token, exc)
+            return
+        shown, made = self.shown.get(token), self.tokens.get(token)
+        if shown is None or made is None or connection in made or not connection.open:
+            return  # the step ended meanwhile
+        begin, latest = shown
+        connection.work_done_progress.begin(token, begin)
+        if latest is not None:
+            connection.work_done_progress.report(token, latest)
+        made.append(connection)
+
     def _send(self, token: str, kind: str, value: Any) -> None:
         for connection in self.tokens.get(token, []):
             if connection.open:
@@ -148,13 +174,17 @@ class FanProgress:
 
     def begin(self, token: str, value: types.WorkDoneProgressBegin) -> None:
         """Progress begins on the clients that created the token."""
+        self.shown[token] = (value, None)
         self._send(token, "begin", value)
 
     def report(self, token: str, value: types.WorkDoneProgressReport) -> None:
         """A progress line to the clients that created the token."""
+        if token in self.shown:
+            self.shown[token] = (self.shown[token][0], value)
         self._send(token, "report", value)
 
     def end(self, token: str, value: types.WorkDoneProgressEnd) -> None:
         """Progress ends; the token is forgotten."""
         self._send(token, "end", value)
         self.tokens.pop(token, None)
+        self.shown.pop(token, None)
