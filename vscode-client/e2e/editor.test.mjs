@@ -651,10 +651,41 @@ test('16 a tool outside flower.allow: the card in the transcript → Allow → t
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
     await until(() => /is done/.test(said()), 'the desktop notification of the wake that ended', secs(30));
     await ed.shot('16-approve-done');
-    // flower.engine "window" (a stdio server per window): the engine (21:26 UTC) answers flower/answer with
-    // Method Not Found, so a question that outlives the reload there cannot be answered from the new window yet.
+    // flower.engine "window" (a stdio server per window) here; scenario 17 is the same question in the engine.
   }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.notify': 'os', 'flower.resumeOnStartup': 'always', 'flower.engine': 'window' }, env: { PATH: `${bin}:${process.env.PATH}` } });
   removeDirs([bin]);
+});
+
+test('17 shared engine, a tool question open across Reload Window: the new window shows the same card, answering it runs the tool; the model is not asked again', TIME, async () => {
+  const ws = tempDir('ws-engine-approve');
+  await scenario('17-engine-approve', 'approve', [ws], async (ed, model) => {
+    await showTranscript(ed);
+    await start(ed);
+    const open = () => ed.view().locator('[data-testid="approval"][data-state="open"]').first();
+    await open().waitFor({ timeout: secs(120) });
+    assert.ok(ed.engine() > 0, 'the run is in the engine');
+    const asked = model.requests.length;
+    await ed.reload();
+    // The question waited in the engine; the new window shows it from FolderStatus.waitingFor.
+    await showTranscript(ed);
+    await open().waitFor({ timeout: secs(60) });
+    assert.match(await open().locator('[data-testid="approval-summary"]').innerText(), /echo APPROVED_\$\(\(6\*7\)\)/);
+    await until(async () => (await ed.gauge().textContent())?.includes('flower: waiting for you'), 'the gauge to say waiting for you after the reload', secs(20));
+    assert.equal(model.requests.length, asked, 'the reload asked the model nothing');
+    assert.ok(!model.requests.some((r) => r.text.includes('APPROVED_42')), 'nothing ran before the answer');
+    await ed.shot('17-engine-approve-after-reload');
+    await open().locator('[data-testid="approval-allow"]').click();
+    await until(() => model.requests.slice(asked).find((r) => r.text.includes('APPROVED_42')), 'the tool result APPROVED_42 at the model', secs(60));
+    model.release();
+    await until(async () => /echo SECOND_/.test(await open().locator('[data-testid="approval-summary"]').innerText().catch(() => '')), 'the second question as a card', secs(60));
+    await open().locator('[data-testid="approval-allow"]').click();
+    await until(() => model.requests.find((r) => r.text.includes('SECOND_48')), 'the tool result SECOND_48 at the model', secs(60));
+    await row(ed, '[data-kind="verdict"]', undefined, secs(90));
+    // One conversation, never cut: no retried call, no wake #2.
+    assert.ok(!model.requests.some((r) => r.text.includes('Trying that check again')), 'the model was never asked to retry a call');
+    assert.equal(await ed.view().locator('[data-testid="row"][data-kind="banner"]', { hasText: /wake #2/ }).count(), 0, 'no second wake');
+    await ed.shot('17-engine-approve-done');
+  }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.resumeOnStartup': 'always' } });
 });
 
 test('15 the run\'s changes: the Changes view lists the written and the edited file with counts, the diff editor shows before ↔ now, Revert File restores; the transcript in an editor tab survives Reload Window', { timeout: secs(300) }, async () => {

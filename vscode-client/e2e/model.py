@@ -137,7 +137,8 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
         # outlives the reload (the engine) and is answered, the model goes on to finish instead.
         retry = reply(say("Trying that check again."), tool_use("Bash", {"command": 'sh -c "echo SECOND_$((6*8))"', "description": "Print another marker"}),
                       **big)
-        retry.match = lambda body: "SECOND_48" not in json.dumps(body) and not refused(body)
+        # The work session's own retry: its conversation holds the first call's output (the judge's does not).
+        retry.match = lambda body: "APPROVED_42" in (d := json.dumps(body)) and "SECOND_48" not in d and not refused(body)
         # The old server's CLI, its permission stream closed by the reload, goes on with its turn for a
         # moment: it gets one reply that ends the turn, so the script is left for the resumed wake.
         orphan = text("(the window went away: stopping here)", **big)
