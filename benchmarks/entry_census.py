@@ -3,8 +3,8 @@
 Usage: python benchmarks/entry_census.py [--rounds N]
 
 The bundled Claude Code CLI runs a workflow step (tests/programs/workflow.py) against flower.testing.ScriptedModel on
-127.0.0.1: N rounds of Read (a 30 KB file), Bash (every tenth command runs 3 s printing every second, long enough
-for the CLI's progress events), Write, Edit, Grep and TodoWrite, then a second process resumes the session with one more
+127.0.0.1: N rounds of Read (a 30 KB file), Bash (every tenth command runs 3 s, printing every second: the kind of
+command the CLI reports progress for), Write, Edit, Grep and TodoWrite, then a second process resumes the session with one more
 turn. Printed: each entry type's count and bytes (orjson) in the CLI's JSONL and in sessions.db, and the sizes on
 disk. Not a speed benchmark: it says which entries a store could leave out, and how little they weigh.
 """
@@ -38,7 +38,7 @@ def script(rounds: int, ws: Path) -> list[Any]:
     replies: list[Any] = []
     for i in range(rounds):
         notes = str(ws / f"notes{i}.txt")
-        slow = "sleep 1; " if i % 10 == 0 else ""  # every tenth runs 3 s: long enough for the CLI's progress events
+        slow = "sleep 1; " if i % 10 == 0 else ""  # every tenth runs 3 s (does a progress line reach the transcript?)
         replies += [
             reply(say(f"round {i}: reading"), tool_use("Read", {"file_path": str(ws / "module.py")})),
             tool("Bash", {"command": f"for k in 1 2 3; do echo round {i} tick $k; seq 1 20; {slow}done",
