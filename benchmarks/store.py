@@ -15,6 +15,8 @@ Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s, and s
 CLI's JSONL of the same session (#26: bodies are zstd frames against the database's own dictionary; the floor stays
 uncompressed, so it is what compression costs). `--compare` first prints the three ways of compressing that were
 measured for #26 (one frame per entry, per entry with a trained dictionary, one frame per append batch).
+Each SQLite rate is also given per CPU second of this process (all its threads, the store's worker too): on a shared
+machine the wall time also holds what other processes took of the cores, and the load average is printed beside it.
 PostgreSQL (issue #14) runs on a server this script starts from the [test] extras' wheel (tests/pg.py), over its Unix
 socket; its raw floor is one `INSERT … SELECT FROM unnest(uuids, bodies)` per batch and transaction into a bare table
 (bodies uncompressed, as the store keeps them),
@@ -27,6 +29,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import random
 import sqlite3
 import sys
@@ -262,15 +265,26 @@ def compare(entries: list[dict[str, Any]], batch: int, jsonl: int) -> None:
         print(f"  {name:<44} {size / jsonl:.3f}x the JSONL   compress {mb / packing:6.0f} MB/s   expand {mb / expanding:6.0f} MB/s")
 
 
-async def store_append(store: SqliteSessionStore | PostgresSessionStore, key: Any, entries: list[Any], batch: int) -> float:
-    """Seconds to append ``entries`` in batches of ``batch``."""
-    t0 = time.perf_counter()
-    for j in range(0, len(entries), batch):
-        await store.append(key, entries[j : j + batch])
-    return time.perf_counter() - t0
+class Timed:
+    """Wall seconds and this process's CPU seconds (all its threads) of a `with` block."""
+
+    def __enter__(self) -> Timed:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
-def floor_append(path: Path, entries: list[dict[str, Any]], batch: int) -> float:
+async def store_append(store: SqliteSessionStore | PostgresSessionStore, key: Any, entries: list[Any], batch: int) -> Timed:
+    """The time to append ``entries`` in batches of ``batch``."""
+    with Timed() as took:
+        for j in range(0, len(entries), batch):
+            await store.append(key, entries[j : j + batch])
+    return took
+
+
+def floor_append(path: Path, entries: list[dict[str, Any]], batch: int) -> Timed:
     """The raw floor: orjson-encode every entry and executemany it into a bare table (no index),
     one committed transaction per batch, with the store's pragmas."""
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
@@ -278,29 +292,27 @@ def floor_append(path: Path, entries: list[dict[str, Any]], batch: int) -> float
     conn.execute("PRAGMA journal_mode = WAL").fetchone()
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("CREATE TABLE entries (seq INTEGER PRIMARY KEY, uuid TEXT, body BLOB NOT NULL)")
-    t0 = time.perf_counter()
-    for j in range(0, len(entries), batch):
-        rows = [(e.get("uuid"), orjson.dumps(e)) for e in entries[j : j + batch]]
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT INTO entries (uuid, body) VALUES (?, ?)", rows)
-        conn.execute("COMMIT")
-    seconds = time.perf_counter() - t0
+    with Timed() as took:
+        for j in range(0, len(entries), batch):
+            rows = [(e.get("uuid"), orjson.dumps(e)) for e in entries[j : j + batch]]
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT INTO entries (uuid, body) VALUES (?, ?)", rows)
+            conn.execute("COMMIT")
     conn.close()
-    return seconds
+    return took
 
 
-def floor_load(path: Path) -> float:
+def floor_load(path: Path) -> Timed:
     """The raw floor of a load: one SELECT of the bodies in order, orjson per row, GC paused."""
     conn = sqlite3.connect(path, isolation_level=None)
-    t0 = time.perf_counter()
-    bodies = [r[0] for r in conn.execute("SELECT body FROM entries ORDER BY seq")]
-    gc.disable()
-    loaded = [orjson.loads(b) for b in bodies]
-    gc.enable()
-    seconds = time.perf_counter() - t0
+    with Timed() as took:
+        bodies = [r[0] for r in conn.execute("SELECT body FROM entries ORDER BY seq")]
+        gc.disable()
+        loaded = [orjson.loads(b) for b in bodies]
+        gc.enable()
     del loaded
     conn.close()
-    return seconds
+    return took
 
 
 async def pg_floor(url: str, entries: list[dict[str, Any]], batch: int, loads: int) -> tuple[float, float]:
@@ -339,7 +351,7 @@ async def postgres_rounds(entries: list[dict[str, Any]], key: Any, batch: int, r
         url = server.url(server.new_database())
         for i in range(repeat):
             async with PostgresSessionStore(url, schema=f"bench{i}") as store:
-                keep("pg store append", await store_append(store, key, entries, batch))
+                keep("pg store append", (await store_append(store, key, entries, batch)).wall)
                 pool = await store._ensure_pool()
                 async with pool.acquire() as conn:  # the entries with their TOAST and indexes
                     keep("pg store disk", await conn.fetchval(f"SELECT pg_total_relation_size('bench{i}.entries')"))
@@ -390,8 +402,13 @@ async def main() -> int:
     # Store and floor take turns, each on a fresh file, so that machine noise hits both alike.
     best: dict[str, float] = {}
 
-    def keep(name: str, seconds: float) -> None:
+    def keep(name: str, seconds: float | Timed) -> None:
+        if isinstance(seconds, Timed):  # the CPU time says how much of the wall time the machine's load took
+            best[f"{name} cpu"] = min(best.get(f"{name} cpu", float("inf")), seconds.cpu)
+            seconds = seconds.wall
         best[name] = min(best.get(name, float("inf")), seconds)
+
+    start_load = os.getloadavg()[0]
 
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
@@ -404,9 +421,9 @@ async def main() -> int:
                 if not floor_first:
                     keep("floor append", floor_append(floor_db, entries, args.batch))
                 for _ in range(args.repeat):
-                    t0 = time.perf_counter()
-                    loaded = await store.load(key)
-                    keep("store load", time.perf_counter() - t0)
+                    with Timed() as took:
+                        loaded = await store.load(key)
+                    keep("store load", took)
                     if loaded != entries:
                         print("ERROR: SqliteSessionStore.load() differs from what was appended")
                         return 1
@@ -426,8 +443,17 @@ async def main() -> int:
               f"   raw floor {n / floor:>9,.0f} entries/s {mb / floor:>7.1f} MB/s"
               f"   store/floor {floor / seconds:.2f}x")
 
+    def cpu_row(name: str) -> None:
+        store, floor = best[f"store {name} cpu"], best[f"floor {name} cpu"]
+        print(f"          as much per CPU second: store {n / store:>9,.0f} entries/s {mb / store:>7.1f} MB/s"
+              f"   raw floor {n / floor:>9,.0f} entries/s {mb / floor:>7.1f} MB/s")
+
+    print(f"SqliteSessionStore, {os.cpu_count()} cores, load average {start_load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} now:")
     row("append", best["store append"], best["floor append"])
+    cpu_row("append")
     row("load", best["store load"], best["floor load"])
+    cpu_row("load")
     disk = best["store disk"] / jsonl
     print(f"  disk    sessions.db {best['store disk'] / 1e6:.1f} MB = {disk:.3f}x the CLI's JSONL ({jsonl / 1e6:.1f} MB)"
           f"   raw floor {best['floor disk'] / 1e6:.1f} MB = {best['floor disk'] / jsonl:.3f}x")

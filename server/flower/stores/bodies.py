@@ -67,6 +67,12 @@ class Codec:
         """The frame of a raw body (a frame passes as it is)."""
         return self._contexts()[0].compress(body) if is_raw(body) else body
 
+    def pack_all(self, bodies: Sequence[bytes | str]) -> list[bytes | str]:
+        """`bodies` with each raw one packed into its frame; frames and TEXT rows (the stdlib's) as they are."""
+        # One pass with the bound method, no pack() call per body (about 30 ms of calls per 20k entries in cProfile).
+        compress = self._contexts()[0].compress
+        return [compress(b) if type(b) is bytes and b[0] == _OPEN_BRACE else b for b in bodies]
+
     def unpacker(self) -> zstandard.ZstdDecompressor:
         """This thread's decompressor (its `decompress` expands one frame)."""
         return self._contexts()[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import itertools
 import json
 import os
 import sqlite3
@@ -307,6 +308,16 @@ def _encode(entry: SessionStoreEntry) -> bytes | str:
         return json.dumps(entry, separators=(",", ":"))
 
 
+def _encode_all(entries: Sequence[SessionStoreEntry]) -> list[bytes | str]:
+    """Each entry's stored JSON (see `_encode`)."""
+    dumps = orjson.dumps
+    try:
+        # One comprehension without a call of _encode per entry; a batch orjson refuses (rare) goes entry by entry.
+        return [dumps(e) for e in entries]
+    except TypeError:
+        return [_encode(e) for e in entries]
+
+
 def _without_gc(decode: Callable[[], T]) -> T:
     # JSON builds no cycles, but its ~50 containers per entry would trigger GC
     # passes over the whole heap that cost as much as the parsing itself.
@@ -456,13 +467,14 @@ def _append(
         tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
         # Looked up under the write lock: another process may have trained it since our last append.
         codec = _codec(conn)
-        pack = codec.pack if codec is not None else None
+        kept = bodies if len(fresh) == len(bodies) else [bodies[i] for i in fresh]
         conn.executemany(
             "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
-            [(tid, uuids[i], pack(b) if pack is not None and isinstance(b, bytes) else b) for i in fresh for b in (bodies[i],)],
+            zip(itertools.repeat(tid), uuids if kept is bodies else [uuids[i] for i in fresh],
+                kept if codec is None else codec.pack_all(kept)),
         )
         known |= added  # in place: on failure the caller drops this _Seen altogether
-        return _Seen(tid, mtime, known), len(fresh) if pack is None else 0
+        return _Seen(tid, mtime, known), len(fresh) if codec is None else 0
 
     return _in_transaction(conn, work)
 
@@ -588,7 +600,7 @@ class SqliteSessionStore(SessionStore):
         uuids = [u if isinstance(u := e.get("uuid"), str) else None for e in entries]
         # Encoded here, not in the worker: see load(). D6: no API key is stored, e.g. one quoted in
         # an API error the CLI records as assistant text.
-        bodies = redact_encoded([_encode(e) for e in entries])
+        bodies = redact_encoded(_encode_all(entries))
         k3 = _key3(key)
 
         def work(conn: sqlite3.Connection) -> None:
