@@ -42,7 +42,8 @@ class FlowerService:
                  model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
                  max_cost: float | None = None, settings: Settings | None = None, store: str | None = None,
                  project: str | None = None, trust: Trust | None = None, allow: list[str] | None = None,
-                 mode: str | None = None, approvals: Approvals | None = None, retention_days: int | None = None):
+                 mode: str | None = None, approvals: Approvals | None = None, retention_days: int | None = None,
+                 store_warn: int = retention.STORE_WARN_BYTES):
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
         self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
@@ -58,6 +59,8 @@ class FlowerService:
         """Tool calls outside `allow`, put to the person: front-ends add their askers (issue 24)."""
         self.retention_days = retention_days
         """A wake first deletes the sessions of archived tasks unused this many days (#26); None: never."""
+        self.store_warn = store_warn
+        """A store at least this large on disk gets one line at wake suggesting `flower gc`."""
         self._question_since: float | None = None
         self._offline_since: float | None = None
         self.budget = Budget(max_cost)
@@ -227,7 +230,7 @@ class FlowerService:
         self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
         try:
-            await self._housekeeping()
+            await self.housekeeping()
             ctx = await self._path.wake(text)
             return WakeOutcome(ok=ctx.ok, error=ctx.error, said=ctx.said, woke=ctx.woke, sessions=dict(ctx.sessions),
                                verdict=ctx.verdict)
@@ -243,8 +246,8 @@ class FlowerService:
             await rt.close()  # its journal's files; the sessions are the service's
             self._dirty = True
 
-    async def _housekeeping(self) -> None:
-        """Before the wake's steps: collect archived tasks past `retention_days`, and suggest `flower gc` for a large store.
+    async def housekeeping(self) -> None:
+        """Run at the start of every wake, before its steps: collect archived tasks past `retention_days`, and suggest `flower gc` for a large store.
 
         One line each (a Notice, so a terminal and an editor both show it); a failure is logged, never stops the wake.
         """
@@ -258,7 +261,7 @@ class FlowerService:
                         "retention_freed", self.locale, days=self.retention_days, sessions=freed.sessions, count=len(chosen),
                         before=megabytes(freed.before), after=megabytes(freed.after))))
             size = await asyncio.to_thread(self.sessions.raw.size_on_disk)
-            if size >= retention.STORE_WARN_BYTES:
+            if size >= self.store_warn:
                 self._emit(Notice(text=texts.text("store_large", self.locale, size=f"{size / 1e9:.1f}")))
         except Exception as exc:  # the store's size is a bonus to the wake, its failure only a log line
             log.warning("retention at wake: %s", exc)
