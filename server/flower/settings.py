@@ -64,8 +64,9 @@ class UntrustedSetting(SettingsError):
         self.where, self.setting, self.file = where, key, str(file)
 
 
-UNTRUSTED_KEYS = {"store": "untrusted_store", "mode": "untrusted_mode"}
-"""Keys an untrusted folder's file may never set (D10): a URL or credentials, or how permissions work. Its run_dir
+UNTRUSTED_KEYS = {"store": "untrusted_store", "mode": "untrusted_mode", "retention_days": "untrusted_retention"}
+"""Keys an untrusted folder's file may never set (D10): a URL or credentials, how permissions work, or when the
+person's archived transcripts are deleted (retention is the person's to decide, #26). Its run_dir
 must stay inside the folder, and its `allow` may only narrow the default, never widen it."""
 
 

@@ -135,3 +135,11 @@ def test_retention_days_is_off_by_default_and_set_by_file_variable_or_option(tmp
     assert OPTIONS["retentionDays"] == "retention_days"
     with pytest.raises(SettingsError, match="retention_days"):
         load(tmp_path, env={"FLOWER_RETENTION_DAYS": "0"})
+
+
+def test_an_untrusted_folders_file_cannot_set_retention(tmp_path: Path) -> None:
+    # A cloned repository's file must not decide to delete the person's archived transcripts (D10).
+    (tmp_path / ".flower.toml").write_text("retention_days = 1\n")
+    with pytest.raises(SettingsError, match="retention_days cannot be set by an untrusted folder's file"):
+        load(tmp_path, env={}, trusted=False)
+    assert load(tmp_path, env={"FLOWER_RETENTION_DAYS": "5"}, trusted=True).retention_days == 5

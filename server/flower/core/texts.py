@@ -484,6 +484,7 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
     "untrusted_allow": {"en": "it may only narrow the tools allowed ({allowed}), not widen them",
                         "zh": "它只能缩小允许的工具({allowed}),不能扩大"},
     "untrusted_store": {"en": "it names where tasks and their transcripts are stored", "zh": "它指定任务和记录存放的位置"},
+    "untrusted_retention": {"en": "it deletes archived tasks' transcripts", "zh": "它会删除已归档任务的记录"},
     "untrusted_run_dir": {"en": "it resolves outside the folder, to {path}", "zh": "它指向文件夹之外: {path}"},
     "status_trusted": {"en": "trusted   {answer} ({why})", "zh": "信任     {answer}({why})"},
     "trust_yes_word": {"en": "yes", "zh": "是"},
