@@ -131,29 +131,27 @@ async def seeded(workspace: Path, run_dir: Path) -> tuple[list[str], list[str]]:
     return ["old-clarify", "old-work"], ["new-work"]
 
 
-async def test_gc_at_a_terminal_asks_and_enter_is_no(env, workspace, run_dir):
-    old, current = await seeded(workspace, run_dir)
+async def answered(run_dir: Path, env: dict[str, str], workspace: Path, answer: str, then: str) -> str:
+    """`flower gc` at a terminal: wait for its question, type `answer`, wait for `then`; what the terminal showed."""
     term = await Terminal.open("gc", "-r", str(run_dir), env=env, cwd=workspace)
     try:
         await term.expect("would free 1 archived task(s): 2 sessions, 40 entries", timeout=30)
         await term.expect("Their 需求.md, 目标.md and notes stay. [y/N]", timeout=30)
-        term.type("")
-        await term.expect("nothing deleted", timeout=30)
+        term.type(answer)
+        await term.expect(then, timeout=30)
         assert await term.wait(timeout=30) == 0
     finally:
         term.close()
-    assert set(stored(run_dir)) == {*old, *current}
+    return term.screen
 
-    term = await Terminal.open("gc", "-r", str(run_dir), env=env, cwd=workspace)
-    try:
-        await term.expect("[y/N]", timeout=30)
-        term.type("y")
-        await term.expect("deleted 2 sessions (40 entries) of 1 archived task(s)", timeout=30)
-        assert await term.wait(timeout=30) == 0
-    finally:
-        term.close()
+
+async def test_gc_at_a_terminal_asks_and_enter_is_no(env, workspace, run_dir):
+    old, current = await seeded(workspace, run_dir)
+    await answered(run_dir, env, workspace, "", "nothing deleted")
+    assert set(stored(run_dir)) == {*old, *current}
+    screen = await answered(run_dir, env, workspace, "y", "deleted 2 sessions (40 entries) of 1 archived task(s)")
     assert set(stored(run_dir)) == set(current)
-    assert "Traceback" not in term.screen
+    assert "Traceback" not in screen
 
 
 async def test_gc_never_collects_a_session_the_current_task_names_even_when_an_archive_names_it(env, workspace, run_dir):
