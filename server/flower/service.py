@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import retention
 from .core import goals, taskfiles, texts
 from .core.approvals import Approvals
 from .core.changes import ChangeLog, WakeChanges
@@ -20,6 +21,7 @@ from .core.lineage import Lineage
 from .core.lock import WorkspaceLock, held
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
+from .core.text import megabytes
 from .core.trust import Trust, decide
 from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
@@ -40,7 +42,8 @@ class FlowerService:
                  model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
                  max_cost: float | None = None, settings: Settings | None = None, store: str | None = None,
                  project: str | None = None, trust: Trust | None = None, allow: list[str] | None = None,
-                 mode: str | None = None, approvals: Approvals | None = None):
+                 mode: str | None = None, approvals: Approvals | None = None, retention_days: int | None = None,
+                 store_warn: int = retention.STORE_WARN_BYTES):
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
         self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
@@ -54,6 +57,10 @@ class FlowerService:
         self.allow, self.mode = allow, mode
         self.approvals = approvals or Approvals()
         """Tool calls outside `allow`, put to the person: front-ends add their askers (issue 24)."""
+        self.retention_days = retention_days
+        """A wake first deletes the sessions of archived tasks unused this many days (#26); None: never."""
+        self.store_warn = store_warn
+        """A store at least this large on disk gets one line at wake suggesting `flower gc`."""
         self._question_since: float | None = None
         self._offline_since: float | None = None
         self.budget = Budget(max_cost)
@@ -94,7 +101,8 @@ class FlowerService:
                    handoff_at=settings.handoff_at, model=settings.model, fallback_model=settings.fallback_model,
                    isolated=settings.isolated, max_cost=settings.max_cost, settings=settings, store=settings.store,
                    project=settings.project, trust=trust, allow=settings.allow, mode=settings.mode,
-                   approvals=Approvals(settings.approvals_wait, "wait" if settings.approvals_unattended == "wait" else "deny"))
+                   approvals=Approvals(settings.approvals_wait, "wait" if settings.approvals_unattended == "wait" else "deny"),
+                   retention_days=settings.retention_days)
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -222,6 +230,7 @@ class FlowerService:
         self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
         try:
+            await self.housekeeping()
             ctx = await self._path.wake(text)
             return WakeOutcome(ok=ctx.ok, error=ctx.error, said=ctx.said, woke=ctx.woke, sessions=dict(ctx.sessions),
                                verdict=ctx.verdict)
@@ -236,6 +245,26 @@ class FlowerService:
             self._runtime = None
             await rt.close()  # its journal's files; the sessions are the service's
             self._dirty = True
+
+    async def housekeeping(self) -> None:
+        """Run at the start of every wake, before its steps: collect archived tasks past `retention_days`, and suggest `flower gc` for a large store.
+
+        One line each (a Notice, so a terminal and an editor both show it); a failure is logged, never stops the wake.
+        """
+        try:
+            if self.retention_days is not None:
+                found = await retention.survey(self.workspace, self.run_dir, self.sessions)
+                chosen = found.collectable(self.retention_days * retention.DAY_S)
+                if chosen:
+                    freed = await retention.collect(self.workspace, self.run_dir, self.sessions, chosen)
+                    self._emit(Notice(text=texts.text(
+                        "retention_freed", self.locale, days=self.retention_days, sessions=freed.sessions, count=len(chosen),
+                        before=megabytes(freed.before), after=megabytes(freed.after))))
+            size = await asyncio.to_thread(self.sessions.raw.size_on_disk)
+            if size >= self.store_warn:
+                self._emit(Notice(text=texts.text("store_large", self.locale, size=f"{size / 1e9:.1f}")))
+        except Exception as exc:  # the store's size is a bonus to the wake, its failure only a log line
+            log.warning("retention at wake: %s", exc)
 
     async def _ask(self, question: str) -> str | None:
         if self.ask is None:

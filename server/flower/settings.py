@@ -19,6 +19,7 @@ silently comes from two places). Keys, environment variables and flags:
     mode            FLOWER_MODE              - / mode            (the CLI's permission mode)
     approvals.wait  FLOWER_APPROVALS_WAIT    - / approvalsWait   (seconds a question waits for the person)
     approvals.unattended FLOWER_APPROVALS_UNATTENDED - / approvalsUnattended  (deny or wait, after that)
+    retention_days  FLOWER_RETENTION_DAYS    - / retentionDays   (a wake collects archived tasks unused this long)
 
 `ANTHROPIC_MODEL` is the Claude Code CLI's own variable: flower reads it so that the model in use
 is shown, and passes the same name on. A file's relative `run_dir` is relative to the workspace;
@@ -63,8 +64,9 @@ class UntrustedSetting(SettingsError):
         self.where, self.setting, self.file = where, key, str(file)
 
 
-UNTRUSTED_KEYS = {"store": "untrusted_store", "mode": "untrusted_mode"}
-"""Keys an untrusted folder's file may never set (D10): a URL or credentials, or how permissions work. Its run_dir
+UNTRUSTED_KEYS = {"store": "untrusted_store", "mode": "untrusted_mode", "retention_days": "untrusted_retention"}
+"""Keys an untrusted folder's file may never set (D10): a URL or credentials, how permissions work, or when the
+person's archived transcripts are deleted (retention is the person's to decide, #26). Its run_dir
 must stay inside the folder, and its `allow` may only narrow the default, never widen it."""
 
 
@@ -92,6 +94,8 @@ class Settings:
     approvals_wait: float | None = None
     """Seconds a tool question waits for the person (None: as long as it takes), then `approvals_unattended` applies."""
     approvals_unattended: str = "deny"
+    retention_days: int | None = None
+    """Days after which a wake deletes an archived task's sessions from the store (`flower gc`, #26); None: never."""
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def run_dir_path(self, base: str | os.PathLike[str]) -> Path:
@@ -187,6 +191,8 @@ KEYS: dict[str, Key] = {
     "approvals_wait": Key(_positive_number, "seconds > 0, e.g. [approvals] wait = 600", "FLOWER_APPROVALS_WAIT", "approvalsWait"),
     "approvals_unattended": Key(_unattended, 'deny or wait, e.g. [approvals] unattended = "deny"', "FLOWER_APPROVALS_UNATTENDED",
                                 "approvalsUnattended"),
+    "retention_days": Key(_positive_int, "a whole number of days >= 1, e.g. retention_days = 90", "FLOWER_RETENTION_DAYS",
+                          "retentionDays"),
 }
 """Every key flower reads: the one schema the settings file, the environment, the flags and the editor's options are checked by."""
 

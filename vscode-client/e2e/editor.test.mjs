@@ -117,6 +117,7 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     assert.ok(fs.existsSync(marker), "the trusted workspace's .mcp.json server ran");
     const tip = await ed.gaugeTooltip((t) => t.includes('trusted:'), 'the trust');
     assert.match(tip, /trusted: yes \(the editor's workspace trust\)/);
+    assert.match(tip, /store \d+\.\d MB on disk/, 'the store size on disk (#26)');
     await ed.shot('1-start-done');
     // The folder's .flower.toml is read when its server starts: written now, the idle server restarts
     // with it, and the gauge names the model it sets (the settings outrank the model the CLI reported).

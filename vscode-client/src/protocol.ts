@@ -537,4 +537,6 @@ export interface InitializationOptions {
     approvalsWait?: unknown;
     /** After that: `deny` (the model is told the person was away) or `wait`. */
     approvalsUnattended?: unknown;
+    /** Days after which a wake deletes an archived task's sessions from the store (`flower gc`); unset: never. */
+    retentionDays?: unknown;
 }

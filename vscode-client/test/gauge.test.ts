@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cap, capReached, costLine, formatTokens, gauge, percent, shortModel, usd } from '../src/model/gauge';
+import { cap, capReached, costLine, formatTokens, gauge, percent, shortModel, STORE_WARN_BYTES, storeLine, usd } from '../src/model/gauge';
 import type { FolderStatus } from '../src/protocol';
 import { status } from './fixtures';
 
@@ -178,4 +178,19 @@ test('while the run waits for an approval or a question the gauge says flower: w
     const old = status();
     delete (old as Partial<FolderStatus>).waitingFor;
     assert.equal(gauge({ status: old, server: 'running' }).text, 'flower 80.2K / 200K · 40%');
+});
+
+test('the tooltip shows the store size on disk; past 2 GB it says what frees it', () => {
+    const small = gauge({ status: status({ storeBytes: 12_345_678 }), server: 'running' }).tooltip;
+    assert.ok(small.includes('store 12.3 MB on disk'), small.join('\n'));
+    assert.ok(!small.join('\n').includes('flower gc'), small.join('\n'));
+    const big = gauge({ status: status({ storeBytes: STORE_WARN_BYTES + 100_000_000 }), server: 'running' }).tooltip;
+    assert.ok(big.includes('store 2.1 GB on disk: `flower gc` shows what archived tasks hold and frees them'), big.join('\n'));
+    assert.equal(storeLine(STORE_WARN_BYTES - 1), 'store 2000.0 MB on disk');
+    // A status not read yet (null), or from a flower older than #26 (absent): no store line.
+    const unread = gauge({ status: status({ storeBytes: null }), server: 'running' }).tooltip;
+    assert.ok(!unread.some((l) => l.startsWith('store')), unread.join('\n'));
+    const older = { ...status() } as Partial<FolderStatus>;
+    delete older.storeBytes;
+    assert.ok(!gauge({ status: older as FolderStatus, server: 'running' }).tooltip.some((l) => l.startsWith('store')));
 });

@@ -8,6 +8,7 @@
     flower trust [DIR]       let this folder's own hooks, env and MCP servers run (untrust takes it back, D10)
     flower changes           what the agents changed, per wake (issue #25)
     flower revert FILE       put a file back as it was before the wake that changed it; --wake N: all of one wake
+    flower gc                what each task and archive holds in the store; --yes deletes archived tasks' sessions (#26)
     flower demo              the whole thing offline on the built-in scripted model
     flower --detach "task"   run it in the engine (D11) and return; `flower` here then attaches to the run
     flower ps | stop         the engine's runs; stop the one here
@@ -40,6 +41,7 @@ from .args import (
     UsageError,
     changes_parser,
     demo_parser,
+    gc_parser,
     main_parser,
     once_parser,
     ps_parser,
@@ -62,7 +64,7 @@ from .commands import (
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
-COMMANDS = ("once", "status", "changes", "revert", "demo", "trust", "untrust", "serve", "stop", "ps")
+COMMANDS = ("once", "status", "changes", "revert", "gc", "demo", "trust", "untrust", "serve", "stop", "ps")
 
 
 def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
@@ -78,6 +80,9 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             if command == "changes":
                 return changes.changes_command, changes_parser(locale).parse_args(rest)
             return changes.revert_command, revert_parser(locale).parse_args(rest)
+        if command == "gc":
+            from .gc import gc_command  # here, not at import: it needs the store (and the SDK behind the runtime)
+            return gc_command, gc_parser(locale).parse_args(rest)
         if command in ("trust", "untrust"):
             from .trust import trust_command
             return trust_command, trust_parser(locale, command == "trust").parse_args(rest)

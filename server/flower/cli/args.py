@@ -103,7 +103,7 @@ def main_parser(locale: str) -> Parser:
         locale=locale, prog="flower",
         description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
         epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower changes · flower revert FILE|--wake N · "
-               "flower trust|untrust [DIR] · flower demo (offline, no API key) · flower serve · flower ps · flower stop. "
+               "flower gc [--older-than 90d] [--yes] · flower trust|untrust [DIR] · flower demo (offline, no API key) · flower serve · flower ps · flower stop. "
                "Exit codes: 0 done, 1 not finished, 2 bad input, 3 workspace busy, 130 interrupted.",
     )
     made.add_argument("text", nargs="*", help="the task (first time) or one more sentence (afterwards)")
@@ -211,6 +211,37 @@ def revert_parser(locale: str) -> Parser:
     made.add_argument("--wake", type=rounds_type(locale), metavar="N", help="the wake whose before-images to restore")
     made.add_argument("--yes", action="store_true", help="restore without asking (needed when not on a terminal)")
     add_run_dir(made)
+    return made
+
+
+def age_type(locale: str) -> Callable[[str], tuple[str, float]]:
+    """`--older-than 90d`: days or hours, as (what was typed, seconds)."""
+
+    def age(value: str) -> tuple[str, float]:
+        from ..retention import age_seconds  # here: `flower --help` imports no store
+
+        try:
+            return value.strip(), age_seconds(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(text("gc_bad_age", locale, value=repr(value))) from None
+
+    return age
+
+
+def gc_parser(locale: str) -> Parser:
+    """`flower gc [--older-than 90d] [--yes] [-r DIR] [--store URL]` (#26)."""
+    made = Parser(locale=locale, prog="flower gc",
+                  description="What the current task and each archived one (flower --new, notes/archive/) hold in flower's store: "
+                              "sessions, entries, bytes on disk, last use; with --yes, delete the archived tasks' sessions and "
+                              "give the space back. The current task's sessions are never deleted, nor any file of an archive "
+                              "(需求.md, 目标.md, notes), nor the Claude Code CLI's own transcripts under ~/.claude: flower only "
+                              "collects its own store.")
+    made.add_argument("--older-than", type=age_type(locale), metavar="AGE",
+                      help="only archived tasks last used longer ago than AGE, e.g. 90d or 12h (default: every archived task)")
+    made.add_argument("--yes", action="store_true",
+                      help="delete without asking (without it a terminal asks, and piped output only lists)")
+    add_run_dir(made)
+    add_store(made)
     return made
 
 

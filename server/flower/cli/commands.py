@@ -14,6 +14,7 @@ from ..core.approvals import Approval, Decision
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
 from ..core.shared import is_postgres_url
+from ..core.text import megabytes
 from ..core.texts import Said
 from ..core.trust import decide, why
 from ..settings import Settings, load
@@ -210,7 +211,7 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
     console.line(console.text("status_run_dir", path=st["run_dir"]))
     console.line(console.text("status_identity", identity=st["identity"], store=st["store"]))
     if st["store_bytes"] is not None:
-        console.line(console.text("status_store_size", size=f"{st['store_bytes'] / 1e6:.1f}"))
+        console.line(console.text("status_store_size", size=megabytes(st["store_bytes"])))
     answer = console.text("trust_yes_word" if trust.trusted else "trust_no_word")
     console.line(console.text("status_trusted", answer=answer, why=st["trust"]["text"]))
     console.line(console.text("status_model", model=st["model"]) if st["model"] else console.text("status_model_unknown"))

@@ -34,3 +34,8 @@ def tool_arg(data: Any, *, limit: int = 80, path: Callable[[str], str] | None = 
 def tool_label(name: str, data: Any, *, limit: int = 80, path: Callable[[str], str] | None = None) -> str:
     """`Read(/path)`, `Bash(ls -la)`: a tool call as one short line (`path` shows a path argument differently)."""
     return f"{name}({tool_arg(data, limit=limit, path=path)})"
+
+
+def megabytes(n: int) -> str:
+    """Bytes as megabytes with one decimal (`12.3`), as `flower status` and `flower gc` show sizes."""
+    return f"{n / 1e6:.1f}"

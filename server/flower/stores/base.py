@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
 
 from ..core.errors import FlowerError
+
+
+class SessionUsage(NamedTuple):
+    """What one stored session takes: its entries (subagent transcripts included), their bytes as stored, its last write."""
+
+    session_id: str
+    entries: int
+    bytes: int
+    mtime: int
+    """The newest storage write of any of its transcripts, Unix epoch ms."""
 
 
 class Store(SessionStore, Protocol):
@@ -66,3 +76,12 @@ class Store(SessionStore, Protocol):
 
     def loader(self) -> Callable[[str, str], list[Any]] | None:
         """`session` as a picklable function for a worker process, or None when it must be read here."""
+
+    async def usage(self, project_key: str) -> list[SessionUsage]:
+        """Per stored session of `project_key`: entries, bytes as stored and last write (`flower gc`, #26)."""
+
+    async def delete_sessions(self, project_key: str, session_ids: Sequence[str]) -> None:
+        """Delete these sessions whole (subagent transcripts and summaries too), in one transaction."""
+
+    async def reclaim(self) -> None:
+        """Give the space of deleted rows back (SQLite: VACUUM; PostgreSQL: VACUUM of the store's tables), off the event loop."""

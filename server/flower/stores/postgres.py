@@ -41,6 +41,7 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
+from .base import SessionUsage
 from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
 from .sqlite import _encode_all, decode_bodies
 
@@ -568,6 +569,33 @@ class PostgresSessionStore(SessionStore):
                     await conn.execute(self.sql("DELETE FROM {s}.summaries WHERE project_key = $1 AND session_id = $2"), pk, sid)
 
         await self._with(work)
+
+    async def delete_sessions(self, project_key: str, session_ids: Sequence[str]) -> None:
+        """Delete these sessions whole (their entries by the cascade, subkeys and summaries too), in one transaction."""
+        pk = self.keys.get(project_key, project_key)
+
+        async def work(conn: Conn) -> None:
+            async with conn.transaction():
+                await conn.execute(self.sql(
+                    "DELETE FROM {s}.transcripts WHERE project_key = $1 AND session_id = any($2::text[])"), pk, list(session_ids))
+                await conn.execute(self.sql(
+                    "DELETE FROM {s}.summaries WHERE project_key = $1 AND session_id = any($2::text[])"), pk, list(session_ids))
+
+        await self._with(work)
+
+    async def reclaim(self) -> None:
+        """VACUUM the tables a deletion empties: their space is reused by later appends, and the empty pages at a table's
+        end go back to the disk. Not VACUUM FULL, which would lock the team's tables while it rewrites them (D9)."""
+        # Outside a transaction (VACUUM refuses one); a role that does not own the tables gets a warning, not an error.
+        await self._with(lambda conn: conn.execute(self.sql("VACUUM {s}.entries, {s}.transcripts, {s}.summaries")))
+
+    async def usage(self, project_key: str) -> list[SessionUsage]:
+        """Per session of `project_key`: its entries (subkeys included), their bytes as stored, its last write."""
+        rows = await self._with(lambda conn: conn.fetch(self.sql(
+            "SELECT t.session_id, count(e.seq), coalesce(sum(octet_length(e.body)), 0), max(t.mtime)"
+            " FROM {s}.transcripts t LEFT JOIN {s}.entries e ON e.transcript = t.id"
+            " WHERE t.project_key = $1 GROUP BY t.session_id"), self.keys.get(project_key, project_key)), READ_WAIT_S)
+        return [SessionUsage(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         """Subpaths (e.g. subagent transcripts) stored under a session."""

@@ -92,8 +92,13 @@ class PgRecords:
                     self.identity, json.dumps(data, ensure_ascii=False), socket.gethostname())
 
     def archive_lineage(self, into: Path, data: LineageData) -> None:
-        """The shared lineage written into the archive beside the files (S28)."""
+        """The shared lineage written into the archive beside the files, then emptied here (S28).
+
+        Emptied as run_dir's lineage.json is moved away: left in the database, the next wake would resume the
+        archived task's sessions instead of starting the new one (#26 found it: `--new` on PostgreSQL woke #2).
+        """
         write_atomic(free_name(into, LINEAGE_FILE), lineage_json(data))
+        self.save_lineage({"workspace": data["workspace"], "woke": 0, "steps": {}})
 
     def manifest_rows(self) -> list[dict[str, Any]]:
         """Every writer's rows, in the order the writers first wrote."""

@@ -33,6 +33,7 @@ from claude_agent_sdk.types import (
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
+from .base import SessionUsage
 from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
@@ -164,6 +165,27 @@ SELECT e.body FROM entries e
 WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
 AND e.seq > ? ORDER BY e.seq
 """
+
+
+_USAGE = """
+SELECT t.session_id, count(e.seq), coalesce(sum(length(CAST(e.body AS BLOB))), 0), max(t.mtime)
+FROM transcripts t LEFT JOIN entries e ON e.transcript = t.id
+WHERE t.project_key = ? GROUP BY t.session_id
+"""
+
+
+def _delete(conn: sqlite3.Connection, project_key: str, session_id: str, subpath: str) -> None:
+    """Delete a transcript (a main one: every subpath and the summary too), inside the caller's transaction."""
+    # A main key matches every subpath of the session; a subpath only itself.
+    where = "project_key = ? AND session_id = ?"
+    params: tuple[str, ...] = (project_key, session_id)
+    if subpath:
+        where, params = where + " AND subpath = ?", (project_key, session_id, subpath)
+    conn.execute(f"UPDATE clock SET mtime = max(mtime, (SELECT coalesce(max(mtime), 0) FROM transcripts WHERE {where}))", params)
+    conn.execute(f"DELETE FROM entries WHERE transcript IN (SELECT id FROM transcripts WHERE {where})", params)
+    conn.execute(f"DELETE FROM transcripts WHERE {where}", params)
+    if not subpath:
+        conn.execute(f"DELETE FROM summaries WHERE {where}", params)
 
 
 def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -> int | None:
@@ -692,23 +714,36 @@ class SqliteSessionStore(SessionStore):
 
     async def delete(self, key: SessionKey) -> None:
         """Delete ``key``; a main key also deletes its subkeys and summary."""
-        pk, sid, subpath = _key3(key)
-        # A main key matches every subpath of the session; a subpath only itself.
-        where = "project_key = ? AND session_id = ?"
-        params: tuple[str, ...] = (pk, sid)
-        if subpath:
-            where, params = where + " AND subpath = ?", (pk, sid, subpath)
+        k3 = _key3(key)
+        await self._call(lambda conn: _in_transaction(conn, lambda: _delete(conn, *k3)))
+
+    async def delete_sessions(self, project_key: str, session_ids: Sequence[str]) -> None:
+        """Delete these sessions whole (subkeys and summaries too), in one transaction."""
+        gone = set(session_ids)
 
         def work(conn: sqlite3.Connection) -> None:
-            conn.execute(f"UPDATE clock SET mtime = max(mtime, (SELECT coalesce(max(mtime), 0) FROM transcripts WHERE {where}))", params)
-            conn.execute(
-                f"DELETE FROM entries WHERE transcript IN (SELECT id FROM transcripts WHERE {where})", params
-            )
-            conn.execute(f"DELETE FROM transcripts WHERE {where}", params)
-            if not subpath:
-                conn.execute(f"DELETE FROM summaries WHERE {where}", params)
+            for sid in gone:
+                _delete(conn, project_key, sid, "")
+            for k3 in [k for k in self._seen if k[0] == project_key and k[1] in gone]:
+                del self._seen[k3]
 
         await self._call(lambda conn: _in_transaction(conn, lambda: work(conn)))
+
+    async def reclaim(self) -> None:
+        """Give the space of deleted rows back to the disk: VACUUM, then the WAL truncated (in the worker thread, #26)."""
+        def work(conn: sqlite3.Connection) -> None:
+            # A full VACUUM: the file was made with auto_vacuum off, and switching it on needs one anyway. It rewrites
+            # the file and needs its size free again on disk; a kill during it leaves the file as it was.
+            conn.execute("VACUUM")
+            # VACUUM wrote the new pages through the WAL: truncated, the -wal file no longer holds them twice.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+
+        await self._call(work)
+
+    async def usage(self, project_key: str) -> list[SessionUsage]:
+        """Per session of `project_key`: its entries (subkeys included), their bytes as stored, its last write."""
+        rows = await asyncio.to_thread(self._read_view, _USAGE, (project_key,))
+        return [SessionUsage(str(sid), int(n), int(size), int(mtime)) for sid, n, size, mtime in rows]
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         """Subpaths (e.g. subagent transcripts) stored under a session."""

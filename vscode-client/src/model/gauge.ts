@@ -90,7 +90,7 @@ export function gauge(input: GaugeInput): Gauge {
     return { text, colour, spinner: status.running, tooltip: tooltip(status) };
 }
 
-/** Tooltip lines: folder, wake #, step, goals n/m, model, cost, context, last verdict, wait reason, trust (D10). */
+/** Tooltip lines: folder, wake #, step, goals n/m, model, cost, context, last verdict, wait reason, store size (#26), trust (D10). */
 export function tooltip(status: FolderStatus): string[] {
     const done = status.goals.filter((g) => g.done).length;
     const lines = [`flower · ${status.name}`, `wake #${status.woke}`];
@@ -115,9 +115,20 @@ export function tooltip(status: FolderStatus): string[] {
         const w = status.waiting;
         lines.push(`waiting (${w.reason}), attempt ${w.attempt}/${w.maxAttempts}`);
     }
+    // `!= null`: a flower older than #26 sends no storeBytes.
+    if (status.storeBytes != null) lines.push(storeLine(status.storeBytes));
     // `!= null`: an older flower sends neither field. Who decided is the server's sentence, in the window's language.
     if (status.trusted != null) lines.push(`trusted: ${status.trusted ? 'yes' : 'no'}${status.trust ? ` (${status.trust})` : ''}`);
     return lines;
+}
+
+/** The store's size past which the tooltip suggests `flower gc` (the server's wake line uses the same, retention.py). */
+export const STORE_WARN_BYTES = 2_000_000_000;
+
+/** `store 12.3 MB on disk`; past STORE_WARN_BYTES in GB, with what frees it. */
+export function storeLine(bytes: number): string {
+    if (bytes >= STORE_WARN_BYTES) return `store ${(bytes / 1e9).toFixed(1)} GB on disk: \`flower gc\` shows what archived tasks hold and frees them`;
+    return `store ${(bytes / 1e6).toFixed(1)} MB on disk`;
 }
 
 /** The run waits for the person: a tool approval or a clarifying question (not an outage: nobody can fix that). */

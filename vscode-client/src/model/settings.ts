@@ -16,6 +16,7 @@ const EVERY_OPTION: Record<keyof InitializationOptions, true> = {
     mode: true,
     approvalsWait: true,
     approvalsUnattended: true,
+    retentionDays: true,
 };
 export type Option = keyof InitializationOptions;
 export const OPTIONS = Object.keys(EVERY_OPTION) as Option[];
