@@ -559,6 +559,19 @@ async def test_bad_input_is_one_clear_line_and_exit_2_with_nothing_written(env, 
     assert sorted(p.name for p in workspace.iterdir()) == ["keep.txt"]
 
 
+async def test_output_piped_into_a_reader_that_left_ends_quietly(env, workspace, run_dir):
+    # `flower status | head -1`: the reader closes its end; the command stops with the shell's code, no crash line.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = await asyncio.to_thread(subprocess.run, [str(FLOWER), "status"], cwd=workspace, env=cli_env(env),
+                                       stdin=subprocess.DEVNULL, stdout=write, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write)
+    assert done.returncode == 128 + signal.SIGPIPE and done.stderr == b""
+    assert not list(run_dir.glob("**/crash*")) and not list(run_dir.glob("**/*.log"))
+
+
 async def test_nothing_to_continue_when_piped_is_exit_2(env, workspace, run_dir):
     done = await flower("-r", str(run_dir), env=env, cwd=workspace)
     assert done.code == 2 and "nothing to continue here" in done.err and len(done.err.strip().splitlines()) == 1

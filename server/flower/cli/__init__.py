@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import select
+import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -121,9 +124,34 @@ def run(argv: list[str] | None = None) -> int:
         sys.stdout.write("\n")
         sys.stderr.write(f"flower: {text('interrupted', locale)}\n")
         return EXIT_INTERRUPTED
-    except Exception as exc:  # the last resort: a bug is one line here, its traceback in the run dir's log
-        sys.stderr.write(f"flower: {crash.caught(exc, crash_dir(argv)).text(locale)}\n")
-        return crash.EXIT_CRASH
+    except BrokenPipeError as exc:  # `flower gc | head`: the reader left early; as for any Unix tool, nothing to say
+        return EXIT_PIPE if _reader_left() else _crashed(exc, argv, locale)
+    except Exception as exc:
+        return _crashed(exc, argv, locale)
+
+
+EXIT_PIPE = 128 + signal.SIGPIPE
+"""A shell's code for a command whose output pipe closed (Python ignores SIGPIPE, so it is set by hand)."""
+
+
+def _crashed(exc: BaseException, argv: list[str], locale: str) -> int:
+    """The last resort: a bug is one line here, its traceback in the run dir's log."""
+    sys.stderr.write(f"flower: {crash.caught(exc, crash_dir(argv)).text(locale)}\n")
+    return crash.EXIT_CRASH
+
+
+def _reader_left() -> bool:
+    """Whether standard output's reader has gone; if so, it is pointed at /dev/null (the flush at exit stays quiet)."""
+    try:  # a pipe whose reader closed polls as an error on its write end
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+    if gone:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    return gone
 
 
 def crash_dir(argv: list[str]) -> Path | None:
