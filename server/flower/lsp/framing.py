@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -127,9 +129,51 @@ class StdinReader:
         return asyncio.get_running_loop().run_in_executor(self.pool, self.stream.read, n)
 
 
-async def serve(protocol: FlowerProtocol, reader: StdinReader, stop: threading.Event) -> None:
+async def line(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """A line up to `limit` bytes (less at end of input); a longer one comes in pieces."""
+    try:
+        return await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        return exc.partial
+    except asyncio.LimitOverrunError as exc:
+        return await reader.read(min(exc.consumed, limit) or limit)
+
+
+async def exactly(reader: asyncio.StreamReader, n: int) -> bytes:
+    """`n` bytes, or fewer at end of input."""
+    try:
+        return await reader.readexactly(n)
+    except asyncio.IncompleteReadError as exc:
+        return exc.partial
+
+
+def bodies(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """Each frame's body from an asyncio stream until it ends (bad header blocks skipped, as on stdio)."""
+    return frames(lambda limit: line(reader, limit), lambda n: exactly(reader, n))
+
+
+async def stdin_bodies(stdin: BinaryIO, pool: ThreadPoolExecutor) -> AsyncIterator[bytes]:
+    """Each frame's body from stdin: read by the event loop itself from a pipe or socket, else by worker threads.
+
+    Why: a worker thread's read costs the loop two thread hops and a GIL handover per read, three reads a frame;
+    on a loaded machine that was most of a status request's CPU and of its p99 (benchmarks/status.py).
+    A file or a terminal cannot be polled the same way (epoll refuses /dev/null and regular files).
+    """
+    mode = os.fstat(stdin.fileno()).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        reader = asyncio.StreamReader(limit=2 * LINE_LIMIT)
+        await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        source = bodies(reader)
+    else:
+        threaded = StdinReader(stdin, pool)
+        source = frames(threaded.readline, threaded.read)
+    async for body in source:
+        yield body
+
+
+async def serve(protocol: FlowerProtocol, stdin: BinaryIO, pool: ThreadPoolExecutor, stop: threading.Event) -> None:
     """Hand every frame to the protocol until end of input or stop."""
-    async for body in frames(reader.readline, reader.read):
+    async for body in stdin_bodies(stdin, pool):
         protocol.receive(body)
         if stop.is_set():
             return
@@ -142,7 +186,7 @@ def serve_stdio(server: JsonRPCServer) -> int:
     server._stop_event = stop = threading.Event()
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     try:
-        asyncio.run(serve(server.protocol, StdinReader(sys.stdin.buffer, server.thread_pool), stop))
+        asyncio.run(serve(server.protocol, sys.stdin.buffer, server.thread_pool, stop))
     except SystemExit as exc:  # pygls' exit handler raises it: 0 after shutdown, 1 without
         return exc.code if isinstance(exc.code, int) else 1
     except BrokenPipeError:
@@ -153,4 +197,4 @@ def serve_stdio(server: JsonRPCServer) -> int:
     return 0
 
 
-__all__ = ["FlowerProtocol", "frames", "serve_stdio"]
+__all__ = ["FlowerProtocol", "bodies", "frames", "serve_stdio"]
