@@ -155,10 +155,14 @@ class Served:
     def loop_watch(self) -> str:
         """The server's event loop as its `--watch-loop` summary saw it, in one line."""
         watch = next((line for line in self.stderr if line.startswith("loop-watch:")), "")
-        fields = dict(re.findall(r"(\w+)=([\d.]+)", watch))
+        fields = dict(re.findall(r"(\w+)=([\d./]+)", watch))
         return (f"server event loop: worst lag {fields.get('worst_ms', '?')} ms over {fields.get('beats', '?')} "
                 f"heartbeats, stalls over 50 ms: {len(self.stalls())} (loop thread computing in {fields.get('busy', '?')} "
-                "of them; the others are the process waiting for a CPU or the GIL)")
+                "of them; the others are the process waiting for a CPU or the GIL); beats over 10 ms late: "
+                f"{fields.get('late_over_10ms', '?')} (the loop computing in {fields.get('late_busy', '?')} of them, "
+                f"other threads in {fields.get('late_threads', '?')}); "
+                "garbage collections of generations "
+                f"0/1/2: {fields.get('gc', '?')}, the longest {fields.get('gc_worst_ms', '?')} ms")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -33,8 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pg import PgServer  # noqa: E402 - tests/pg.py: a real PostgreSQL from the [test] extras' wheel
 
 
-async def timed_status(server: Served) -> tuple[float, list[dict[str, Any]]]:
-    """(milliseconds, every folder's status) of one `flower/status` without a folder."""
+async def timed_status(server: Served, every: float = 0.0) -> tuple[float, list[dict[str, Any]]]:
+    """(milliseconds, every folder's status) of one `flower/status` without a folder, `every` seconds after the last."""
+    if every:
+        await asyncio.sleep(every)
     ms, result = await server.request(p.STATUS, {})
     return ms, result["folders"]
 
@@ -56,7 +58,7 @@ async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse
                 ms: list[float] = []
                 used = cpu_seconds(server.pid)
                 while not until(ms):
-                    ms.append((await timed_status(server))[0])
+                    ms.append((await timed_status(server, args.every / 1000))[0])
                 cpu[name] = (cpu_seconds(server.pid) - used) * 1000 / len(ms)
                 figures[name] = ms
                 return ms
@@ -82,7 +84,7 @@ async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse
                 said: list[float] = []
 
                 async def answered() -> None:
-                    ms, statuses = await timed_status(server)
+                    ms, statuses = await timed_status(server, args.every / 1000)
                     if all(s["unreachable"] for s in statuses):
                         said.append(time.perf_counter() - stopped)
                     outage.append(ms)
@@ -141,6 +143,7 @@ async def main(args: argparse.Namespace) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--every", type=float, default=0.0, help="milliseconds between status requests (0: back to back)")
     parser.add_argument("--folders", type=int, default=3, help="workspace folders in the server")
     parser.add_argument("--rounds", type=int, default=40, help="tool rounds in the streaming work step")
     parser.add_argument("--delay", type=float, default=0.05, help="seconds before each model reply")
