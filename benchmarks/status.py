@@ -1,7 +1,7 @@
 """`flower/status` for every folder never waits on a store: idle, while a wake streams, and with PostgreSQL stopped (D7).
 
 Usage: python benchmarks/status.py [--backend sqlite|postgresql|both] [--folders F] [--rounds R] [--delay S] [--idle N]
-                                   [--outage SECONDS]
+                                   [--outage SECONDS] [--every MS]
 
 For each backend (run_dir's SQLite files, then a shared PostgreSQL from tests/pg.py), starts the real server
 (`python -m flower.lsp`) over stdio with F workspace folders and the scripted model in this process; the agent is the
@@ -9,6 +9,10 @@ real Claude Code CLI. Times `flower/status` without a folder (every folder's sta
 on the idle server (the baseline of the same run), while a wake streams R tool rounds in the first folder, and — on
 PostgreSQL — for `--outage` seconds after the database is stopped under the running server, counting the answers
 that say the store is unreachable.
+
+After each status a bare asyncio echo process (serving.Echo) is timed the same way: its p99 in the same phase is
+the machine's floor, what any Python process waited for a CPU at those moments. The server's loop watch says how
+many of its heartbeats were over 10 ms late, and whether its loop, its other threads or neither was computing then.
 
 Targets: status p99 < 10 ms while a wake streams, on both backends; with PostgreSQL stopped, status p99 < 10 ms for
 every folder, and the answers say the store is unreachable.
@@ -22,23 +26,15 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from flower.lsp import protocol as p
 from flower.testing import ScriptedModel
-from serving import Served, cpu_seconds, frozen, percentile, script, summary  # benchmarks/serving.py
+from serving import Echo, Served, cpu_seconds, frozen, percentile, script, summary  # benchmarks/serving.py
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pg import PgServer  # noqa: E402 - tests/pg.py: a real PostgreSQL from the [test] extras' wheel
-
-
-async def timed_status(server: Served, every: float = 0.0) -> tuple[float, list[dict[str, Any]]]:
-    """(milliseconds, every folder's status) of one `flower/status` without a folder, `every` seconds after the last."""
-    if every:
-        await asyncio.sleep(every)
-    ms, result = await server.request(p.STATUS, {})
-    return ms, result["folders"]
 
 
 async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse.Namespace) -> dict[str, list[float]]:
@@ -48,23 +44,32 @@ async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse
     config = tmp / "claude-config"
     config.mkdir()
     figures: dict[str, list[float]] = {}
+    floor: dict[str, list[float]] = {}
+    """Phase → the echo's round trips, timed between its statuses: what any process waited for a CPU then."""
     cpu: dict[str, float] = {}
     """Phase → the server's CPU milliseconds per status answered in it (everything it did meanwhile included)."""
-    async with ScriptedModel(script(folders[0], args.rounds, args.delay)) as model:
+    said: list[float] = []
+    """Seconds after PostgreSQL stopped of each answer in which every folder says its store is unreachable."""
+    async with ScriptedModel(script(folders[0], args.rounds, args.delay)) as model, Echo() as echo:
         env = {**os.environ, **model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0"}
         async with Served(folders, env=env, options={"store": url} if url else None) as server:
 
-            async def phase(name: str, until: Any) -> list[float]:
-                ms: list[float] = []
+            async def phase(name: str, done: Callable[[list[float]], bool], stopped: float | None = None) -> None:
+                """Status for every folder, back to back (or `--every` ms apart), each followed by an echo, until `done`."""
+                ms: list[float] = figures.setdefault(name, [])
                 used = cpu_seconds(server.pid)
-                while not until(ms):
-                    ms.append((await timed_status(server, args.every / 1000))[0])
+                while not done(ms):
+                    if args.every:
+                        await asyncio.sleep(args.every / 1000)
+                    took, result = await server.request(p.STATUS, {})
+                    ms.append(took)
+                    if stopped is not None and all(s["unreachable"] for s in result["folders"]):
+                        said.append(time.perf_counter() - stopped)
+                    floor.setdefault(name, []).append(await echo.ping())
                 cpu[name] = (cpu_seconds(server.pid) - used) * 1000 / len(ms)
-                figures[name] = ms
-                return ms
 
             for _ in range(20):  # warm up imports and caches on both sides
-                await timed_status(server)
+                await server.request(p.STATUS, {})
             await phase("idle", lambda ms: len(ms) >= args.idle)
 
             started = time.perf_counter()
@@ -77,38 +82,22 @@ async def run(backend: str, url: str | None, pg: PgServer | None, args: argparse
                 return server.ended.is_set()
 
             await phase("while a wake streams", streamed)
-
             if pg is not None:
                 pg.stop()  # mid-run: the server keeps running, its store does not answer any more
                 stopped = time.perf_counter()
-                said: list[float] = []
-
-                async def answered() -> None:
-                    ms, statuses = await timed_status(server, args.every / 1000)
-                    if all(s["unreachable"] for s in statuses):
-                        said.append(time.perf_counter() - stopped)
-                    outage.append(ms)
-
-                outage: list[float] = []
-                used = cpu_seconds(server.pid)
-                while time.perf_counter() - stopped < args.outage:
-                    await answered()
-                cpu["PostgreSQL stopped"] = (cpu_seconds(server.pid) - used) * 1000 / len(outage)
-                figures["PostgreSQL stopped"] = outage
-                figures["_said"] = said
+                await phase("PostgreSQL stopped", lambda ms: time.perf_counter() - stopped >= args.outage, stopped)
                 pg.start()
     print(f"{backend}: {args.folders} folders, every folder's status per request; a wake of {args.rounds} tool rounds "
           "in the first")
     for name, ms in figures.items():
-        if not name.startswith("_"):
-            print(summary("  " + name, ms, 28) + f"  p99 x{percentile(ms, 99) / percentile(figures['idle'], 99):.2f} idle"
-                  f"  server CPU {cpu[name]:.2f} ms/status")
+        print(summary("  " + name, ms, 28) + f"  server CPU {cpu[name]:.2f} ms/status; "
+              f"the machine's floor (echo) p99 {percentile(floor[name], 99):.2f} ms")
     print("  " + server.loop_watch())
-    if "_said" in figures:
-        said = figures["_said"]
+    if pg is not None:
         first = f"{said[0]:.2f} s after the stop" if said else "never"
         print(f"  answers saying the store is unreachable: {len(said)} of {len(figures['PostgreSQL stopped'])} "
               f"(the first {first})")
+        figures["_said"] = said
     return figures
 
 
