@@ -179,3 +179,19 @@ test('while the run waits for an approval or a question the gauge says flower: w
     delete (old as Partial<FolderStatus>).waitingFor;
     assert.equal(gauge({ status: old, server: 'running' }).text, 'flower 80.2K / 200K · 40%');
 });
+
+test('a store that does not answer: the gauge says store unreachable in the error colour, the tooltip the server\'s sentence', () => {
+    const said = 'the store postgresql://flower@127.0.0.1:5432/team is not answering (connection refused); this status is what was read before. It refreshes when the store is back.';
+    const g = gauge({ status: status({ unreachable: said }), server: 'running' });
+    assert.equal(g.text, 'flower 80.2K / 200K · 40% · store unreachable');
+    assert.equal(g.colour, 'error');
+    assert.ok(g.tooltip.includes(`store unreachable: ${said}`), g.tooltip.join('\n'));
+    // Back again: no trace of it.
+    const back = gauge({ status: status(), server: 'running' });
+    assert.equal(back.colour, null);
+    assert.ok(!back.tooltip.some((line) => line.includes('unreachable')), back.tooltip.join('\n'));
+    // A flower older than this client sends no unreachable field at all.
+    const old = status();
+    delete (old as Partial<FolderStatus>).unreachable;
+    assert.equal(gauge({ status: old, server: 'running' }).text, 'flower 80.2K / 200K · 40%');
+});
