@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import os
 import random
-import re
 import statistics
 import sys
 import tempfile
@@ -28,16 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import project_key_for_directory
-from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
 from flower.core.lineage import Lineage
 from flower.core.manifest import Manifest, StepResult
 from flower.lsp import protocol as p
-from flower.lsp.server import converter_factory
 from flower.stores.sqlite import SqliteSessionStore
 from prune import with_debris  # benchmarks/prune.py: denials, interruptions, outages
+from serving import Served  # benchmarks/serving.py: the real server over stdio
 from store import SESSION, build  # benchmarks/store.py: the realistic transcript
 
 
@@ -57,12 +54,6 @@ async def seed(workspace: Path, n: int) -> int:
     return len(entries)
 
 
-async def timed(client: LanguageClient, method: str, params: dict[str, Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = await asyncio.wait_for(client.protocol.send_request_async(method, params), 60)
-    return (time.perf_counter() - start) * 1000, result
-
-
 def line(name: str, ms: list[float]) -> str:
     return f"{name:<28} n={len(ms):<4} p50={statistics.median(ms):7.2f} ms  max={max(ms):7.2f} ms"
 
@@ -77,64 +68,37 @@ async def main(n: int, repeat: int) -> int:
           f"({(workspace / 'runs' / 'sessions.db').stat().st_size / 1e6:.0f} MB sessions.db)")
     folder = from_fs_path(str(workspace))
 
-    client = LanguageClient("flower-bench", "1", converter_factory=converter_factory)
     pruned = asyncio.Event()
+    async with Served([workspace], progress=False,
+                      listener=lambda method, params: pruned.set() if method == p.PRUNED else None) as server:
 
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def logged(params: Any) -> None:
-        return None
+        async def timed(method: str, params: dict[str, Any]) -> tuple[float, Any]:
+            return await server.request(method, params, 60)
 
-    @client.feature(p.PRUNED)
-    def on_pruned(params: Any) -> None:
-        pruned.set()
+        for _ in range(10):  # imports and caches on both sides
+            await timed(p.STATUS, {"folder": folder})
+        phases = [("status baseline", time.time())]
+        status = [(await timed(p.STATUS, {"folder": folder}))[0] for _ in range(repeat)]
+        phases.append(("history first pages", time.time()))
 
-    await client.start_io(sys.executable, "-m", "flower.lsp", "--watch-loop")
-    stderr: list[str] = []
+        cold, first = await timed(p.HISTORY, {"folder": folder})
+        await asyncio.wait_for(pruned.wait(), 120) if first["pending"] else None
+        warm_pages = [await timed(p.HISTORY, {"folder": folder}) for _ in range(repeat)]
+        warm = [ms for ms, _ in warm_pages]
+        assert not warm_pages[-1][1]["pending"]
+        hidden = sum(1 for e in warm_pages[-1][1]["entries"] if e["pruned"] == "hidden")
 
-    async def drain() -> None:
-        assert client._server is not None and client._server.stderr is not None
-        while raw := await client._server.stderr.readline():
-            stderr.append(raw.decode(errors="replace").rstrip())
+        phases.append(("history full scan", time.time()))
+        scan_start, pages, seen, before = time.perf_counter(), 0, 0, None
+        while True:
+            _, page = await timed(p.HISTORY, {"folder": folder, "limit": 1000, "before": before})
+            pages, seen, before = pages + 1, seen + len(page["entries"]), page["nextBefore"]
+            if before is None:
+                break
+        scan = (time.perf_counter() - scan_start) * 1000
+        phases.append(("end", time.time()))
 
-    drainer = asyncio.create_task(drain())
-    await asyncio.wait_for(client.initialize_async(types.InitializeParams(
-        capabilities=types.ClientCapabilities(), process_id=os.getpid(),
-        workspace_folders=[types.WorkspaceFolder(folder, workspace.name)])), 30)
-    client.initialized(types.InitializedParams())
-
-    for _ in range(10):  # imports and caches on both sides
-        await timed(client, p.STATUS, {"folder": folder})
-    phases = [("status baseline", time.time())]
-    status = [(await timed(client, p.STATUS, {"folder": folder}))[0] for _ in range(repeat)]
-    phases.append(("history first pages", time.time()))
-
-    cold, first = await timed(client, p.HISTORY, {"folder": folder})
-    await asyncio.wait_for(pruned.wait(), 120) if first["pending"] else None
-    warm_pages = [await timed(client, p.HISTORY, {"folder": folder}) for _ in range(repeat)]
-    warm = [ms for ms, _ in warm_pages]
-    assert not warm_pages[-1][1]["pending"]
-    hidden = sum(1 for e in warm_pages[-1][1]["entries"] if e["pruned"] == "hidden")
-
-    phases.append(("history full scan", time.time()))
-    scan_start, pages, seen, before = time.perf_counter(), 0, 0, None
-    while True:
-        _, page = await timed(client, p.HISTORY, {"folder": folder, "limit": 1000, "before": before})
-        pages, seen, before = pages + 1, seen + len(page["entries"]), page["nextBefore"]
-        if before is None:
-            break
-    scan = (time.perf_counter() - scan_start) * 1000
-    phases.append(("end", time.time()))
-
-    await asyncio.wait_for(client.shutdown_async(None), 30)
-    client.exit(None)
-    assert client._server is not None
-    await asyncio.wait_for(client._server.wait(), 30)
-    await asyncio.wait_for(drainer, 10)
-    await client.stop()
-
-    watch = next((x for x in stderr if x.startswith("loop-watch:")), "")
-    fields = dict(re.findall(r"(\w+)=([\d.]+)", watch))
-    stalls = [x for x in stderr if "event loop stalled" in x]
+    stalls = server.stalls()
     base = statistics.median(status)
     print(f"flower/history vs flower/status, server over stdio (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     print(line("flower/status (baseline)", status))
@@ -143,7 +107,7 @@ async def main(n: int, repeat: int) -> int:
     print(line("history first page, warm", warm) + f"  x{statistics.median(warm) / base:.1f} status, {hidden} hidden on it")
     print(f"{'history full scan':<28} {scan:7.1f} ms  {pages} pages of ≤1000, {seen} entries shown of {stored} stored "
           f"({seen / (scan / 1000):.0f} entries/s)")
-    print(f"event loop (server): worst lag {fields.get('worst_ms', '?')} ms, stalls over 50 ms: {len(stalls)}")
+    print(server.loop_watch())
     # Which phase each stall fell in: stalls during the status baseline are the machine (load average
     # shown at the end), not flower; the loop thread's own CPU in each line tells computing from waiting for a CPU.
     when = [datetime.strptime(x[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp() for x in stalls]
@@ -153,7 +117,7 @@ async def main(n: int, repeat: int) -> int:
         print("  " + x)
     ok = cold < 100 and statistics.median(warm) < 100
     print(f"target first page < 100 ms (cold and warm): {'met' if ok else 'MISSED'}")
-    print(f"target no event-loop stall > 50 ms: {'met' if watch and not stalls else 'MISSED'} "
+    print(f"target no event-loop stall > 50 ms: {'met' if server.watched and not stalls else 'MISSED'} "
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     return 0
 

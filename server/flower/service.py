@@ -52,6 +52,8 @@ class FlowerService:
         self.model, self.fallback_model, self.isolated, self.max_cost = model, fallback_model, isolated, max_cost
         self.settings = settings
         """The settings these values were read from (shown by status), when a front-end read them."""
+        self._shown = settings.shown() if settings is not None else None
+        """`settings.shown()`, made once: settings never change in a service, and status is asked often."""
         self.trust = trust or decide(self.workspace, {**os.environ, **(env or {})})
         """Whether the folder's own Claude Code settings and MCP servers may run, for every agent of every wake (D10)."""
         self.allow, self.mode = allow, mode
@@ -83,6 +85,8 @@ class FlowerService:
         self._read_since = self._read_at = float("-inf")
         self._dirty = True
         """An event of this service changed the records since the snapshot was read."""
+        self._sized_at = float("-inf")
+        """When a refresh last read the store's size (`monotonic`)."""
         self._unreachable: texts.Said | None = None
         """The last refresh failed: the store is not answering."""
         self._runtime: Runtime | None = None
@@ -244,7 +248,7 @@ class FlowerService:
             self._model_seen = rt.model_seen or self._model_seen
             self._runtime = None
             await rt.close()  # its journal's files; the sessions are the service's
-            self._dirty = True
+            self._dirty, self._sized_at = True, float("-inf")  # the end's status shows the size the wake left
 
     async def housekeeping(self) -> None:
         """Run at the start of every wake, before its steps: collect archived tasks past `retention_days`, and suggest `flower gc` for a large store.
@@ -287,13 +291,16 @@ class FlowerService:
         return None
 
     # -- status ----------------------------------------------------------------------------
-    def _read_rest(self) -> _Rest:
-        """What status shows of the records and the workspace's files, read afresh if their stamps moved (a worker thread)."""
+    def _read_rest(self, sized: bool = True) -> _Rest:
+        """What status shows of the records and the workspace's files, read afresh if their stamps moved (a worker thread).
+
+        The store's size is read too when `sized`, else the last one is kept: no change stamp moves with an append,
+        and on PostgreSQL the size is a query of its own.
+        """
         records = self.sessions.records
         stamp = (records.stamp(), *(_stamp(self.workspace / name) for name in (REQUIREMENTS_FILE, goals.GOALS_FILE, ARCHIVE)))
         rest = self._rest
-        # Read at every refresh: appends move it, and no change stamp does (a stat, or one query of the shared store).
-        size = self.sessions.raw.size_on_disk()
+        size = self.sessions.raw.size_on_disk() if sized or rest is None else rest.store_bytes
         if rest is not None and rest.stamp == stamp:
             return dataclasses.replace(rest, store_bytes=size)
         st = at_rest(self.workspace, self.run_dir, records=records)
@@ -313,9 +320,12 @@ class FlowerService:
 
     async def _refresh(self) -> None:
         self._dirty, self._read_since = False, time.monotonic()
+        sized = self._read_since - self._sized_at >= SIZED_S
         try:
-            self._rest = await asyncio.to_thread(self._read_rest)
+            self._rest = await asyncio.to_thread(self._read_rest, sized)
             self._unreachable = None
+            if sized:
+                self._sized_at = self._read_since
         except Exception as exc:  # the store is not answering: status says so and shows what it read before (D9)
             self._unreachable = self._not_answering(exc)
             log.warning("status: %s", self._unreachable)
@@ -380,7 +390,7 @@ class FlowerService:
             model=self.model or seen or self._model_seen or st.model,
             # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
             cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
-            settings=self.settings.shown() if self.settings is not None else None, unreachable=unreachable,
+            settings=self._shown, unreachable=unreachable,
             store_bytes=rest.store_bytes if rest is not None else None)
 
     def _stored_context(self, session_id: str) -> int | None:
@@ -394,6 +404,8 @@ class FlowerService:
 
 STALE_S = 0.25
 """How old the status snapshot may be before a status starts a check of the records' change stamps."""
+SIZED_S = 5.0
+"""How often at most a background refresh reads the store's size (a status while a wake appends shows it this fresh)."""
 SLOW_S = 1.0
 """A refresh still running after this long: the store is not answering, and status says so."""
 ARCHIVE = "notes/archive"

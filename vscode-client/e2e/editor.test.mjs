@@ -369,7 +369,7 @@ function files(/** @type {string} */ dir) {
     .filter((f) => f.isFile()).map((f) => path.join(f.parentPath ?? f.path, f.name));
 }
 
-test('9 flower.store: a postgresql:// URL holds the task; after Reload Window the transcript and gauge come back from it; no sessions.db, no password shown', TIME, async () => {
+test('9 flower.store: a postgresql:// URL holds the task; after Reload Window the transcript and gauge come back from it; no sessions.db, no password shown; the database stopped, the gauge says the store is unreachable', TIME, async () => {
   const ws = tempDir('ws-store');
   const PROJECT = 'team-calc';
   const pg = await Postgres.start();
@@ -417,6 +417,18 @@ test('9 flower.store: a postgresql:// URL holds the task; after Reload Window th
       assert.deepEqual([...logs, ...files(ed.dirs.state), ...files(ws)].filter((f) => fs.readFileSync(f).includes(pg.password)), [], 'files holding the password (the engine log included)');
       assert.ok(!ed.output.includes(pg.password), 'code-server output');
       assert.ok(fs.readFileSync(path.join(ed.dirs.user, 'User', 'settings.json'), 'utf8').includes(pg.url), 'the setting held the URL (the scans could have found it)');
+
+      // The database stops under the running editor: status still answers, and the gauge says the store is unreachable.
+      await pg.down();
+      const tip = await until(async () => {
+        await ed.command(title('status')); // the person asks; each flower/status answers at once from memory
+        await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: 'wake #' }).first().waitFor({ timeout: secs(10) });
+        await ed.page.keyboard.press('Escape');
+        if (!(await ed.gauge().textContent())?.includes('store unreachable')) return null;
+        return ed.gaugeTooltip((text) => text.includes('store unreachable: the store '), 'the store unreachable line', secs(5));
+      }, 'the gauge and its tooltip to say the store is unreachable', secs(40));
+      assert.ok(!tip.includes(pg.password), 'the unreachable line names the store without its password');
+      await ed.shot('9-store-unreachable');
     }, { settings: { 'flower.store': pg.url, 'flower.project': PROJECT } });
   } finally {
     await pg.stop();

@@ -189,6 +189,7 @@ export class Postgres {
   stderr = '';
   /** @type {import('node:child_process').ChildProcess | undefined} */ proc;
   /** @type {{entries: number, projects: string[]} | null} */ counted = null;
+  downed = false;
 
   static async start() {
     const pg = new Postgres();
@@ -204,6 +205,7 @@ export class Postgres {
         Object.assign(pg, { url: msg.url, password: msg.password, pid: msg.pid });
         groups.add(msg.pid); // postgres runs in a session of its own: killed by group with the rest
       } else if (msg.event === 'count') pg.counted = msg;
+      else if (msg.event === 'down') pg.downed = true;
     });
     await until(() => pg.url || proc.exitCode !== null, 'PostgreSQL to accept connections', secs(60));
     if (!pg.url) throw new Error(`postgres.py did not start: ${pg.stderr}`);
@@ -215,6 +217,13 @@ export class Postgres {
     this.counted = null;
     this.proc?.stdin?.write('count\n');
     return until(() => this.counted, 'postgres.py to count the entries', secs(20));
+  }
+
+  /** Stop the database under the running editor (an outage); `stop()` still cleans up after it. */
+  async down() {
+    this.downed = false;
+    this.proc?.stdin?.write('down\n');
+    return until(() => this.downed, 'postgres.py to stop the database', secs(30));
   }
 
   /** End of input: the helper stops the server by pid and removes its dir; then both groups are gone. */

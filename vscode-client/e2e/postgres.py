@@ -8,7 +8,8 @@ with a password (as a team's would), then:
   the postmaster's, the leader of its own process group, so the harness can stop it even if this
   helper is killed first);
 - reads commands on stdin: `count` prints `{"event": "count", "entries": N, "projects": [...]}` (rows
-  of `flower.entries`, and the projects `flower.lineages` holds, as the superuser); end of input stops
+  of `flower.entries`, and the projects `flower.lineages` holds, as the superuser); `down` stops the
+  server (its directory stays) and prints `{"event": "down"}`; end of input stops
   the server by pid and removes its directory, as does SIGTERM.
 """
 
@@ -51,6 +52,9 @@ def main() -> None:
         for line in sys.stdin:
             if line.strip() == "count":
                 print(json.dumps(count(server, database)), flush=True)
+            elif line.strip() == "down":  # the database stops under the running editor: an outage (D9)
+                server.stop()
+                print(json.dumps({"event": "down"}), flush=True)
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the shutdown short
         server.remove()

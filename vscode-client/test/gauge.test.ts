@@ -194,3 +194,19 @@ test('the tooltip shows the store size on disk; past 2 GB it says what frees it'
     delete older.storeBytes;
     assert.ok(!gauge({ status: older as FolderStatus, server: 'running' }).tooltip.some((l) => l.startsWith('store')));
 });
+
+test('a store that does not answer: the gauge says store unreachable in the error colour, the tooltip the server\'s sentence', () => {
+    const said = 'the store postgresql://flower@127.0.0.1:5432/team is not answering (connection refused); this status is what was read before. It refreshes when the store is back.';
+    const g = gauge({ status: status({ unreachable: said }), server: 'running' });
+    assert.equal(g.text, 'flower 80.2K / 200K · 40% · store unreachable');
+    assert.equal(g.colour, 'error');
+    assert.ok(g.tooltip.includes(`store unreachable: ${said}`), g.tooltip.join('\n'));
+    // Back again: no trace of it.
+    const back = gauge({ status: status(), server: 'running' });
+    assert.equal(back.colour, null);
+    assert.ok(!back.tooltip.some((line) => line.includes('unreachable')), back.tooltip.join('\n'));
+    // A flower older than this client sends no unreachable field at all.
+    const old = status();
+    delete (old as Partial<FolderStatus>).unreachable;
+    assert.equal(gauge({ status: old, server: 'running' }).text, 'flower 80.2K / 200K · 40%');
+});

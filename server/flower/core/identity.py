@@ -35,6 +35,7 @@ def normalize_remote(url: str) -> str:
 def _git(workspace: Path, *args: str) -> str | None:
     try:
         done = subprocess.run(["git", "-C", str(workspace), *args], capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL,  # never the server's stdin, which its event loop reads
                               env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
     except (OSError, subprocess.SubprocessError):
         return None  # no git here: the path is the identity

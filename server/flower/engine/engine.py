@@ -26,7 +26,7 @@ from typing import Any
 from ..lsp import protocol as p
 from ..lsp.folders import Folder
 from ..lsp.framing import LINE_LIMIT
-from ..lsp.server import VERSION, _key, _path
+from ..lsp.server import VERSION, _key, _path, settle
 from ..settings import FILE as SETTINGS_FILE
 from ..settings import PYPROJECT
 from .connection import Connection
@@ -184,6 +184,7 @@ class Engine:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._stop.set)
             log.info("flower engine %s (pid %d) serving %s; stops after %.0f s idle", VERSION, os.getpid(), self.sock, self.idle)
+            settle()  # startup's objects out of every later garbage collection, as in the editor's server
             try:
                 await self._live()
             finally:

@@ -129,6 +129,8 @@ class Folder:
             settings, self.settings_error = Settings(), exc
         self.settings_problem = None if self.settings_error is None else _problem(self.settings_error, locale)
         """The same, as status shows it (a client tells the person at once, not only at their next wake)."""
+        self._trust_said = why(self.trust).text(locale)
+        """Why the folder is trusted or not, as status says it (made once: status is asked often)."""
         self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale, trust=self.trust)
         self.svc.ask = self._ask
         self.svc.approvals.askers.append(self._approve)
@@ -204,7 +206,7 @@ class Folder:
             verdict=p.VerdictState(v.round, v.passed, v.reasons) if v is not None else None,
             model=s.model, cost=p.Cost(s.cost.wake, s.cost.task, s.cost.max),
             unreachable=s.unreachable.text(self.svc.locale) if s.unreachable is not None else None,
-            settings=self.settings_problem, trusted=self.trust.trusted, trust=why(self.trust).text(self.svc.locale),
+            settings=self.settings_problem, trusted=self.trust.trusted, trust=self._trust_said,
             waiting_for=self._waiting_for(s.waiting_for), store_bytes=s.store_bytes,
         )
 

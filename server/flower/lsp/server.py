@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import os
 import signal
@@ -132,6 +133,10 @@ class FlowerServer(LanguageServer):
         log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
 
 
+LATE_S = 0.01
+"""A heartbeat this late is counted (not logged): the loop kept a request waiting longer than status may take."""
+
+
 class LoopWatch:
     """A heartbeat that measures how late the event loop wakes it: any lateness is a stall every request waits out."""
 
@@ -141,6 +146,14 @@ class LoopWatch:
         self.worst = 0.0
         self.stalls: list[tuple[float, float]] = []
         """(lag, CPU time of the loop thread during it) of each stall, in seconds."""
+        self.late: list[tuple[float, float, float]] = []
+        """(lag, the loop thread's CPU, the other threads' CPU) of each beat over 10 ms late: what a status
+        p99 < 10 ms must not see often (benchmarks/status.py). Neither thread computing: the machine's other processes."""
+        self.collections = [0, 0, 0]
+        """Garbage collections of each generation since the watch started."""
+        self.collected_worst = 0.0
+        """The longest collection, in seconds: every thread waits it out (it holds the GIL)."""
+        self._collecting = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -149,17 +162,28 @@ class LoopWatch:
             loop = asyncio.get_running_loop()
             if loop.get_debug():  # PYTHONASYNCIODEBUG=1: asyncio also names the callback behind each stall
                 loop.slow_callback_duration = self.threshold
+            gc.callbacks.append(self._collected)
             self._task = loop.create_task(self._run())
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._collecting = time.perf_counter()
+        else:
+            self.collections[info["generation"]] += 1
+            self.collected_worst = max(self.collected_worst, time.perf_counter() - self._collecting)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            before, cpu = loop.time(), time.thread_time()
+            before, cpu, others = loop.time(), time.thread_time(), time.process_time()
             await asyncio.sleep(self.beat)
             lag = loop.time() - before - self.beat
             cpu = time.thread_time() - cpu
+            others = time.process_time() - others - cpu
             self.beats += 1
             self.worst = max(self.worst, lag)
+            if lag > LATE_S:
+                self.late.append((lag, cpu, others))
             if lag > self.threshold:
                 # CPU the loop thread itself spent tells code that hogs the loop from a machine that preempts it.
                 self.stalls.append((lag, cpu))
@@ -168,8 +192,12 @@ class LoopWatch:
     def report(self) -> str:
         """One line: beats, worst lag, stalls over the threshold and how many of them the loop thread was computing."""
         busy = sum(1 for lag, cpu in self.stalls if cpu > self.threshold / 2)
+        late_busy = sum(1 for lag, cpu, _ in self.late if cpu > lag / 2)
+        late_threads = sum(1 for lag, cpu, others in self.late if cpu <= lag / 2 < others)
         return (f"loop-watch: beats={self.beats} worst_ms={self.worst * 1000:.1f} "
-                f"stalls_over_{self.threshold * 1000:.0f}ms={len(self.stalls)} busy={busy}")
+                f"stalls_over_{self.threshold * 1000:.0f}ms={len(self.stalls)} busy={busy} "
+                f"late_over_10ms={len(self.late)} late_busy={late_busy} late_threads={late_threads} "
+                f"gc={'/'.join(map(str, self.collections))} gc_worst_ms={self.collected_worst * 1000:.1f}")
 
 
 class ClientLog(logging.Handler):
@@ -188,6 +216,15 @@ class ClientLog(logging.Handler):
             self.ls.window_log_message(types.LogMessageParams(kind, p.redact(self.format(record))))
         except Exception:  # a log line must never break the server
             self.handleError(record)
+
+
+def settle() -> None:
+    """Leave what startup made (the SDK, pygls, flower: some 130k objects) out of every later garbage collection.
+
+    Why: a full collection walks every tracked object while holding the GIL, 50-230 ms on this machine, and a long
+    wake makes enough new objects to start one now and then: a status stall each time. Frozen, they are skipped.
+    """
+    gc.freeze()
 
 
 def _path(uri: str) -> Path | None:
@@ -254,6 +291,7 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
         ls.add_folder(uri, name)
     if ls.loop_watch is not None:
         ls.loop_watch.start()
+    settle()
     try:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, ls.terminate)
     except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
@@ -395,4 +433,4 @@ def _options(raw: Any) -> dict[str, object]:
     return given
 
 
-__all__ = ["FlowerServer", "converter_factory", "server"]
+__all__ = ["FlowerServer", "converter_factory", "server", "settle"]

@@ -19,7 +19,7 @@ export interface GaugeInput {
 
 export interface Gauge {
     text: string;
-    /** `warning` from the handoff threshold on, `error` offline or stopped. */
+    /** `warning` from the handoff threshold on, `error` offline, stopped or the store unreachable. */
     colour: 'warning' | 'error' | null;
     spinner: boolean;
     tooltip: string[];
@@ -87,10 +87,15 @@ export function gauge(input: GaugeInput): Gauge {
             text = `${text} · retry in ${left} s`;
         }
     }
+    if (status.unreachable != null) {
+        // The store does not answer (D9): the rest is what was read before, and a wake now would fail.
+        text = `${text} · store unreachable`;
+        colour = 'error';
+    }
     return { text, colour, spinner: status.running, tooltip: tooltip(status) };
 }
 
-/** Tooltip lines: folder, wake #, step, goals n/m, model, cost, context, last verdict, wait reason, store size (#26), trust (D10). */
+/** Tooltip lines: folder, wake #, step, goals n/m, model, cost, context, last verdict, wait reason, store unreachable, store size (#26), trust (D10). */
 export function tooltip(status: FolderStatus): string[] {
     const done = status.goals.filter((g) => g.done).length;
     const lines = [`flower · ${status.name}`, `wake #${status.woke}`];
@@ -115,7 +120,8 @@ export function tooltip(status: FolderStatus): string[] {
         const w = status.waiting;
         lines.push(`waiting (${w.reason}), attempt ${w.attempt}/${w.maxAttempts}`);
     }
-    // `!= null`: a flower older than #26 sends no storeBytes.
+    // `!= null`: an older flower sends neither field. The server's sentence, in the window's language (D4).
+    if (status.unreachable != null) lines.push(`store unreachable: ${status.unreachable}`);
     if (status.storeBytes != null) lines.push(storeLine(status.storeBytes));
     // `!= null`: an older flower sends neither field. Who decided is the server's sentence, in the window's language.
     if (status.trusted != null) lines.push(`trusted: ${status.trusted ? 'yes' : 'no'}${status.trust ? ` (${status.trust})` : ''}`);
