@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 test-python: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n 2 --durations=25
 
 test-editor: $(STAMP) $(CLIENT)/node_modules/.package-lock.json
 	bash $(CLIENT)/e2e/setup.sh >/dev/null  # chromium first: the webview page's unit tests run in it too

@@ -24,6 +24,7 @@ import flowerscript as fs
 from conftest import ROOT, until
 from flower import CLARIFY_RESUME, Runtime
 from flower.core.lock import WorkspaceLock
+from flower.core.text import tool_label
 from flower.lsp import protocol as p
 from flower.lsp.server import converter_factory
 from flower.testing import Reply, overloaded, say, text
@@ -261,7 +262,9 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
     assert seqs == sorted(set(seqs)) and seqs[0] >= 1  # strictly increasing per folder
     writes = [t for t in transcript if t["kind"] == "tool"]
     assert [w["toolName"] for w in writes] == ["Write", "Write", "Write"]
-    assert writes[0]["text"] == f"Write({workspace / '需求.md'})" and writes[0]["toolInput"]["content"] == fs.REQUIREMENTS
+    # The summary names the absolute path (clipped like every summary: a long temporary path ends in "…").
+    assert writes[0]["text"] == tool_label("Write", {"file_path": str(workspace / "需求.md")})
+    assert writes[0]["toolInput"] == {"file_path": str(workspace / "需求.md"), "content": fs.REQUIREMENTS}
     assert all(t["uuid"] and t["sessionId"] and t["role"] == "assistant" for t in transcript[1:])
     assert {t["sessionId"] for t in transcript if t["step"] == "干活"} == {status["steps"]["干活"]}
     # The pruner's view of each finished step's session (S23).
