@@ -10,7 +10,7 @@ api-request, last-prompt and cost-state lines). Tool results are mostly small,
 with a few tens-of-KB file reads; their text is real Python source.
 The raw floor is what any SQLite store must at least spend: orjson-encode each entry and
 executemany the rows into a bare table, one committed transaction per batch, the store's
-pragmas (WAL, synchronous=NORMAL, 16 KB pages); its load is one SELECT and orjson per row.
+pragmas (WAL, synchronous=NORMAL, 4 KB pages); its load is one SELECT and orjson per row.
 Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s, and sessions.db on disk <= 0.25x the
 CLI's JSONL of the same session (#26: bodies are zstd frames against the database's own dictionary; the floor stays
 uncompressed, so it is what compression costs). `--compare` first prints the three ways of compressing that were
@@ -288,7 +288,7 @@ def floor_append(path: Path, entries: list[dict[str, Any]], batch: int) -> Timed
     """The raw floor: orjson-encode every entry and executemany it into a bare table (no index),
     one committed transaction per batch, with the store's pragmas."""
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-    conn.execute("PRAGMA page_size = 16384")
+    conn.execute("PRAGMA page_size = 4096")
     conn.execute("PRAGMA journal_mode = WAL").fetchone()
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("CREATE TABLE entries (seq INTEGER PRIMARY KEY, uuid TEXT, body BLOB NOT NULL)")
