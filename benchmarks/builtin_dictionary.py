@@ -21,13 +21,12 @@ import tempfile
 from pathlib import Path
 
 import orjson
+import zstandard
 
 from entry_census import ROOT, run_step, script, stored
 from flower.stores.bodies import BUILTIN, BUILTIN_ID, LEVEL
 from flower.testing import ScriptedModel, text
 from store import build
-
-import zstandard
 
 
 async def cli_samples(rounds: int) -> list[bytes]:
