@@ -23,28 +23,17 @@ from pathlib import Path
 import orjson
 import zstandard
 
-from entry_census import ROOT, run_step, script, stored
+from entry_census import ROOT, cli_session, stored
 from flower.stores.bodies import BUILTIN, BUILTIN_ID, LEVEL
-from flower.testing import ScriptedModel, text
 from store import build
 
 
 async def cli_samples(rounds: int) -> list[bytes]:
     """The bodies flower stored of one real-CLI session (two processes), oldest first."""
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        ws, runs, config, home = base / "ws", base / "runs", base / "config", base / "home"
-        for d in (ws, config, home):
-            d.mkdir()
-        (ws / "module.py").write_text((ROOT / "server" / "flower" / "stores" / "shared.py").read_text()[:30_000])
-        async with ScriptedModel() as model:
-            env = {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "HOME": str(home),
-                   "XDG_CONFIG_HOME": str(home / ".config")}
-            model.push(*script(rounds, ws))
-            await run_step(ws, runs, env, timeout=120 + 10 * rounds)
-            model.push(text("the second process is done"))
-            await run_step(ws, runs, env, timeout=120)
-        return [orjson.dumps(e) for e in stored(runs / "sessions.db")]
+        module = (ROOT / "server" / "flower" / "stores" / "shared.py").read_text()[:30_000]
+        _, db = await cli_session(Path(tmp), rounds, module)
+        return [orjson.dumps(e) for e in stored(db)]
 
 
 async def main() -> int:

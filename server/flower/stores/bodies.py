@@ -1,4 +1,5 @@
-"""Entry bodies at rest: one zstd frame each, against a dictionary trained from the database's own first entries (#26).
+"""Entry bodies at rest: one zstd frame each, against flower's built-in dictionary until the database trains its own
+from its first entries (#26).
 
 Measured on benchmarks/store.py's 20k-entry session (41.5 MB of JSON), as a fraction of the CLI's JSONL: one
 level-3 frame per entry 0.37x, with a 112 KB dictionary trained on the first 500-5000 entries 0.13-0.14x, one frame
@@ -7,9 +8,19 @@ its own row (a tail read, a history page and a uuid check read only the rows the
 rewritten when a batch grows: D2). zstandard's reusable contexts compress and expand small frames 2-8x faster
 than pyzstd or backports.zstd (which re-digest the dictionary at every call).
 
-A body is raw JSON (it starts with ``{``: an entry is an object) until its database has a dictionary, then a zstd
-frame (it starts with the zstd magic number and names its dictionary). Rows the stdlib wrote (TEXT, or
-PostgreSQL's ``plain``) are kept as they are: rare, and read by another decoder.
+A database's own dictionary needs SAMPLES entries, and most databases never hold that many (an e2e test's, a short
+editor session's). Their bodies are frames against the built-in dictionary (bodies.zdict, 64 KB, shipped in the
+package; benchmarks/builtin_dictionary.py regenerates it from a real-CLI session flower runs and the benchmark's
+builder). On a 496-entry real-CLI session reading a file it was not trained on, the bodies take 0.185x the CLI's JSONL
+(plain level-3 frames 0.267x; 32 KB 0.195x, 112 KB 0.184x; trained on the real-CLI entries alone 0.186x but 0.230x on
+the builder's, on the builder's alone 0.209x). Once the database trains its own, new bodies use it; the earlier
+frames stay as they are. A frame's header names its dictionary (zstd's dict id; the built-in one's is fixed,
+BUILTIN_ID): a reader picks the decompressor by it, about 4% of a load's time (benchmarks/store.py prints it), and zstd
+itself refuses a frame given the wrong dictionary.
+
+A body is raw JSON (it starts with ``{``: an entry is an object) only in a database a v3 flower wrote before it had
+its dictionary, or an earlier one; otherwise a zstd frame (it starts with the zstd magic number). Rows the stdlib wrote
+(TEXT, or PostgreSQL's ``plain``) are kept as they are: rare, and read by another decoder.
 """
 
 from __future__ import annotations
