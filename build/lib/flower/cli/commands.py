@@ -1,0 +1,233 @@
+"""The commands: `flower [text]`, `flower once`, `flower status` (`flower demo` is in flower/demo.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.approvals import Approval, Decision
+from ..core.errors import FlowerError
+from ..core.identity import workspace_identity
+from ..core.shared import is_postgres_url
+from ..core.texts import Said
+from ..core.trust import decide, why
+from ..settings import Settings, load
+from .args import FLAGS, UsageError, given, writable_run_dir
+from .console import Console, first_line, setup_logging
+from .keyboard import Asker, Keyboard, listen, prompt
+from .trust import settle
+
+if TYPE_CHECKING:
+    from ..runtime import Sessions
+    from ..service import FlowerService
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Settings:
+    """This directory's settings: flags > environment > `.flower.toml` / `[tool.flower]` > defaults (flower.settings).
+
+    An untrusted folder's file may not name a store or a run_dir outside it (D10).
+    """
+    return load(workspace, given(args), labels=FLAGS, trusted=trusted)
+
+
+async def flower_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower [text]`, `flower --new text`: drive the FlowerService and render its events (or the engine's run, D11)."""
+    from . import engine
+
+    text = " ".join(args.text).strip()
+    if args.detach:
+        return await engine.detach_command(args, text, locale)
+    if not args.new and (held := await engine.held_here(Path.cwd(), locale)) is not None:
+        return await engine.attach_command(held, Path.cwd(), locale, text or None)  # the run lives in the engine
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    console = Console(locale, workspace=Path.cwd())
+    console.interactive = interactive
+    keyboard = Keyboard() if interactive else None
+    try:
+        return await _drive(args, locale, console, keyboard)
+    finally:
+        if keyboard is not None:
+            keyboard.close()
+
+
+async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboard: Keyboard | None) -> int:
+    from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+
+    text = " ".join(args.text).strip()
+    workspace = Path.cwd()
+    trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
+    settings = settings_of(args, workspace, trust.trusted)
+    run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
+    setup_logging(console)
+    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
+    await store_ready(svc.sessions, locale)
+    try:
+        # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
+        new = args.new
+        started = svc.status().started  # a task was started here: the next wake continues it
+        if not text:
+            if args.new or not started:
+                if keyboard is None:
+                    raise UsageError(console.text("new_needs_task" if args.new else "nothing_here"))
+                text = await prompt(keyboard, console, console.text("new_prompt"), allow_empty=False)
+            elif keyboard is not None:
+                text = await prompt(keyboard, console, console.text("wake_prompt"))
+                if text == "/new":
+                    new = True
+                    text = await prompt(keyboard, console, console.text("new_prompt"), allow_empty=False)
+
+        # -- run it, showing what happens as it happens -------------------------------------
+        if new or not started:
+            console.note(console.text("starting", where=workspace, runs=os.path.relpath(run_dir)))
+        svc.subscribe(console)
+        tasks = [asyncio.create_task(console.ticker())]
+        if keyboard is not None:
+            asker = Asker(keyboard, console)
+            svc.ask = asker
+            svc.approvals.askers.append(asker.approve)
+            tasks.append(asyncio.create_task(listen(keyboard, svc.say, asker)))
+        else:
+            unattended(svc, settings, console)
+        try:
+            result = await (svc.new(text) if new else svc.wake(text or None))
+        finally:
+            for task in tasks:
+                task.cancel()
+            console.clear()
+    except asyncio.CancelledError:
+        # Ctrl-C: stop the agent cleanly (bounded); the lineage already holds its sessions.
+        await asyncio.wait_for(svc.close(), 15)
+        raise
+    finally:
+        await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
+    if keyboard is not None:
+        console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)
+    if result.ok:
+        verdict = result.verdict
+        done = console.text("done", rounds=verdict.rounds) if verdict and verdict.passed else console.text("done_plain")
+        console.line(console.style(done, "1;32"))
+        return EXIT_OK
+    if svc.budget.exhausted():  # a run stopped at the cap: say so in one line, not as the step's failure
+        console.error(svc.budget.said().text(locale))
+        return EXIT_FAILED
+    console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("run_unfinished"))
+    return EXIT_FAILED
+
+
+def unattended(svc: FlowerService, settings: Settings, console: Console) -> None:
+    """Without a terminal nobody can answer a tool question: the unattended rule applies at once, said in one line.
+
+    Unless the person set `approvals.wait` themselves: then they expect an answer from elsewhere (issue 24).
+    """
+    if settings.sources.get("approvals_wait", "default") == "default":
+        svc.approvals.wait = 0.0
+
+    def said(approval: Approval, decision: Decision | None) -> None:
+        if decision is not None and decision.by == "unattended":
+            console.line(console.style(console.text("approval_unattended", tool=approval.tool, summary=approval.summary), "33"),
+                         sys.stderr)
+
+    svc.approvals.on_change.append(said)
+
+
+async def store_ready(sessions: Sessions, locale: str) -> None:
+    """Open the store before anything else: a bad `--store` is one line and exit 2, nothing touched (D9)."""
+    try:
+        await sessions.ready()
+    except FlowerError as exc:
+        raise UsageError(exc.text(locale)) from None
+
+
+def said_lines(said: Said, locale: str) -> str:
+    """A failure in the terminal's language: its first line, and its last when that differs (a fatal error's advice, S21)."""
+    lines = [ln for ln in said.text(locale).splitlines() if ln.strip()]
+    return "\n".join(dict.fromkeys(first_line(ln) for ln in lines[:1] + lines[-1:]))
+
+
+async def once_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
+    from ..runtime import AgentSpec, Budget, Runtime, Sessions
+
+    console = Console(locale, sys.stdout, sys.stderr, workspace=Path.cwd())
+    trust = await settle(Path.cwd(), console, None)  # one line when its own code is skipped; the question is `flower`'s
+    settings = settings_of(args, Path.cwd(), trust.trusted)
+    run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
+    setup_logging(console)
+    tools = [name.strip() for name in args.tools.split(",") if name.strip()]
+    agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
+    sessions = Sessions.open(run_dir, store=settings.store, workspace=Path.cwd(), project=settings.project)
+    async with sessions, Runtime(Path.cwd(), run_dir, sessions=sessions, model=settings.model, fallback_model=settings.fallback_model,
+                                 isolated=settings.isolated, budget=Budget(settings.max_cost), trust=trust) as rt:
+        await store_ready(sessions, locale)
+        if args.resume and not rt.has_session(args.resume):
+            raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
+        rt.listeners.append(console)
+        ticker = asyncio.create_task(console.ticker())
+        try:
+            result = await rt.run(agent, " ".join(args.prompt), resume=args.resume, step="once")
+        finally:
+            ticker.cancel()
+            console.clear()
+    if result.session_id:
+        console.line(console.text("session", sid=result.session_id))
+        console.note(console.text("resume_hint", sid=result.session_id))
+    if result.ok:
+        return EXIT_OK
+    console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("agent_unfinished"))
+    return EXIT_FAILED
+
+
+async def status_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower status`: the service's status of this directory, for people or (--json) scripts."""
+    from ..service import FlowerService
+    from ..status import to_json
+
+    console = Console(locale, workspace=Path.cwd())
+    setup_logging(console)
+    trust = decide(Path.cwd())
+    settings = settings_of(args, Path.cwd(), trust.trusted)
+    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale, trust=trust)
+    await store_ready(svc.sessions, locale)
+    try:
+        st: dict[str, Any] = to_json(svc.status())
+    finally:
+        await svc.close()
+    st["identity"] = workspace_identity(Path.cwd(), settings.project)
+    st["store"] = svc.sessions.raw.path if is_postgres_url(settings.store) else "sqlite"
+    st["trust"] = {"trusted": trust.trusted, "why": trust.why, "where": str(trust.where) if trust.where else None,
+                   "text": why(trust).text(locale)}
+    if args.json:
+        console.line(json.dumps(st, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    console.line(console.text("status_workspace", path=st["workspace"]))
+    console.line(console.text("status_run_dir", path=st["run_dir"]))
+    console.line(console.text("status_identity", identity=st["identity"], store=st["store"]))
+    if st["store_bytes"] is not None:
+        console.line(console.text("status_store_size", size=f"{st['store_bytes'] / 1e6:.1f}"))
+    answer = console.text("trust_yes_word" if trust.trusted else "trust_no_word")
+    console.line(console.text("status_trusted", answer=answer, why=st["trust"]["text"]))
+    console.line(console.text("status_model", model=st["model"]) if st["model"] else console.text("status_model_unknown"))
+    cost = st["cost"]
+    cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""
+    console.line(console.text("status_cost", wake=f"{cost['wake']:.2f}", task=f"{cost['task']:.2f}", cap=cap))
+    if st["steps"]:
+        console.line(console.text("status_resumes", woke=st["woke"], next=st["woke"] + 1))
+        for step, sid in st["steps"].items():
+            console.line(f"  {step}  {sid}")
+    else:
+        console.line(console.text("status_nothing"))
+    if st["interrupted"]:
+        console.line(console.text("status_interrupted"))
+    if st["goals"]:
+        done = sum(1 for g in st["goals"] if g["done"])
+        console.line(console.text("status_goals", done=done, total=len(st["goals"])))
+        for goal in st["goals"]:
+            console.line(f"  [{'x' if goal['done'] else ' '}] {goal['text']}")
+    return EXIT_OK

@@ -1,0 +1,200 @@
+"""What the command line shows: service events rendered as lines, and every write with API keys removed (D3, D6)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from ..core import texts
+from ..core.events import AssistantText, Banner, Event, Handoff, Header, Notice, Question, StepEnded, ToolCall, Verdict, Waiting
+from ..core.manifest import parse_name
+from ..core.redact import redact
+from ..core.resilience import endpoint
+from ..core.text import clip, tool_arg
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def first_line(text: str | None, width: int = 160) -> str:
+    """The first non-empty line of `text`, cut to `width` characters."""
+    return clip(next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), ""), width)
+
+
+def api_host(environ: Mapping[str, str] = os.environ) -> str:
+    """`host:port` the agent talks to (the probe's endpoint, S20): what an offline wait waits for."""
+    host, port = endpoint(environ)
+    return f"{host}:{port}"
+
+
+class Redacted(io.TextIOBase):
+    """A text stream that removes API keys from everything written through it (D6).
+
+    Installed over stdout and stderr for the whole `flower` process, so no line it prints
+    (rendered events, log lines, error messages, a traceback) can carry a key.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, s: str) -> int:
+        """Write `s` with keys replaced; returns len(s), as a caller expects."""
+        self.stream.write(redact(s))
+        return len(s)
+
+    def flush(self) -> None:
+        """Flush the wrapped stream."""
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        """Whether the wrapped stream is a terminal."""
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        """The wrapped stream's descriptor."""
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        """The wrapped stream's encoding."""
+        return self.stream.encoding
+
+
+class Console:
+    """Renders service events as lines; on a terminal, colours and a live line during waits."""
+
+    interactive = False
+    """Set when a person can answer questions at this terminal."""
+
+    def __init__(self, locale: str, out: TextIO | None = None, info: TextIO | None = None, *,
+                 live: bool | None = None, workspace: Path | None = None):
+        self.locale = locale
+        self.out = out or sys.stdout
+        self.info = info or self.out
+        self.live = self.out.isatty() if live is None else live
+        self.color = self.live and os.environ.get("TERM") != "dumb" and "NO_COLOR" not in os.environ
+        self.workspace = workspace
+        self.host = api_host()
+        self._wait: tuple[float, Waiting] | None = None  # (deadline, event) while a wait is shown live
+        self._shown = False  # a live line is on screen
+        self._frame = 0
+
+    # -- plumbing --------------------------------------------------------------------------
+    def text(self, key: str, **fields: object) -> str:
+        """The catalog sentence `key` in this console's locale."""
+        return texts.text(key, self.locale, **fields)
+
+    def style(self, text: str, code: str) -> str:
+        """`text` in an SGR style on a colour terminal, else as it is."""
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def clear(self) -> None:
+        """Remove the live line, if one is shown."""
+        if self._shown:
+            self.info.write("\r\x1b[2K")
+            self._shown = False
+
+    def line(self, text: str, stream: TextIO | None = None) -> None:
+        """Print one line (after clearing the live line)."""
+        self.clear()
+        stream = stream or self.out
+        stream.write(text + "\n")
+        stream.flush()
+
+    def note(self, text: str) -> None:
+        """A line of information (dim on a terminal)."""
+        self.line(self.style(text, "2"), self.info)
+
+    def error(self, text: str) -> None:
+        """The one-line reason of a failure, on stderr."""
+        self.clear()
+        sys.stderr.write(f"flower: {text}\n")
+        sys.stderr.flush()
+
+    # -- events ----------------------------------------------------------------------------
+    def __call__(self, event: Event) -> None:
+        """The service listener: one event in, its lines out."""
+        if not isinstance(event, Waiting):
+            self._wait = None
+        match event:
+            case Banner(text=text):
+                self.line(self.style(text, "1;32"))
+            case Header(text=text):
+                self.line(self.style(text, "1"))
+            case AssistantText(text=text, step=step) if parse_name(step or "")[1] == "judge":
+                # the judge's reasoning (S14): shown, but quieter than the work
+                self.note("\n".join("  " + ln for ln in text.rstrip("\n").splitlines()))
+            case AssistantText(text=text):
+                self.line(text.rstrip("\n"))
+            case ToolCall(name=name, input=data):
+                self.line(self.style(f"  · {name} {tool_arg(data, limit=100, path=self.relative)}".rstrip(), "36"), self.info)
+            case StepEnded(ok=False, step=step, error=error, said=said):
+                shown = said.text(self.locale) if said else error  # the terminal's language (D4)
+                self.line(self.style(self.text("failed_step", step=step, error=first_line(shown)), "31"), self.info)
+            case Verdict(round=n, passed=True):
+                self.line(self.style(self.text("verdict_pass", round=n), "1;32"), self.info)
+            case Verdict(round=n, reasons=reasons):
+                self.line(self.style(self.text("verdict_fail", round=n, reasons=first_line(reasons)), "33"), self.info)
+            case Question() if not self.interactive:
+                self.note(self.text("nobody"))
+            case Handoff(path=path):
+                self.note(self.text("handoff", path=self.relative(path)))
+            case Notice(text=text):
+                self.note(f"· {text}")
+            case Waiting(seconds=seconds) if self.live:
+                self._wait = (time.monotonic() + seconds, event)
+                self.tick()
+            case Waiting(seconds=seconds):
+                self.note(self.waiting(event, seconds))
+
+    # -- waits -----------------------------------------------------------------------------
+    def waiting(self, e: Waiting, left: float) -> str:
+        """What a wait waits for, with the time left."""
+        seconds = f"{max(0, round(left))}s"
+        if e.reason == "offline":
+            return self.text("offline", host=self.host, seconds=seconds, attempt=e.attempt, max=e.max_attempts)
+        return self.text("backoff", seconds=seconds, next=e.attempt + 1, max=e.max_attempts, error=first_line(e.error, 100))
+
+    def tick(self) -> None:
+        """Redraw the live line of the current wait (a spinner and a countdown)."""
+        if not self._wait or not self.live:
+            return
+        deadline, e = self._wait
+        self._frame = (self._frame + 1) % len(SPINNER)
+        self.info.write("\r\x1b[2K" + self.style(f"{SPINNER[self._frame]} {self.waiting(e, deadline - time.monotonic())}", "33"))
+        self.info.flush()
+        self._shown = True
+
+    async def ticker(self) -> None:
+        """Keep the live line moving while the run lasts."""
+        while True:
+            await asyncio.sleep(0.1)
+            self.tick()
+
+    def relative(self, path: str) -> str:
+        """A path under the workspace shown relative to it."""
+        if self.workspace:
+            try:
+                return str(Path(path).relative_to(self.workspace))
+            except ValueError:
+                pass
+        return path
+
+
+def setup_logging(console: Console) -> None:
+    """Warnings of flower's own modules (a corrupt lineage kept aside, an unwritable file) as `flower: …` lines."""
+
+    class ToConsole(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            console.error(redact(record.getMessage()))
+
+    log = logging.getLogger("flower")
+    log.handlers[:] = [ToConsole(logging.WARNING)]
+    log.setLevel(logging.WARNING)
+    log.propagate = False

@@ -1,0 +1,363 @@
+"""The commands that speak to the engine (D11): `flower serve`, and the terminal's side of a run the engine holds."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.events import AssistantText, Banner, Event, Handoff, Header, Notice, Question, StepEnded, ToolCall, Verdict, Waiting
+from ..lsp import protocol as p
+from .args import UsageError
+from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .console import Console, first_line
+from .keyboard import Asker, Keyboard, listen
+from .trust import settle
+
+if TYPE_CHECKING:
+    from ..engine.client import EngineClient
+
+
+async def serve_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower serve`: the engine in this process; `--background`: make sure one runs, print its socket, return."""
+    from ..engine.engine import Engine, EngineRunning
+    from ..engine.place import PlaceError, socket_path
+    from ..engine.start import StartError, ensure
+
+    try:
+        sock = socket_path()
+    except RuntimeError as exc:  # no home directory to put it in
+        raise UsageError(f"no place for the engine's socket ({exc}); set FLOWER_ENGINE to a socket path") from None
+    if args.background:
+        try:
+            running, note = await ensure(args.idle, locale, sock)
+        except (StartError, PlaceError) as exc:
+            sys.stderr.write(f"flower: {exc}\n")
+            return EXIT_FAILED
+        if note:
+            sys.stderr.write(f"flower: {note}\n")
+        sys.stdout.write(f"{running.sock}\n")
+        return EXIT_OK
+    from ..engine.place import log_path
+    from ..lsp.__main__ import log_to_stderr
+
+    # Started by --background, stderr is the log file already; at a terminal, the log goes to that file too,
+    # so a person sees one line, never a traceback.
+    log = log_path()
+    log_file = None
+    if sys.stderr.isatty():
+        from ..engine.place import private_dir
+
+        private_dir(log.parent)
+        log_file = open(log, "a", encoding="utf-8")  # noqa: SIM115 - open for the engine's whole life, closed below
+        sys.stderr.write(f"flower: the engine serves {sock} (log: {log}; Ctrl-C stops it)\n")
+    log_to_stderr(args.log_level, log_file)
+    try:
+        return await Engine(sock, args.idle if args.idle is not None else default_idle()).serve()
+    except EngineRunning as exc:
+        sys.stderr.write(f"flower: {exc}\n")
+        return EXIT_FAILED
+    except (PlaceError, OSError) as exc:
+        sys.stderr.write(f"flower: cannot serve at {sock}: {exc}\n")
+        return EXIT_USAGE
+    except Exception:
+        logging.getLogger("flower.engine").exception("the engine stopped on an error")
+        sys.stderr.write(f"flower: the engine stopped on an error; the details are in {log}\n")
+        return EXIT_FAILED
+    finally:
+        if log_file is not None:
+            log_file.close()
+
+
+def default_idle() -> float:
+    """`FLOWER_ENGINE_IDLE` seconds if set to a number > 0, else 600."""
+    import os
+
+    from ..engine.engine import IDLE
+
+    try:
+        value = float(os.environ.get("FLOWER_ENGINE_IDLE", ""))
+    except ValueError:
+        return IDLE
+    return value if value > 0 else IDLE
+
+
+# -- the terminal's side of a run the engine holds -------------------------------------------------
+async def held_here(workspace: Path, locale: str) -> Path | None:
+    """The engine's socket if an engine answers and runs a wake in `workspace`; None otherwise (nothing is started)."""
+    from ..engine.client import EngineClient, EngineError, Gone
+    from ..engine.place import socket_path
+
+    try:
+        sock = socket_path()
+    except RuntimeError:
+        return None
+    if not sock.exists():
+        return None
+    try:
+        client = await EngineClient.connect(sock, timeout=2.0)
+    except (OSError, TimeoutError):
+        return None
+    try:
+        await client.initialize(locale=locale)
+        runs = await client.request(p.RUNS, None, timeout=10.0)
+    except (EngineError, Gone, TimeoutError, OSError):
+        return None
+    finally:
+        await client.close()
+    here = same_path(workspace)
+    return sock if any(r["running"] and same_path(Path(r["workspace"])) == here for r in runs["runs"]) else None
+
+
+def same_path(path: Path) -> str:
+    """A folder as the engine compares it."""
+    return os.path.normcase(os.path.abspath(path))
+
+
+def event_of(method: str, params: dict[str, Any]) -> Event | None:
+    """A notification as the service event the terminal's Console renders (None: nothing to show)."""
+    step = params.get("step")
+    match method:
+        case p.BANNER:
+            return Banner(text=params["text"], woke=params["woke"], step=step)
+        case p.HEADER:
+            return Header(text=params["text"], step=step)
+        case p.TRANSCRIPT if params["role"] == "assistant" and params["kind"] == "tool":
+            return ToolCall(name=params["toolName"] or "", input=params["toolInput"] or {}, tool_use_id=params["toolUseId"] or "",
+                            session_id=params["sessionId"], uuid=params["uuid"], step=step)
+        case p.TRANSCRIPT if params["role"] == "assistant" and params["kind"] == "text":
+            return AssistantText(text=params["text"], session_id=params["sessionId"], uuid=params["uuid"], step=step)
+        case p.STEP_END:
+            return StepEnded(ok=params["ok"], session_id=params["sessionId"], error=params["error"], step=step)
+        case p.VERDICT:
+            return Verdict(round=params["round"], passed=params["passed"], reasons=params["reasons"], step=step)
+        case p.HANDOFF:
+            return Handoff(old_session=params["oldSession"], new_session=params["newSession"], path=params["path"])
+        case p.NOTICE:
+            return Notice(text=params["text"])
+        case p.WAIT:
+            return Waiting(reason=params["reason"], attempt=params["attempt"], max_attempts=params["maxAttempts"],
+                           seconds=params["seconds"], error=params["error"], offline_since=params["offlineSince"], step=step)
+        case p.QUESTION:
+            return Question(text=params["text"])
+    return None
+
+
+RECENT_SHOWN = 30
+"""Transcript entries printed when the terminal attaches (the newest)."""
+
+
+async def attach_command(sock: Path, workspace: Path, locale: str, text: str | None = None) -> int:
+    """Attach this terminal to the run the engine holds here: its recent transcript, then live; Ctrl-C detaches."""
+    from ..core.travel import travelling
+    from ..engine.client import EngineClient, EngineError, Gone
+
+    console = Console(locale, workspace=workspace)
+    interactive = sys.stdin.isatty()
+    end: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
+    folder: str | None = None
+
+    def on(method: str, params: Any) -> None:
+        if not isinstance(params, dict) or params.get("folder") != folder:
+            return
+        if method == p.STATE and not params["running"] and not end.done():
+            end.set_result(params)
+        elif (event := event_of(method, params)) is not None:
+            console(event)
+
+    client = await EngineClient.connect(sock, on)
+    loop = asyncio.get_running_loop()
+    def leave() -> None:
+        if not end.done():
+            end.set_result(None)
+
+    loop.add_signal_handler(signal.SIGINT, leave)  # Ctrl-C: this terminal leaves; the run goes on
+    keyboard = Keyboard() if interactive else None
+    typing: asyncio.Task[None] | None = None
+    try:
+        await client.initialize(workspace, locale)
+        attached = await client.request(p.ATTACH, {"folder": uri_of(workspace)})
+        folder = attached["folder"]
+        page = await client.request(p.HISTORY, {"folder": folder, "limit": RECENT_SHOWN})
+        known = {e["uuid"] for e in page["entries"] if e["uuid"]}
+        shown = page["entries"] + [e for e in attached["recent"] if e["uuid"] and e["uuid"] not in known]
+        for entry in shown[-RECENT_SHOWN:]:
+            if (event := event_of(p.TRANSCRIPT, entry)) is not None:
+                console(event)
+        console.note(console.text("engine_attached"))
+        env = travelling()
+        if text:
+            await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
+        if keyboard is not None:
+            asker = Asker(keyboard, console)
+            console.interactive = True
+            client.answerer = functools.partial(_ask, asker)
+            say = functools.partial(_say, client, folder, env)
+            typing = asyncio.create_task(listen(keyboard, say, asker))
+        gone: asyncio.Future[Any] = asyncio.ensure_future(_closed(client))
+        await asyncio.wait({end, gone}, return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+    except (EngineError, Gone) as exc:
+        console.error(getattr(exc, "message", str(exc)))
+        return EXIT_FAILED
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        if typing is not None:
+            typing.cancel()
+        if keyboard is not None:
+            keyboard.close()
+        await client.close()
+    if not end.done():
+        console.error(console.text("engine_gone"))
+        return EXIT_FAILED
+    outcome = end.result()
+    if outcome is None:
+        console.line("")
+        console.note(console.text("engine_detached"))
+        return EXIT_OK
+    if outcome["ok"]:
+        console.line(console.style(console.text("done_plain"), "1;32"))
+        return EXIT_OK
+    console.error(first_line(outcome["error"]) if outcome["error"] else console.text("run_unfinished"))
+    return EXIT_FAILED
+
+
+async def _say(client: EngineClient, folder: str, env: dict[str, str], text: str) -> Any:
+    """A sentence typed at the attached terminal, for the work session."""
+    return await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
+
+
+async def _ask(asker: Asker, method: str, params: Any) -> Any:
+    """The engine's `flower/ask`, answered at this terminal (S16)."""
+    if method != p.ASK or not isinstance(params, dict):
+        raise LookupError(method)
+    return {"answer": await asker(str(params.get("question", "")))}
+
+
+async def _closed(client: EngineClient) -> None:
+    while not client.closed:
+        await asyncio.sleep(0.1)
+
+
+def uri_of(path: Path) -> str:
+    """A folder's file:// URI."""
+    from pygls.uris import from_fs_path
+
+    return str(from_fs_path(str(path)))
+
+
+async def detach_command(args: argparse.Namespace, text: str, locale: str) -> int:
+    """`flower --detach [text]`: start (or continue) the wake in the engine, starting the engine if needed; return at once."""
+    from ..core.travel import travelling
+    from ..engine.client import EngineClient, EngineError
+    from ..engine.place import PlaceError
+    from ..engine.start import StartError, ensure
+    from ..lsp.protocol import WORKSPACE_BUSY
+
+    workspace = Path.cwd()
+    console = Console(locale, workspace=workspace)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    keyboard = Keyboard() if interactive else None
+    try:  # asked here, at the terminal, not in the engine: the engine reads the remembered answer (D10)
+        await settle(workspace, console, keyboard)
+    finally:
+        if keyboard is not None:
+            keyboard.close()
+    try:
+        running, note = await ensure(None, locale)
+    except (StartError, PlaceError) as exc:
+        console.error(str(exc))
+        return EXIT_FAILED
+    if note:
+        console.note(note)
+    client = await EngineClient.connect(running.sock)
+    try:
+        await client.initialize(workspace, locale, options=options_of(args))
+        folder = uri_of(workspace)
+        params = {"folder": folder, "text": text or None, "env": travelling()}
+        if args.new:
+            await client.request(p.NEW, params)
+        else:
+            await client.request(p.WAKE, params)
+    except EngineError as exc:
+        console.error(exc.message)
+        return EXIT_BUSY if exc.code == WORKSPACE_BUSY else EXIT_FAILED
+    finally:
+        await client.close()
+    console.note(console.text("engine_started"))
+    return EXIT_OK
+
+
+def options_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line's settings flags as `initializationOptions` (unset ones left out)."""
+    names = {"rounds": "rounds", "trim": "trim", "model": "model", "fallback_model": "fallbackModel", "max_cost": "maxCost",
+             "isolated": "isolated", "store": "store", "project": "project"}
+    return {wire: getattr(args, name) for name, wire in names.items() if getattr(args, name, None) is not None}
+
+
+async def stop_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower stop`: cancel the run the engine holds here (it resumes at the next wake)."""
+    from ..engine.client import EngineClient, EngineError, Gone
+    from ..engine.place import socket_path
+
+    workspace = Path.cwd()
+    console = Console(locale, workspace=workspace)
+    sock = await held_here(workspace, locale)
+    if sock is None:
+        console.error(console.text("engine_nothing_here", where=workspace) if socket_path().exists()
+                      else console.text("engine_none"))
+        return EXIT_FAILED
+    client = await EngineClient.connect(sock)
+    try:
+        await client.initialize(workspace, locale)
+        done = await client.request(p.CANCEL, {"folder": uri_of(workspace)})
+    except (EngineError, Gone) as exc:
+        console.error(getattr(exc, "message", str(exc)))
+        return EXIT_FAILED
+    finally:
+        await client.close()
+    if not done["cancelled"]:
+        console.error(console.text("engine_nothing_here", where=workspace))
+        return EXIT_FAILED
+    console.line(console.text("engine_stopped"))
+    return EXIT_OK
+
+
+async def ps_command(args: argparse.Namespace, locale: str) -> int:
+    """`flower ps`: the folders the engine holds, running or idle."""
+    from ..core.banner import kilo
+    from ..engine.client import EngineClient, EngineError, Gone
+    from ..engine.place import socket_path
+
+    console = Console(locale)
+    try:
+        client = await EngineClient.connect(socket_path(), timeout=2.0)
+    except (OSError, TimeoutError):
+        console.line(console.text("engine_none"))
+        return EXIT_OK
+    try:
+        await client.initialize(locale=locale)
+        runs = await client.request(p.RUNS, None)
+    except (EngineError, Gone) as exc:
+        console.error(getattr(exc, "message", str(exc)))
+        return EXIT_FAILED
+    finally:
+        await client.close()
+    if args.json:
+        console.line(json.dumps(runs, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    console.note(f"flower engine {runs['version']} · pid {runs['pid']}")
+    for run in runs["runs"]:
+        since = time.strftime("%H:%M", time.localtime(run["since"]))
+        context = kilo(run["context"]) if run["context"] is not None else "-"
+        state = "running" if run["running"] else "idle"
+        console.line(f"{state:<8} {run['step'] or '-':<12} {context:>7}  {run['clients']} attached  since {since}  {run['workspace']}")
+    return EXIT_OK

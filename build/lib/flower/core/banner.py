@@ -1,0 +1,48 @@
+"""The wake banner and step headers of S19, assembled from the message catalog (core/texts.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .manifest import parse_name
+from .texts import text
+
+STEP_KEYS = {"澄清": "step_clarify", "目标": "step_goals", "干活": "step_work"}
+"""The flower path's step names (the seed's Chinese) → their catalog entries."""
+RULE = "=" * 30
+
+
+def tilde(path: str | os.PathLike[str]) -> str:
+    """The path with the home directory shown as `~`."""
+    path, home = str(path), str(Path.home())
+    return "~" + path[len(home):] if home != "/" and (path == home or path.startswith(home + os.sep)) else path
+
+
+def kilo(tokens: int) -> str:
+    """80200 → `80.2K`."""
+    return f"{tokens / 1000:.1f}K"
+
+
+def banner(locale: str, workspace: str | os.PathLike[str], goals: int, context: int | None, woke: int) -> str:
+    """One line at wake (S19): the goal count only with a non-empty checklist, context only when readable."""
+    facts = [text("banner_confirmed", locale)]
+    if goals:
+        facts.append(text("banner_goals", locale, count=goals))
+    if context:
+        facts.append(text("banner_context", locale, size=kilo(context)))
+    facts.append(text("banner_wake", locale, woke=woke))
+    return text("banner", locale, where=tilde(workspace), facts=" · ".join(facts))
+
+
+def label(locale: str, step: str) -> str:
+    """A step's name as shown: `干活#round2` → `work#round2` in English; the seed's Chinese in zh."""
+    base = parse_name(step)[0]
+    key = STEP_KEYS.get(base)
+    return (text(key, locale) if key else base) + step[len(base):]
+
+
+def header(locale: str, step: str, index: int, total: int, woke: int, resumed: bool) -> str:
+    """`== 干活 ====…  3/3  <- 接上次 · 第 3 次唤醒` (S19); the tail only when the step resumes."""
+    line = f"== {label(locale, step)} {RULE}  {index}/{total}"
+    return line + "  " + text("header_resumed", locale, woke=woke) if resumed else line

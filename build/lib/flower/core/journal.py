@@ -1,0 +1,206 @@
+"""The journal: what flower saw of each session as it arrived, kept where a kill cannot take it (issue #22).
+
+The CLI writes its transcript lazily: killed the moment its second model request goes out (the model answered with a
+tool call, the tool ran), CLI 2.1.332 leaves no transcript file at all, and the store mirror nothing either. flower
+saw that turn anyway: the SDK streams every message to it as it happens. So each message is appended to
+`<run_dir>/journal/<session id>.jsonl` the moment it arrives (one line, flushed; API keys removed, D6):
+
+    {"k": "prompt", "text": …}                          what this process asked the session
+    {"k": "said", "id": <message id>, "text": …}          the model's words
+    {"k": "call", "id": <message id>, "tool": <tool_use id>, "name": …, "input": {…}}
+    {"k": "result", "tool": <tool_use id>, "text": <head>, "error": bool}
+
+At the next wake, what the journal saw and the store lacks (`missed`) is told to the model in the step's next prompt
+(`note`): a session missing from both the store and the CLI's files starts afresh with that note before its prompt;
+a session that ends before the journal's last record resumes with it. flower does not rebuild the CLI's transcript
+from the journal: a transcript entry carries fields the stream never shows (parent uuids, the CLI's own metadata), and
+a hand-made chain the CLI later rewrites on resume is a silent way to lose history (S23's red line); the note loses
+nothing the model needs (each call with its input, the head of its result, its last words) and cannot be malformed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from .redact import redact
+from .text import clip
+
+log = logging.getLogger(__name__)
+
+JOURNAL_DIR = "journal"
+RESULT_HEAD = 1500
+"""Characters of a tool result kept: the head is what the note quotes; the effect itself is in the workspace."""
+NOTE_HEAD = "[flower: {why} What it had already done there, as flower recorded it when it happened:]"
+NOTE_END = "[end of that record. Its effects on the workspace are real: go on from them instead of doing them again.]"
+WHY_LOST = "an earlier attempt at this step was cut off before its conversation was saved, so this is a new conversation."
+WHY_SHORT = "the conversation above ends before the last things this session did; they were cut off before they were saved."
+_NOTE = re.compile(re.escape(NOTE_HEAD).replace(r"\{why\}", ".*?") + r"\n(.*?)\n" + re.escape(NOTE_END), re.DOTALL)
+_DEBRIS = ("[Tool call interrupted", "[Request interrupted")
+"""The CLI's own interruption filler: never recorded, never told (S23)."""
+
+Record = dict[str, Any]
+
+
+class Journal:
+    """The journals of one run dir: `write` appends a record to a session's file, `read` gives them back."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.dir = Path(run_dir) / JOURNAL_DIR
+        self._files: dict[str, IO[str]] = {}
+        self._broken = False
+        self.checked: set[str] = set()
+        """Sessions already compared with the store in this process: what it writes from here on, it journals too."""
+
+    def path(self, session_id: str) -> Path:
+        """`<run_dir>/journal/<session id>.jsonl`."""
+        return self.dir / f"{_safe(session_id)}.jsonl"
+
+    def write(self, session_id: str, record: Record) -> None:
+        """Append one record and flush it to the OS (a kill of this process then loses nothing); never raises."""
+        if self._broken:
+            return
+        try:
+            f = self._files.get(session_id)
+            if f is None:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                f = self._files[session_id] = open(self.path(session_id), "a", encoding="utf-8")
+                self.checked.add(session_id)  # written by this process from here on: nothing to recall
+            f.write(json.dumps(redact(record), ensure_ascii=False) + "\n")
+            f.flush()
+        except (OSError, ValueError, TypeError) as e:  # a journal is a bonus: the run never stops for it (S12)
+            self._broken = True
+            log.warning("could not write the journal in %s (%s); going on without it", self.dir, e)
+
+    def prompt(self, session_id: str, text: str) -> None:
+        """What this process asked the session."""
+        self.write(session_id, {"k": "prompt", "text": text})
+
+    def said(self, session_id: str, message_id: str | None, text: str) -> None:
+        """The model's words."""
+        self.write(session_id, {"k": "said", "id": message_id, "text": text})
+
+    def call(self, session_id: str, message_id: str | None, tool_use_id: str, name: str, input: Mapping[str, Any]) -> None:
+        """The model called a tool."""
+        self.write(session_id, {"k": "call", "id": message_id, "tool": tool_use_id, "name": name, "input": dict(input)})
+
+    def result(self, session_id: str, tool_use_id: str, content: Any, is_error: bool | None) -> None:
+        """A tool's result (its head), unless it is the CLI's interruption filler."""
+        text = _text(content)
+        if not text.startswith(_DEBRIS):
+            self.write(session_id, {"k": "result", "tool": tool_use_id, "text": clip(text, RESULT_HEAD, count=True),
+                                    "error": bool(is_error)})
+
+    def read(self, session_id: str) -> list[Record]:
+        """The session's records, oldest first; a torn last line (a kill mid-write) and unreadable files give what is whole."""
+        try:
+            raw = self.path(session_id).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        records = []
+        for line in raw.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("k"), str):
+                records.append(record)
+        return records
+
+    def close(self) -> None:
+        """Close the open files (they are flushed already)."""
+        for f in self._files.values():
+            try:
+                f.close()
+            except OSError:
+                pass
+        self._files.clear()
+
+
+def missed(records: list[Record], entries: Iterable[Mapping[str, Any]] | None) -> list[Record]:
+    """The records the stored transcript `entries` lacks: answers by message id, results by tool_use id, prompts by text."""
+    answers: set[str] = set()
+    results: set[str] = set()
+    asked: list[str] = []
+    for entry in entries or []:
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            continue
+        if entry.get("type") == "assistant" and isinstance(message.get("id"), str):
+            answers.add(message["id"])
+        elif entry.get("type") == "user":
+            content = message.get("content")
+            for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_result":
+                    results.add(str(block.get("tool_use_id")))
+                elif isinstance(block.get("text"), str):
+                    asked.append(block["text"])
+    out = []
+    for r in records:
+        kind = r["k"]
+        if kind in ("said", "call") and r.get("id") not in answers:
+            out.append(r)
+        elif kind == "result" and r.get("tool") not in results:
+            out.append(r)
+        elif kind == "prompt" and not any(r.get("text") == text for text in asked):
+            out.append(r)
+    return out
+
+
+def note(records: list[Record], *, resumed: bool, prompt: str = "") -> str:
+    """What the cut-off attempt had already done, told briefly and neutrally; "" when there is nothing to tell.
+
+    `prompt` is what the step sends now: an earlier prompt equal to it is not repeated; a note inside an earlier
+    prompt (a second cut-off in a row) is carried over as it was, so nothing told once is lost.
+    """
+    lines: list[str] = []
+    calls = {r.get("tool") for r in records if r["k"] == "call"}
+    for r in records:
+        kind = r["k"]
+        if kind == "prompt":
+            text = str(r.get("text", ""))
+            earlier = _NOTE.search(text)
+            if earlier:
+                lines.append(earlier.group(1))
+                text = (text[:earlier.start()] + text[earlier.end():]).strip()
+            if text and text.strip() != prompt.strip():
+                lines.append(f"- You were asked: {json.dumps(clip(text, 600, count=True), ensure_ascii=False)}")
+        elif kind == "said" and str(r.get("text", "")).strip():
+            lines.append(f"- You said: {json.dumps(r['text'], ensure_ascii=False)}")
+        elif kind == "call":
+            lines.append(f"- You called {r.get('name')} with {json.dumps(r.get('input', {}), ensure_ascii=False)}")
+            result = next((x for x in records if x["k"] == "result" and x.get("tool") == r.get("tool")), None)
+            if result is None:
+                lines.append("  Its result was not recorded: the attempt was cut off while it ran, so check its effect.")
+            else:
+                lines.append(f"  {_returned(result)}")
+        elif kind == "result" and r.get("tool") not in calls:  # its call is in the conversation, its result is not
+            lines.append(f"- Your tool call {r.get('tool')} above: {_returned(r)}")
+    if not lines:
+        return ""
+    return "\n".join([NOTE_HEAD.format(why=WHY_SHORT if resumed else WHY_LOST), *lines, NOTE_END])
+
+
+def _returned(result: Record) -> str:
+    label = "It failed with" if result.get("error") else "It returned"
+    return f"{label}: {json.dumps(result.get('text', ''), ensure_ascii=False)}"
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text")
+    return ""
+
+
+def _safe(session_id: str) -> str:
+    """A session id as a file name (ids are uuids; anything else is made harmless)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:200] or "_"

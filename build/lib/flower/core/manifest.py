@@ -1,0 +1,218 @@
+"""The manifest: one row per StepResult, appended by every process that runs here (S6–S8)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .durable import stamp
+from .lock import WorkspaceBusy
+from .records import MANIFEST_FILE, FileRecords, Records
+from .redact import redact
+from .texts import Said
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StepResult:
+    """What one agent run produced; every field lands in a manifest row (S6)."""
+
+    step: str
+    session_id: str | None = None
+    ok: bool = False
+    cost_usd: float = 0.0
+    num_turns: int = 0
+    text: str = ""
+    error: str | None = None
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    attempts: int = 1
+    errors: list[str] = field(default_factory=list)
+    resumed: bool = False
+    retired: list[str] = field(default_factory=list)
+    context: int | None = None
+    window: int | None = None
+    """The model's context window as the CLI reported it for this run, so a later process's gauge knows it."""
+    model: str | None = None
+    """The model the CLI reported for this run (`flower status` shows the model in use)."""
+    said: Said | None = field(default=None, compare=False, repr=False)
+    """`error` as a catalog sentence (`{key, fields}` in the row), for a front-end to show in the person's language (D4)."""
+
+    @property
+    def duration_s(self) -> float:
+        """Wall time of the run in seconds."""
+        return max(0.0, self.ended_at - self.started_at)
+
+    def row(self, run: str) -> dict[str, Any]:
+        """The manifest row: every field plus `duration_s` (asdict() misses properties) and `run`; API keys removed (D6)."""
+        row: dict[str, Any] = redact({**dataclasses.asdict(self), "duration_s": round(self.duration_s, 3), "run": run})
+        return row
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManifestRow:
+    """A stored row as its readers use it, parsed once at the edge: a field of the wrong type (an older or hand-edited row) is absent."""
+
+    step: str
+    run: str | None = None
+    session_id: str | None = None
+    ok: bool = False
+    cost_usd: float = 0.0
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    text: str = ""
+    error: str | None = None
+    model: str | None = None
+    window: int | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> ManifestRow | None:
+        """The row parsed, or None when it names no step."""
+        step = row.get("step")
+        if not isinstance(step, str):
+            return None
+        window = row.get("window")
+        return cls(step=step, run=_str(row.get("run")), session_id=_str(row.get("session_id")), ok=row.get("ok") is True,
+                   cost_usd=_number(row.get("cost_usd")), started_at=_number(row.get("started_at")),
+                   ended_at=_number(row.get("ended_at")), text=_str(row.get("text")) or "", error=_str(row.get("error")),
+                   model=_str(row.get("model")) or None,
+                   window=window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+# --- step names (S7) -------------------------------------------------------------------------
+
+def retry_name(step: str, n: int) -> str:
+    """`<step>#retry<n>`: an ordinary retry of the step."""
+    return f"{step}#retry{n}"
+
+
+def round_name(step: str, n: int) -> str:
+    """`<step>#round<n>`: the judge failed the step and it went back to continue."""
+    return f"{step}#round{n}"
+
+
+def judge_name(step: str, n: int) -> str:
+    """`<step>·判定#<n>`: the judge's n-th round on the step."""
+    return f"{step}·判定#{n}"
+
+
+def handoff_name(step: str, n: int) -> str:
+    """`<step>·交接#<n>`: the outgoing session writes its handoff note before round n moves to a new session (S26)."""
+    return f"{step}·交接#{n}"
+
+
+_NAME = re.compile(r"^(?P<step>.*?)(?:#retry(?P<retry>\d+)|#round(?P<round>\d+)|·判定#(?P<judge>\d+)|·交接#(?P<handoff>\d+))$", re.S)
+
+
+def parse_name(name: str) -> tuple[str, str, int]:
+    """Split a manifest step name into `(step, kind, n)`, kind one of first/retry/round/judge/handoff (S7).
+
+    `parse_name("干活#retry2") == ("干活", "retry", 2)`; a plain name gives `(name, "first", 0)`.
+    """
+    m = _NAME.match(name)
+    if m:
+        for kind in ("retry", "round", "judge", "handoff"):
+            if m.group(kind) is not None:
+                return m.group("step"), kind, int(m.group(kind))
+    return name, "first", 0
+
+
+# --- the process mark ------------------------------------------------------------------------
+
+def new_run_mark() -> str:
+    """A fresh run mark `YYYYmmdd-HHMMSS-<6 hex>` (S6): one per manifest writer, i.e. per wake."""
+    return f"{stamp()}-{secrets.token_hex(3)}"
+
+
+# --- the manifest file -----------------------------------------------------------------------
+
+
+class Manifest:
+    """`<run_dir>/manifest.json`: a JSON list of rows, shared by every process that runs here.
+
+    Appending, never overwriting (S8): each write re-reads the file under an exclusive lock
+    on `manifest.json.lock`, keeps other processes' rows, and replaces this process's rows
+    (those whose `run` is this mark) by its current list. Writes are atomic and a failing
+    disk is logged, never raised: a manifest failure must not break a run.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str], run: str | None = None, *, records: Records | None = None) -> None:
+        self.run_dir = Path(os.path.abspath(run_dir))
+        self.records: Records = records if records is not None else FileRecords(self.run_dir)
+        """Where the rows are kept: run_dir's manifest.json, or the task's shared store (D9)."""
+        # One mark per writer: a long-lived process (the editor server) runs many wakes, and each
+        # wake's rows must survive the next one's writes (S8 dedups by `run`).
+        self.run = run or new_run_mark()
+        self._mine: list[tuple[StepResult, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        """`<run_dir>/manifest.json`."""
+        return self.run_dir / MANIFEST_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        """The sidecar lock file held across each read-modify-replace."""
+        return self.run_dir / (MANIFEST_FILE + ".lock")
+
+    def add(self, result: StepResult) -> bool:
+        """Add the result's row to this process's rows and write; False if the write failed.
+
+        Adding the same StepResult object again replaces its earlier row (a row can be
+        written when a step starts and rewritten when it ends). A failed write is retried
+        with the next add, since this process's rows are kept in memory.
+        """
+        with self._lock:
+            row = result.row(self.run)
+            for i, (r, _) in enumerate(self._mine):
+                if r is result:
+                    self._mine[i] = (result, row)
+                    break
+            else:
+                self._mine.append((result, row))
+            return self._write_locked()
+
+    def flush(self) -> bool:
+        """Write this process's rows again (e.g. after an earlier failed write)."""
+        with self._lock:
+            return self._write_locked()
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row, all processes; [] if they cannot be read (logged)."""
+        try:
+            return self.records.manifest_rows()
+        except Exception as e:
+            log.warning("could not read the manifest in %s (%s)", self.records.where, e)
+            return []
+
+    def parsed(self) -> list[ManifestRow]:
+        """Every row that names a step, typed (see `rows`)."""
+        return [r for r in map(ManifestRow.of, self.rows()) if r is not None]
+
+    def _write_locked(self) -> bool:
+        try:
+            self.records.save_manifest(self.run, [row for _, row in self._mine])
+        except WorkspaceBusy:  # a shared lock went to another flower in a database outage: that one drives now (D5)
+            raise
+        except Exception as e:  # a full disk, a held lock, a database not answering: the run goes on
+            log.warning("could not write the manifest to %s (%s); the run goes on", self.records.where, e)
+            return False
+        return True

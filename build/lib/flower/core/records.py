@@ -1,0 +1,276 @@
+"""A task's records — lineage, manifest rows, one-writer lock, wake mark — in run_dir's files, or in a shared store (D9).
+
+One `Records` object per task is opened with its session store (`runtime.Sessions.open`) and passed down to
+`Lineage`, `Manifest`, `WorkspaceLock`, status and History. `FileRecords` (here) keeps them in run_dir's files;
+`stores/shared.py` keeps them in PostgreSQL. Every "files or database" difference lives in those two classes,
+so the workflow code never asks which one it has.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any, Protocol, TypedDict
+
+from .durable import move_aside, write_atomic
+from .lock import LOCK_FILE, WAKE_FILE, FileLock, TaskLock, exclusive, held
+
+log = logging.getLogger(__name__)
+
+LINEAGE_FILE = "lineage.json"
+MANIFEST_FILE = "manifest.json"
+LOCK_TIMEOUT_S = 10.0
+"""How long a manifest write waits for another process's read-modify-replace (a stopped holder cannot hang a run)."""
+
+
+class LineageData(TypedDict):
+    """The S5 shape of a stored lineage."""
+
+    workspace: str
+    woke: int
+    steps: dict[str, str]
+
+
+class Records(Protocol):
+    """A task's records, wherever they are kept; every method may raise when the place cannot be read or written."""
+
+    where: str
+    """Where they are, as messages show it (no password)."""
+
+    def load_lineage(self, workspace: str) -> LineageData | None:
+        """The stored lineage of `workspace` (S5 shape), or None: nothing stored, or it is not that workspace's (S12)."""
+
+    def save_lineage(self, data: LineageData) -> None:
+        """Write the lineage durably before returning (S11); raises on failure."""
+
+    def archive_lineage(self, into: Path, data: LineageData) -> None:
+        """Keep the lineage in the archive directory `into` (S28): run_dir's lineage.json was moved there already."""
+
+    def manifest_rows(self) -> list[dict[str, Any]]:
+        """Every manifest row of the task, all writers, in the order their writers first wrote (S8)."""
+
+    def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
+        """Replace the rows of writer `run`, keeping every other writer's (S8); raises on failure."""
+
+    def lock(self) -> TaskLock:
+        """A new one-writer lock of the task (D5), not taken yet."""
+
+    def mark_wake(self, on: bool) -> None:
+        """Record that a wake is under way (on) or ended (off); raises on failure."""
+
+    def wake_mark(self) -> tuple[bool, bool]:
+        """(a wake's mark is left, a live flower holds the lock); raises on failure."""
+
+    def stamp(self) -> Hashable:
+        """A value that changes whenever the lineage, the manifest or the wake mark changes (cheap: a status asks often)."""
+
+
+def parse_lineage(raw: bytes) -> LineageData | None:
+    """The lineage if `raw` is JSON of exactly the S5 shape, else None."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return lineage_of(data)
+
+
+def lineage_of(data: object) -> LineageData | None:
+    """`data` as a lineage if it has exactly the S5 shape, else None."""
+    if not isinstance(data, dict):
+        return None
+    workspace, woke, steps = data.get("workspace"), data.get("woke"), data.get("steps")
+    if not isinstance(workspace, str) or not os.path.isabs(workspace):
+        return None
+    if not isinstance(woke, int) or isinstance(woke, bool) or woke < 0:
+        return None
+    if not isinstance(steps, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
+                                              for k, v in steps.items()):
+        return None
+    return {"workspace": workspace, "woke": woke, "steps": dict(steps)}
+
+
+def lineage_json(data: LineageData) -> bytes:
+    """The lineage as lineage.json holds it."""
+    return (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
+
+
+class FileRecords:
+    """The records in `<run_dir>/`: lineage.json, manifest.json (+ its .lock), flower.lock, wake.json (the default)."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.run_dir = Path(os.path.abspath(run_dir))
+        self.where = str(self.run_dir)
+
+    @property
+    def lineage_path(self) -> Path:
+        """`<run_dir>/lineage.json`."""
+        return self.run_dir / LINEAGE_FILE
+
+    @property
+    def manifest_path(self) -> Path:
+        """`<run_dir>/manifest.json`."""
+        return self.run_dir / MANIFEST_FILE
+
+    def load_lineage(self, workspace: str) -> LineageData | None:
+        """lineage.json; a corrupt one is moved aside, one of another workspace path is left as it is (S12)."""
+        path = self.lineage_path
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                raw = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            log.warning("cannot read %s (%s); starting fresh", path, e)
+            return None
+        data = parse_lineage(raw)
+        if data is None:
+            log.warning("%s is not a valid lineage; starting fresh", path)
+            move_aside(path, expect=st)
+            return None
+        if os.path.normpath(data["workspace"]) != workspace:
+            log.info("lineage in %s belongs to %s, not %s; starting fresh", path, data["workspace"], workspace)
+            return None
+        return data
+
+    def save_lineage(self, data: LineageData) -> None:
+        """Atomically (temp + fsync + replace): a crash leaves the old file or the new one (S11)."""
+        write_atomic(self.lineage_path, lineage_json(data))
+
+    def archive_lineage(self, into: Path, data: LineageData) -> None:
+        """Nothing: lineage.json itself went into the archive."""
+
+    def manifest_rows(self) -> list[dict[str, Any]]:
+        """The rows of manifest.json; [] when it is missing or not a JSON list (logged)."""
+        try:
+            raw = self.manifest_path.read_bytes()
+        except OSError:
+            return []
+        rows = _parse_rows(raw)
+        if rows is None:
+            log.warning("%s is not a valid manifest", self.manifest_path)
+            return []
+        return [r for r in rows if isinstance(r, dict)]
+
+    def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
+        """Re-read manifest.json under an exclusive lock on its sidecar, replace `run`'s rows, write atomically (S8)."""
+        os.makedirs(self.run_dir, exist_ok=True)
+        with exclusive(self.run_dir / (MANIFEST_FILE + ".lock"), LOCK_TIMEOUT_S):
+            merged = _merge(self._rows_for_update(), rows, run)
+            write_atomic(self.manifest_path, (json.dumps(merged, ensure_ascii=False, indent=1, default=str) + "\n").encode())
+
+    def _rows_for_update(self) -> list[Any]:
+        """The file's rows, under the lock; a corrupt file is moved aside and counts as empty."""
+        path = self.manifest_path
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                raw = f.read()
+        except FileNotFoundError:
+            return []
+        rows = _parse_rows(raw)
+        if rows is None:
+            log.warning("%s is not a valid manifest; keeping it aside and starting a new one", path)
+            if move_aside(path, expect=st) is None and path.exists():
+                raise OSError(f"cannot move corrupt {path} aside; not overwriting it")
+            return []
+        return rows
+
+    def lock(self) -> FileLock:
+        """`<run_dir>/flower.lock`, an flock (dies with its holder)."""
+        return FileLock(self.run_dir)
+
+    def mark_wake(self, on: bool) -> None:
+        """wake.json written atomically (whole or absent after a crash), or removed."""
+        path = self.run_dir / WAKE_FILE
+        if on:
+            write_atomic(path, json.dumps({"pid": os.getpid(), "started_at": time.time()}).encode())
+        else:
+            path.unlink(missing_ok=True)
+
+    def wake_mark(self) -> tuple[bool, bool]:
+        """From files only, so it survives any crash: the flock dies with its holder (kill -9, a crashed server, a reload)."""
+        if not (self.run_dir / WAKE_FILE).exists():
+            return False, False  # no probe of the lock needed
+        return True, held(self.run_dir)
+
+    def stamp(self) -> Hashable:
+        """The files' inode, size and mtime, and the wake mark (a holder's death changes no file)."""
+        return (*(_file_stamp(self.run_dir / name) for name in (LINEAGE_FILE, MANIFEST_FILE)), self.wake_mark())
+
+
+def records_of(target: Records | str | os.PathLike[str]) -> Records:
+    """`target` if it is a task's records, else the files of run_dir `target`."""
+    return FileRecords(target) if isinstance(target, (str, os.PathLike)) else target
+
+
+def mark_wake(target: Records | str | os.PathLike[str]) -> None:
+    """Record, under the workspace lock, that a wake is under way (removed when it ends; left behind if it is cut off)."""
+    records_of(target).mark_wake(True)
+
+
+def clear_wake(target: Records | str | os.PathLike[str]) -> None:
+    """The wake ended (finished, failed, or stopped by the person): nothing was cut off."""
+    records = records_of(target)
+    try:
+        records.mark_wake(False)
+    except Exception as e:  # the mark stays: the next status calls the wake cut off, which loses nothing
+        log.warning("could not clear the wake mark in %s (%s)", records.where, e)
+
+
+def wake_mark(target: Records | str | os.PathLike[str]) -> tuple[bool, bool]:
+    """(a wake's mark is left, a live process holds the lock): marked and unheld = cut off; marked and held = under way.
+
+    (False, False) while the records cannot be read: the wake's own message says why, a status shows none.
+    """
+    try:
+        return records_of(target).wake_mark()
+    except Exception:
+        return False, False
+
+
+def interrupted(target: Records | str | os.PathLike[str]) -> bool:
+    """A wake here was cut off and nothing has continued or finished it: its mark is left and no live process holds the lock."""
+    marked, holder = wake_mark(target)
+    return marked and not holder
+
+
+def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _parse_rows(raw: bytes) -> list[Any] | None:
+    """The manifest list, or None if `raw` is not a JSON list."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, list) else None
+
+
+def _merge(existing: list[Any], mine: list[dict[str, Any]], run: str) -> list[Any]:
+    """Other runs' rows in file order, with this run's current rows where its first row stood."""
+    out: list[Any] = []
+    placed = False
+    for row in existing:
+        if isinstance(row, dict) and row.get("run") == run:
+            if not placed:
+                out.extend(mine)
+                placed = True
+        else:
+            out.append(row)
+    if not placed:
+        out.extend(mine)
+    return out
+
+
+__all__ = ["LINEAGE_FILE", "LOCK_FILE", "MANIFEST_FILE", "FileRecords", "LineageData", "Records", "clear_wake",
+           "interrupted", "lineage_of", "mark_wake", "parse_lineage", "records_of", "wake_mark"]

@@ -1,0 +1,52 @@
+"""Where the engine lives: its socket, the lock that makes it one, and its log (D11)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+
+class PlaceError(Exception):
+    """The engine's directory cannot be used safely (someone else's, or not a directory)."""
+
+
+def socket_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$FLOWER_ENGINE`, else `$XDG_RUNTIME_DIR/flower/engine.sock`, else `~/.cache/flower/engine.sock`."""
+    env = os.environ if env is None else env
+    if env.get("FLOWER_ENGINE", "").strip():
+        return Path(os.path.abspath(os.path.expanduser(env["FLOWER_ENGINE"].strip())))
+    runtime = env.get("XDG_RUNTIME_DIR", "").strip()
+    if runtime and os.path.isabs(runtime):
+        return Path(runtime) / "flower" / "engine.sock"
+    return Path.home() / ".cache" / "flower" / "engine.sock"
+
+
+def lock_path(sock: Path) -> Path:
+    """The lock held by the engine serving `sock`, next to it: whoever holds it is the one engine."""
+    return sock.with_name(sock.name + ".lock")
+
+
+def log_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/flower/engine.log`, else `~/.local/state/flower/engine.log`."""
+    env = os.environ if env is None else env
+    state = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "flower" / "engine.log"
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (0700) or check it: it must be a directory of this user; it is made 0700 if it is not."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:  # a file (or a link) where the directory should be: said below
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise PlaceError(f"{path} is not a directory; remove it or set FLOWER_ENGINE to a socket path elsewhere")
+    if info.st_uid != os.getuid():
+        raise PlaceError(f"{path} belongs to uid {info.st_uid}, not to you; set FLOWER_ENGINE to a socket path in a directory of yours")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(path, 0o700)  # only this user may reach the socket (D11), whatever the umask made
+    return path

@@ -1,0 +1,588 @@
+"""The Runtime: runs one agent turn on the real Claude Agent SDK; the only module that imports it (D3)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import logging
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    CanUseToolShadowedWarning,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    CLINotFoundError,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
+    MirrorErrorMessage,
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    PermissionUpdate,
+    ProcessError,
+    ResultError,
+    ResultMessage,
+    SessionStoreEntry,
+    SystemMessage,
+    TextBlock,
+    ToolPermissionContext,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    project_key_for_directory,
+)
+from claude_agent_sdk.types import PermissionRuleValue
+
+from .core.approvals import Approval, Approvals, describe, tool_of
+from .core.changes import WRITE_TOOLS, ChangeLog
+from .core.context import tokens_of
+from .core.errors import FlowerError, MissingCredentials
+from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
+from .core.journal import Journal
+from .core.lock import WorkspaceBusy
+from .core.manifest import StepResult
+from .core.memory import give_back
+from .core.records import Records
+from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
+from .core.texts import Said, say
+from .core.trust import Trust, decide, project_memory
+from .stores.base import Store
+from .stores.opener import open_store
+from .stores.prune import PruningSessionStore
+from .stores.reconcile import reconcile, sweep
+
+log = logging.getLogger("flower")
+# A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
+# the same failure, printed by logging's last resort with no handler of ours, would only repeat it as noise.
+logging.getLogger("claude_agent_sdk._internal.transcript_mirror_batcher").addHandler(logging.NullHandler())
+# The work agent's allowed tools are meant to pass unasked; can_use_tool is for everything else (issue 24).
+warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
+
+# Env vars any of which lets the CLI authenticate (or route to a cloud provider).
+CREDENTIAL_ENV = (
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+)
+
+
+@dataclass
+class AgentSpec:
+    """One agent: its instructions, tools and limits (S2). Tools are explicit; no bypass by default (D6)."""
+
+    name: str
+    instructions: str = ""
+    allowed_tools: list[str] = field(default_factory=list)
+    max_turns: int | None = None
+    model: str | None = None
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] = "default"
+    disallowed_tools: list[str] = field(default_factory=list)
+    follows_settings: bool = False
+    """Its allowed tools and permission mode are the person's `allow` and `mode` settings (the work agent)."""
+
+
+@dataclass
+class _Attempt:
+    """What one CLI run produced."""
+
+    session_id: str | None = None
+    ok: bool = False
+    text: str = ""
+    failure: Failure | None = None
+    category: str | None = None
+    """The CLI's category of the last API error it reported (`AssistantMessage.error`)."""
+    cost_usd: float = 0.0
+    num_turns: int = 0
+    refused: FlowerError | None = None
+    """sessions.db refused a write during this attempt (a full disk, read-only): what to tell the person."""
+    prompt: str = ""
+    """What this attempt asks: journaled once its session id is known."""
+
+
+@dataclass
+class Budget:
+    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (`max_cost`)."""
+
+    cap: float | None = None
+    spent: float = 0.0
+
+    def exhausted(self) -> bool:
+        """The next run would start at or over the cap."""
+        return self.cap is not None and self.spent >= self.cap
+
+    @property
+    def remaining(self) -> float | None:
+        """USD left under the cap (None = no cap): the SDK's `max_budget_usd` for the next run."""
+        return None if self.cap is None else max(0.0, self.cap - self.spent)
+
+    def said(self) -> Said:
+        """What was spent and how to continue, in the reader's language."""
+        cap = self.cap or 0.0
+        return say("budget_spent", spent=f"{self.spent:.2f}", cap=f"{cap:.2f}", more=f"{max(cap * 2, 1):g}")
+
+
+class BudgetSpent(FlowerError):
+    """The wake's spending cap is reached: it stops cleanly here, and everything stays resumable."""
+
+    def __init__(self, budget: Budget) -> None:
+        said = budget.said()
+        super().__init__(said.key, **said.fields)
+
+
+SettingSource = Literal["user", "project", "local"]
+SETTING_SOURCES: list[SettingSource] = ["user", "project", "local"]
+"""What agents load in a trusted folder, as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude."""
+UNTRUSTED_SOURCES: list[SettingSource] = ["user"]
+"""What agents load in an untrusted folder (D10): the user's own setup only. Without "project" the CLI reads neither the
+folder's .claude/settings*.json (hooks, env, apiKeyHelper, permissions) nor its .mcp.json, nor its CLAUDE.md, which
+flower then puts in the prompt itself (it is text)."""
+
+
+def project_key(workspace: str | os.PathLike[str]) -> str:
+    """The SDK's project key of a workspace: its sessions are stored under it (S12: the path is the key)."""
+    return project_key_for_directory(Path(os.path.abspath(workspace)))
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """A task's store: the raw sessions (every entry as written), the pruned view the model resumes from (S23, D2), and the records.
+
+    The records (lineage, manifest, lock, wake mark) are the same backend's as the sessions: run_dir's files beside
+    sessions.db, or the shared store's tables (D9). Everything that reads or writes them is given this object's.
+    """
+
+    raw: Store
+    pruned: PruningSessionStore
+    records: Records
+
+    @classmethod
+    def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False, store: str | None = None,
+             workspace: str | os.PathLike[str] | None = None, project: str | None = None) -> Sessions:
+        """The store of `run_dir` (opened on first use); `trim` switches large-result trimming only (S25).
+
+        `store` = None or `sqlite`: run_dir/sessions.db. A `postgresql://` URL: the shared store, where the
+        workspace's sessions, lineage, manifest and lock are keyed by its identity (`project` overrides it, D9).
+        """
+        run_dir = Path(os.path.abspath(run_dir))
+        where = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
+        raw, records = open_store(run_dir, store, where, project_key(where), project)
+        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"), records)
+
+    async def __aenter__(self) -> Sessions:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def ready(self) -> None:
+        """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
+        await self.raw.open()
+
+    def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
+        """Whether sessions.db holds this workspace's session (S10)."""
+        return self.raw.has_session_sync(project_key(workspace), session_id)
+
+    async def entries(self, workspace: str | os.PathLike[str], session_id: str) -> list[SessionStoreEntry] | None:
+        """The raw stored transcript of a session, unpruned."""
+        return await self.raw.load({"project_key": project_key(workspace), "session_id": session_id})
+
+    def context(self, workspace: str | os.PathLike[str], session_id: str) -> int | None:
+        """The session's last-round context size read back from sessions.db now (sync, read-only); None if unknown."""
+        return self.raw.last_context_sync(project_key(workspace), session_id)
+
+    async def close(self) -> None:
+        """Close the database connection (the next use reopens it)."""
+        await self.raw.close()
+
+
+class Runtime:
+    """Runs agents in a workspace on the session store of a run_dir (S2, S4)."""
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str] = ".",
+        run_dir: str | os.PathLike[str] = "runs",
+        *,
+        sessions: Sessions | None = None,
+        trim: bool = False,
+        resilience: Resilience | None = None,
+        env: dict[str, str] | None = None,
+        model: str | None = None,
+        fallback_model: str | None = None,
+        isolated: bool = False,
+        budget: Budget | None = None,
+        trust: Trust | None = None,
+        allow: list[str] | None = None,
+        mode: str | None = None,
+        approvals: Approvals | None = None,
+    ):
+        self.workspace = Path(os.path.abspath(workspace))
+        # S4: run_dir is relative to the current directory, not to the workspace.
+        self.run_dir = Path(os.path.abspath(run_dir))
+        self.sessions = sessions or Sessions.open(self.run_dir, trim=trim)
+        """Given by the caller (who closes it) or opened here (closed by `close`)."""
+        self._owns_sessions = sessions is None
+        self.trim = self.sessions.pruned.trim
+        self.resilience = resilience or Resilience()
+        self.env = dict(env or {})
+        self.project_key = project_key(self.workspace)
+        self.raw_store = self.sessions.raw
+        self.records = self.sessions.records
+        """The task's lineage, manifest, lock and wake mark: the same backend as its sessions."""
+        # S23/S25: the model always resumes from the pruned view; `trim` only switches large-result trimming.
+        self.store = self.sessions.pruned
+        self.db_path = self.raw_store.path
+        self.listeners: list[Listener] = []
+        self.window: int | None = None
+        """The model's context window as the CLI last reported it (its `modelUsage`), once known."""
+        self.model, self.fallback_model, self.isolated = model, fallback_model, isolated
+        """The model agents run on unless their AgentSpec names one (None: the CLI's default, or ANTHROPIC_MODEL)."""
+        self.budget = budget or Budget()
+        """What this wake may spend and has spent: checked at the start of every run, so no workflow code needs to."""
+        self.model_seen: str | None = None
+        """The model the CLI last reported using (its init message, assistant messages)."""
+        self.trust = trust or decide(self.workspace, {**os.environ, **self.env})
+        """Whether the folder's own configuration may run (D10): decided once, for every agent of this Runtime."""
+        self.allow, self.mode = allow, mode
+        """The person's `allow` rules and permission `mode` for agents that follow the settings (None: the agent's own)."""
+        self.approvals = approvals
+        """Where a tool call outside the rules is asked (None: it is denied on the spot, as the CLI does unasked)."""
+        self.journal = Journal(self.run_dir)
+        """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
+        self.changes = ChangeLog(self.run_dir, self.workspace)
+        """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
+
+    # -- sessions.db -----------------------------------------------------------------------
+    def has_session(self, session_id: str) -> bool:
+        """Whether sessions.db holds this workspace's session (S10)."""
+        return self.sessions.has(self.workspace, session_id)
+
+    async def entries(self, session_id: str) -> list[SessionStoreEntry] | None:
+        """The raw stored transcript of a session, unpruned."""
+        return await self.sessions.entries(self.workspace, session_id)
+
+    async def context_size(self, session_id: str) -> int | None:
+        """The session's last-round context size in tokens, read back from the end of sessions.db; None if unknown."""
+        return await self.raw_store.last_context(self.project_key, session_id)
+
+    async def close(self) -> None:
+        """Close the journal, and the session store if this Runtime opened it."""
+        self.journal.close()
+        if self._owns_sessions:
+            await self.sessions.close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- running ---------------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        """Hand an event to every listener; a listener's exception is logged and never changes the run."""
+        emit_to(self.listeners, event)
+
+    def check_credentials(self) -> None:
+        """Fail early, with what to do, when the CLI would have no way to authenticate."""
+        env = {**os.environ, **self.env}
+        if any(env.get(name) for name in CREDENTIAL_ENV):
+            return
+        config = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+        if (config / ".credentials.json").exists():
+            return
+        raise MissingCredentials()
+
+    def setting_sources(self) -> list[SettingSource]:
+        """Which Claude Code settings every agent loads: none when isolated, the user's only until the folder is trusted."""
+        if self.isolated:
+            return []
+        return list(SETTING_SOURCES if self.trust.trusted else UNTRUSTED_SOURCES)
+
+    def permissions(self, agent: AgentSpec) -> tuple[list[str], str]:
+        """The agent's allowed tool rules (with what the person allowed always) and permission mode."""
+        allowed = list(self.allow if agent.follows_settings and self.allow is not None else agent.allowed_tools)
+        mode = self.mode if agent.follows_settings and self.mode is not None else agent.permission_mode
+        if self.approvals is not None and mode != "dontAsk":
+            allowed += [r for r in self.approvals.always if r not in allowed and tool_of(r) not in agent.disallowed_tools]
+        return allowed, mode
+
+    def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None], step: str | None = None) -> ClaudeAgentOptions:
+        """SDK options: the workspace as cwd, our store mirrored eagerly, resume through the store (D2)."""
+        sources = self.setting_sources()
+        allowed, mode = self.permissions(agent)
+        # A tool call the rules leave to a prompt is put to the person. Also set under dontAsk (where the CLI asks
+        # nothing): the callback changes which tools the CLI offers (plan mode's), and a handoff turn that offered
+        # other tools than its session's turns would get the CLI's "tools no longer available" note, and lose the cache.
+        asks = self.approvals is not None
+        # An untrusted folder's CLAUDE.md is still read (D10), but by flower: the CLI reads it only with "project".
+        memory = project_memory(self.workspace) if sources == UNTRUSTED_SOURCES else ""
+        append = "\n\n".join(part for part in (agent.instructions, memory) if part)
+        return ClaudeAgentOptions(
+            cwd=str(self.workspace),
+            system_prompt={"type": "preset", "preset": "claude_code", "append": append} if append else None,
+            allowed_tools=allowed,
+            disallowed_tools=list(agent.disallowed_tools),
+            max_turns=agent.max_turns,
+            permission_mode=mode,  # type: ignore[arg-type]  # checked against MODES by the settings
+            can_use_tool=functools.partial(self._can_use_tool, step or agent.name) if asks else None,
+            resume=resume,
+            session_store=self.store,
+            session_store_flush="eager",
+            env=self.env,
+            # The judge's spec blocks writes whatever the sources.
+            setting_sources=sources,
+            model=agent.model or self.model,
+            fallback_model=self.fallback_model,
+            max_budget_usd=self.budget.remaining,
+            stderr=stderr,
+            hooks=self._hooks(),
+        )
+
+    def _hooks(self) -> dict[Any, list[HookMatcher]]:
+        """flower's own tool hooks (not the folder's): keep before-images of what agents change (core/changes.py)."""
+        changes = self.changes
+
+        async def before(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
+            if data["hook_event_name"] == "PreToolUse":
+                await _quietly(changes.before_tool, data["tool_name"], data["tool_input"], tool_use_id or data["tool_use_id"])
+            return {}
+
+        async def after(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
+            if data["hook_event_name"] in ("PostToolUse", "PostToolUseFailure"):
+                await _quietly(changes.after_tool, data["tool_name"], tool_use_id or data["tool_use_id"])
+            return {}
+
+        writes = "|".join(sorted(WRITE_TOOLS | {"Bash"}))
+        return {"PreToolUse": [HookMatcher(matcher=writes, hooks=[before])],
+                "PostToolUse": [HookMatcher(matcher="Bash", hooks=[after])],
+                "PostToolUseFailure": [HookMatcher(matcher="Bash", hooks=[after])]}
+
+    async def run(self, agent: AgentSpec, prompt: str, resume: str | None = None, *, step: str | None = None,
+                  on_session: Callable[[str], None] | None = None) -> StepResult:
+        """Run one agent turn (resuming `resume` when given), riding out outages, and return its StepResult (S6, S21).
+
+        `on_session(sid)` is called the instant a session id arrives (S11: the workflow writes its lineage there).
+        """
+        self.check_credentials()
+        if self.budget.exhausted():  # the one place the spending cap is checked: before any run of the wake starts
+            raise BudgetSpent(self.budget)
+        res = self.resilience
+        result = StepResult(step=step or agent.name, started_at=time.time(), resumed=resume is not None, attempts=0)
+        session, message = resume, prompt
+        while True:
+            result.attempts += 1
+            attempt = await self._attempt(agent, message, session, result.step, on_session)
+            session = attempt.session_id or session
+            result.ok, result.text, result.error, result.said = attempt.ok, attempt.text, None, None
+            result.cost_usd += attempt.cost_usd
+            result.num_turns += attempt.num_turns
+            self.budget.spent += attempt.cost_usd
+            if attempt.ok:
+                break
+            # D2: sessions.db refused the entries: the next wake resumes from it, so retrying only loses turns.
+            # The CLI stopped at max_budget_usd (or spent the cap failing): no retry either.
+            stop = attempt.refused.said if attempt.refused is not None else self.budget.said() if self.budget.exhausted() else None
+            if stop is not None:
+                result.said = stop
+                result.error = str(result.said)
+                result.errors.append(result.error)
+                break
+            failure = attempt.failure or Failure.of(str(say("no_result")), category=attempt.category)
+            # The CLI's own text (and HTTP status) is the technical detail: shown as it is, untranslated (D4).
+            said = say("no_result") if attempt.failure is None else None
+            result.error, result.said = failure.detail, said
+            result.errors.append(failure.detail)
+            # S21: the kind was decided from the SDK's fields (status, category, exit) before any text. The agent's
+            # own turn limit is no outage: a retry would resume the session past the limit its caller set.
+            if failure.reason == "max_turns" or not res.should_retry(failure.kind, result.attempts):
+                if failure.kind == "fatal":
+                    result.said = say("not_retried", detail=said or failure.detail, advice=failure.fix)
+                    result.error = str(result.said)
+                break
+            if not await self._wait(result, failure.detail):
+                result.said = say("gave_up_offline", seconds=f"{res.max_offline_wait:.0f}", detail=said or failure.detail)
+                result.error = str(result.said)
+                break
+            if session:
+                # S22: resume the same session so earlier work is kept; the note carries no error detail.
+                message, result.resumed = res.resume_prompt, True
+        result.session_id = session
+        if session:
+            result.context = await self.context_size(session)
+        result.window, result.model = self.window, self.model_seen
+        result.ended_at = time.time()
+        return result
+
+    async def _wait(self, result: StepResult, error: str) -> bool:
+        """Wait before the next attempt: probe, wait out an outage, then back off (S20, S21). False = gave up."""
+        res = self.resilience
+        host, port = endpoint({**os.environ, **self.env})
+
+        def offline(w: OfflineWait) -> None:
+            self.emit(Waiting(reason="offline", attempt=result.attempts, max_attempts=res.max_attempts,
+                              seconds=w.next_probe_in, error=error, offline_since=w.offline_since, step=result.step))
+
+        if not await reachable_async(host, port, res.probe_timeout) and not await wait_online(res, host, port, offline):
+            return False
+        pause = res.delay(result.attempts)
+        self.emit(Waiting(reason="backoff", attempt=result.attempts, max_attempts=res.max_attempts,
+                          seconds=pause, error=error, step=result.step))
+        await asyncio.sleep(pause)
+        return True
+
+    async def _attempt(self, agent: AgentSpec, prompt: str, resume: str | None, step: str,
+                       on_session: Callable[[str], None] | None) -> _Attempt:
+        """One CLI process: stream its messages into events, return what it produced."""
+        out = _Attempt(session_id=resume, prompt=prompt)
+        stderr: collections.deque[str] = collections.deque(maxlen=40)
+        texts: list[str] = []
+        seen_usage: set[str] = set()
+        if resume:
+            await self._reconcile(resume)
+        refused = self.raw_store.refused
+        try:
+            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step)) as client:
+                await client.query(prompt)
+                if resume:  # the materialised session is freed by now; the CLI works meanwhile
+                    give_back()
+                async for message in client.receive_response():
+                    self._observe(message, out, texts, seen_usage, step, resume, on_session)
+        except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
+            raise
+        except Exception as exc:  # the CLI died or could not start: keep what arrived, report why
+            tail = "\n".join(stderr).strip()
+            out.ok = False
+            # An error result already read says more than the exit that follows it; else the exception's own fields.
+            out.failure = out.failure or Failure.of(
+                f"{type(exc).__name__}: {exc}" + (f"\n{tail}" if tail else ""),
+                status=exc.api_error_status if isinstance(exc, ResultError) else None,
+                category=CLI_MISSING if isinstance(exc, CLINotFoundError) else out.category,
+                reason=exc.terminal_reason if isinstance(exc, ResultError) else None,
+                exit_code=exc.exit_code if isinstance(exc, ProcessError) else None,
+            )
+        if self.raw_store.refused is not refused:  # also a refusal of the last flush, as the client closed
+            out.ok, out.refused = False, self.raw_store.refused
+        if not out.text:
+            out.text = "\n".join(texts)
+        return out
+
+    async def _can_use_tool(self, step: str, tool: str, tool_input: dict[str, Any],
+                            context: ToolPermissionContext) -> PermissionResult:
+        """The CLI's permission prompt, put to the person through the approvals (issue 24); never allowed by a timeout."""
+        assert self.approvals is not None
+        summary, kind, detail = describe(tool, tool_input)
+        suggested = [r for u in context.suggestions if u.type == "addRules" and u.behavior == "allow" for r in u.rules or []]
+        rules = [r.tool_name + (f"({r.rule_content})" if r.rule_content else "") for r in suggested]
+        approval = Approval(id=context.tool_use_id or f"{tool}-{time.time()}", step=step, tool=tool, input=tool_input,
+                            summary=summary, detail_kind=kind, detail=detail, suggestions=rules)
+        decision = await self.approvals.decide(approval)
+        if decision.choice == "deny":
+            return PermissionResultDeny(message=decision.reason(tool))
+        if decision.choice == "allow":
+            return PermissionResultAllow()
+        # Always: the CLI keeps its suggested rule in .claude/settings.local.json, as Claude Code does; flower
+        # remembers it too, for this workspace's later runs (an untrusted folder's CLI does not read that file).
+        keep = rules or [tool]
+        self.approvals.always.extend(r for r in keep if r not in self.approvals.always)
+        values = suggested or [PermissionRuleValue(tool_name=tool)]
+        # "session" applies it to this CLI at once (an untrusted folder's CLI does not load the local file it is kept in).
+        return PermissionResultAllow(updated_permissions=[
+            PermissionUpdate(type="addRules", rules=values, behavior="allow", destination=where)
+            for where in ("session", "localSettings")])
+
+    async def sweep(self) -> None:
+        """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""
+        try:
+            await sweep(self.raw_store, self.project_key, self.run_dir, self.env)
+        except FlowerError as exc:  # the store refuses writes (full, read-only): the wake's first write says so, once
+            log.info("reconcile: the sweep stopped: %s", exc)
+        except Exception:  # the wake goes on from sessions.db as it is: a failed import loses nothing stored
+            log.exception("reconcile: the sweep of this workspace's CLI transcripts failed")
+
+    async def _reconcile(self, session_id: str) -> None:
+        """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""
+        try:
+            await reconcile(self.raw_store, self.project_key, session_id, self.env, self.run_dir)
+        except FlowerError as exc:  # the store refuses writes (full, read-only): the attempt that follows says so, once
+            log.info("reconcile: session %s not imported: %s", session_id, exc)
+        except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
+            log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
+
+    def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str,
+                 resume: str | None, on_session: Callable[[str], None] | None) -> None:
+        if isinstance(message, SystemMessage) and message.subtype == "init":
+            sid = message.data.get("session_id")
+            if isinstance(message.data.get("model"), str):
+                self.model_seen = message.data["model"]
+            if sid:
+                out.session_id = sid
+                self.journal.prompt(sid, out.prompt)
+                if on_session is not None:
+                    on_session(sid)  # S11: write the lineage now, not at the step boundary
+                self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
+        elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
+            sid = message.session_id or out.session_id
+            out.category = message.error  # the CLI's category of an API error, on its synthetic message
+            if message.model and message.model != "<synthetic>":
+                self.model_seen = message.model
+            real = sid if message.model != "<synthetic>" else None  # API-error filler is never journaled (S23)
+            for block in message.content:
+                if isinstance(block, TextBlock) and block.text:
+                    texts.append(block.text)
+                    if real:
+                        self.journal.said(real, message.message_id, block.text)
+                    self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step))
+                elif isinstance(block, ToolUseBlock):
+                    if real:
+                        self.journal.call(real, message.message_id, block.id, block.name, block.input)
+                    self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id,
+                                       session_id=sid, uuid=message.uuid, step=step))
+            usage = message.usage or {}
+            if sid and message.model != "<synthetic>" and message.message_id not in seen_usage and usage:
+                seen_usage.add(message.message_id or "")
+                self.emit(ContextSize(session_id=sid, tokens=tokens_of(usage), step=step))
+        elif isinstance(message, UserMessage) and message.parent_tool_use_id is None and out.session_id:
+            for block in message.content if isinstance(message.content, list) else []:
+                if isinstance(block, ToolResultBlock):  # the tool ran: journaled before the next model request
+                    self.journal.result(out.session_id, block.tool_use_id, block.content, block.is_error)
+        elif isinstance(message, MirrorErrorMessage):
+            # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
+            raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")
+        elif isinstance(message, ResultMessage):
+            out.session_id = message.session_id or out.session_id
+            out.ok = not message.is_error and message.subtype == "success"
+            out.text = message.result or ""
+            out.cost_usd = message.total_cost_usd or 0.0
+            out.num_turns = message.num_turns
+            windows = [u.get("contextWindow") or 0 for u in (message.model_usage or {}).values()]
+            self.window = max(windows, default=0) or self.window
+            if not out.ok:
+                detail = message.result or "; ".join(message.errors or []) or message.subtype
+                out.failure = Failure.of(detail, status=message.api_error_status, category=out.category,
+                                         reason=message.terminal_reason)
+
+
+async def _quietly(fn: Callable[..., None], *args: Any) -> None:
+    """Run a change-recording call in a worker thread; its failure is logged and never stops the tool call."""
+    try:
+        await asyncio.to_thread(fn, *args)
+    except Exception:
+        log.exception("changes: recording %s failed; the tool call goes on", args[0] if args else fn)
+
+
+def emit_to(listeners: list[Listener], event: Event) -> None:
+    """Hand `event` to each listener; one that raises is logged and skipped: a front-end's bug never breaks a run."""
+    for listener in list(listeners):
+        try:
+            listener(event)
+        except Exception:
+            log.exception("a listener failed on a %s event; the run goes on", event.kind)

@@ -1,0 +1,391 @@
+"""FlowerService: one per workspace; wake, say, new and status over the flower path, with events (D3)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .core import goals, taskfiles, texts
+from .core.approvals import Approvals
+from .core.changes import ChangeLog, WakeChanges
+from .core.errors import FlowerError
+from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
+from .core.lineage import Lineage
+from .core.lock import WorkspaceLock, held
+from .core.requirements import REQUIREMENTS_FILE
+from .core.resilience import Resilience
+from .core.trust import Trust, decide
+from .runtime import Budget, Runtime, Sessions, emit_to
+from .settings import Settings
+from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
+from .workflow.base import step_of
+from .workflow.flower import WORK, Ask, FlowerPath
+from .workflow.goal import judged
+
+log = logging.getLogger(__name__)
+
+
+class FlowerService:
+    """Drives the flower path in one workspace for any front-end; events go to every subscriber."""
+
+    def __init__(self, workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None, *,
+                 locale: str = "en", trim: bool = True, rounds: int | None = None, env: dict[str, str] | None = None,
+                 resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW,
+                 model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
+                 max_cost: float | None = None, settings: Settings | None = None, store: str | None = None,
+                 project: str | None = None, trust: Trust | None = None, allow: list[str] | None = None,
+                 mode: str | None = None, approvals: Approvals | None = None):
+        self.workspace = Path(os.path.abspath(workspace))
+        self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
+        self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
+        self.resilience, self.window = resilience, window
+        self.handoff_at = handoff_at or int(window * 0.6)
+        self.model, self.fallback_model, self.isolated, self.max_cost = model, fallback_model, isolated, max_cost
+        self.settings = settings
+        """The settings these values were read from (shown by status), when a front-end read them."""
+        self.trust = trust or decide(self.workspace, {**os.environ, **(env or {})})
+        """Whether the folder's own Claude Code settings and MCP servers may run, for every agent of every wake (D10)."""
+        self.allow, self.mode = allow, mode
+        self.approvals = approvals or Approvals()
+        """Tool calls outside `allow`, put to the person: front-ends add their askers (issue 24)."""
+        self._question_since: float | None = None
+        self._offline_since: float | None = None
+        self.budget = Budget(max_cost)
+        """The current (or last) wake's spending: a new one per wake, since the cap (`max_cost`) is per wake."""
+        self.ask: Ask | None = None
+        """Set by a front-end to put clarify questions to the person; None means nobody is there."""
+        self.sessions = Sessions.open(self.run_dir, trim=trim, store=store, workspace=self.workspace, project=project)
+        """This workspace's sessions.db, shared by every wake's Runtime and by the readers below."""
+        self._listeners: list[Listener] = []
+        self._task: asyncio.Task[WakeOutcome] | None = None
+        self._path: FlowerPath | None = None
+        self._step: str | None = None
+        self._waiting: WaitState | None = None
+        self._verdict: VerdictState | None = None
+        self._context: int | None = None
+        """The work session's context size, once seen in this process."""
+        self._rest: _Rest | None = None
+        """The last snapshot of the records status read (off the event loop), or None before the first."""
+        self._reading: asyncio.Future[None] | None = None
+        self._read_since = self._read_at = float("-inf")
+        self._dirty = True
+        """An event of this service changed the records since the snapshot was read."""
+        self._unreachable: texts.Said | None = None
+        """The last refresh failed: the store is not answering."""
+        self._runtime: Runtime | None = None
+        self._window_seen = False
+        """Whether `window` is one the CLI reported (in this process, or recorded in the manifest) rather than assumed."""
+        self._model_seen: str | None = None
+        """The model the CLI last reported in this process."""
+        self._woken = False
+        """A wake ran in this process: `budget` holds its cost."""
+
+    @classmethod
+    def from_settings(cls, workspace: str | os.PathLike[str], settings: Settings, run_dir: str | os.PathLike[str], *,
+                      locale: str = "en", env: dict[str, str] | None = None, trust: Trust | None = None) -> FlowerService:
+        """A service configured by `settings` (flower.settings: flags, environment, file, defaults)."""
+        return cls(workspace, run_dir, locale=locale, trim=settings.trim, rounds=settings.rounds, env=env,
+                   handoff_at=settings.handoff_at, model=settings.model, fallback_model=settings.fallback_model,
+                   isolated=settings.isolated, max_cost=settings.max_cost, settings=settings, store=settings.store,
+                   project=settings.project, trust=trust, allow=settings.allow, mode=settings.mode,
+                   approvals=Approvals(settings.approvals_wait, "wait" if settings.approvals_unattended == "wait" else "deny"))
+
+    # -- events ----------------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Receive every event; returns the function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _emit(self, event: Event) -> None:
+        """Keep what status() shows, then hand the event on; a subscriber's exception is logged, never raised."""
+        if self._runtime is not None and self._runtime.window:
+            self.window, self._window_seen = self._runtime.window, True  # the gauge follows the model actually used
+        self._waiting = None
+        if isinstance(event, (Banner, SessionStarted, StepStarted, StepEnded, Verdict)):
+            self._dirty = True  # the lineage or the manifest moved: a front-end that keeps a snapshot reads them now
+            if self._reading is not None:
+                self._poke()
+        match event:
+            case StepStarted(step=step):
+                self._step = step
+            case ContextSize(step=step, tokens=tokens) if step_of(step or "") == WORK:  # not the judge's
+                self._context = tokens
+            case Banner(context=int(context)):  # read from sessions.db at wake
+                self._context = context
+            case Verdict(round=n, passed=passed, reasons=reasons):
+                self._verdict = VerdictState(round=n, passed=passed, reasons=reasons)
+            case Waiting():
+                self._offline_since = event.offline_since if event.reason == "offline" else None
+                self._waiting = WaitState(reason=event.reason, seconds=event.seconds, attempt=event.attempt,
+                                          max_attempts=event.max_attempts)
+        emit_to(self._listeners, event)
+
+    # -- commands --------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """Whether a wake is in progress in this process."""
+        return self._task is not None and not self._task.done()
+
+    async def wake(self, text: str | None = None) -> WakeOutcome:
+        """Continue here (text = a wake sentence), or start (text = the task); joins a wake already running (D5)."""
+        task = self._task
+        if task is not None and not task.done():
+            if text and text.strip():
+                await self.say(text)
+            return await asyncio.shield(task)
+        self._task = asyncio.create_task(self._run(text))
+        return await asyncio.shield(self._task)
+
+    async def say(self, text: str) -> WakeOutcome | None:
+        """A sentence for the work session: delivered at its next turn while running (None), else a wake (S15)."""
+        if self.running and self._path is not None:
+            self._path.inbox.put_nowait(text.strip())
+            self._emit(Notice(text=texts.text("queued", self.locale, sentence=text.strip())))
+            return None
+        return await self.wake(text)
+
+    async def new(self, text: str) -> WakeOutcome:
+        """Start something else: archive lineage, 需求.md and 目标.md (S28), then start `text` as the task."""
+        if not text or not text.strip():
+            raise FlowerError("new_needs_task")
+        if self._task is not None and self.running:
+            self.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        with WorkspaceLock(self.run_dir, self.sessions.records):
+            lineage = Lineage.load(self.run_dir, self.workspace, records=self.sessions.records)
+            extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
+            into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
+            if isinstance(records := self.sessions.records, taskfiles.TaskFiles):  # or the next wake restores them (D9)
+                taskfiles.archive(records, into.relative_to(self.workspace).as_posix())
+        self._context = self._verdict = None  # they were the archived task's
+        self._dirty = True
+        self._emit(Notice(text=texts.text("archived", self.locale, path=into)))
+        return await self.wake(text)
+
+    def cancel(self) -> None:
+        """Stop the running wake cleanly at the person's request; the lineage keeps its sessions, so the next wake resumes."""
+        if self._task is not None and self.running:
+            if self._path is not None:
+                self._path.stopped = True  # ended by the person, not cut off: status() will not say `interrupted`
+            self._task.cancel()
+
+    async def close(self) -> None:
+        """Cancel any running wake (cut off: the next status says `interrupted`) and wait for it to end."""
+        if self._task is not None:
+            if self.running:
+                self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.sessions.close()
+
+    async def pruned(self, session_id: str) -> dict[str, str] | None:
+        """How the pruner treats a session's stored entries on resume: {uuid: "hidden" | "rewritten" | "added"} (S23).
+
+        None when sessions.db holds nothing for the session.
+        """
+        entries = await self.sessions.entries(self.workspace, session_id)
+        if not entries:
+            return None
+        pruned = await asyncio.to_thread(self.sessions.pruned.prune, [dict(e) for e in entries])
+        return dict(pruned.verdicts)
+
+    # -- the run's changes (issue #25) ------------------------------------------------------------
+    @property
+    def change_log(self) -> ChangeLog:
+        """The change records and before-images of this run_dir (the running wake's Runtime records into the same files)."""
+        return self._runtime.changes if self._runtime is not None else ChangeLog(self.run_dir, self.workspace)
+
+    async def changes(self) -> list[WakeChanges]:
+        """Every wake's changed files with +/- counts against the workspace now, oldest wake first."""
+        return await asyncio.to_thread(self.change_log.wakes)
+
+    async def revert(self, path: str | None = None, wake: int | None = None) -> list[str]:
+        """Restore before-images (one file, or every file of `wake`); refused while a wake runs here or elsewhere (D5)."""
+        if path is None and wake is None:
+            raise FlowerError("revert_what")
+        if self.running or held(self.run_dir):
+            raise FlowerError("revert_running")
+        with WorkspaceLock(self.run_dir):  # a wake starting meanwhile waits for the restore, and vice versa
+            return await asyncio.to_thread(self.change_log.revert, path, wake)
+
+    async def _run(self, text: str | None) -> WakeOutcome:
+        self.budget, self._woken = Budget(self.max_cost), True
+        rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env,
+                     model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget,
+                     trust=self.trust, allow=self.allow, mode=self.mode, approvals=self.approvals)
+        rt.listeners.append(self._emit)
+        self._runtime = rt
+        self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
+        try:
+            ctx = await self._path.wake(text)
+            return WakeOutcome(ok=ctx.ok, error=ctx.error, said=ctx.said, woke=ctx.woke, sessions=dict(ctx.sessions),
+                               verdict=ctx.verdict)
+        except asyncio.CancelledError:
+            cancelled = texts.say("cancelled")
+            return WakeOutcome(ok=False, error=str(cancelled), said=cancelled)
+        finally:
+            self._step = self._waiting = None
+            if rt.window:
+                self.window, self._window_seen = rt.window, True
+            self._model_seen = rt.model_seen or self._model_seen
+            self._runtime = None
+            await rt.close()  # its journal's files; the sessions are the service's
+            self._dirty = True
+
+    async def _ask(self, question: str) -> str | None:
+        if self.ask is None:
+            return None
+        self._question_since = time.time()
+        try:
+            return await self.ask(question)
+        finally:
+            self._question_since = None
+
+    def waiting_for(self) -> WaitingFor | None:
+        """What the run waits for now: the person (an approval, a question) before the API (an outage)."""
+        approval = self.approvals.waiting()
+        if approval is not None:
+            return WaitingFor(what="approval", since=approval.since, approval=approval)
+        if self._question_since is not None:
+            return WaitingFor(what="question", since=self._question_since)
+        if self._waiting is not None and self._waiting.reason == "offline" and self._offline_since is not None:
+            return WaitingFor(what="outage", since=self._offline_since)
+        return None
+
+    # -- status ----------------------------------------------------------------------------
+    def _read_rest(self) -> _Rest:
+        """What status shows of the records and the workspace's files, read afresh if their stamps moved (a worker thread)."""
+        records = self.sessions.records
+        stamp = (records.stamp(), *(_stamp(self.workspace / name) for name in (REQUIREMENTS_FILE, goals.GOALS_FILE, ARCHIVE)))
+        rest = self._rest
+        # Read at every refresh: appends move it, and no change stamp does (a stat, or one query of the shared store).
+        size = self.sessions.raw.size_on_disk()
+        if rest is not None and rest.stamp == stamp:
+            return dataclasses.replace(rest, store_bytes=size)
+        st = at_rest(self.workspace, self.run_dir, records=records)
+        rows = recorded(self.workspace, self.run_dir, records).rows
+        work = st.steps.get(WORK)
+        window = next((r.window for r in reversed(rows) if r.window), None)
+        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size)
+
+    async def refresh(self) -> None:
+        """Read status's records again, off the event loop; callers at the same time share one read.
+
+        From the first call on, this service's own events start such a read too (`snapshot` stays current).
+        """
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.ensure_future(self._refresh())
+        await asyncio.shield(self._reading)
+
+    async def _refresh(self) -> None:
+        self._dirty, self._read_since = False, time.monotonic()
+        try:
+            self._rest = await asyncio.to_thread(self._read_rest)
+            self._unreachable = None
+        except Exception as exc:  # the store is not answering: status says so and shows what it read before (D9)
+            self._unreachable = self._not_answering(exc)
+            log.warning("status: %s", self._unreachable)
+        finally:
+            self._read_at = time.monotonic()
+        if self._dirty and self._unreachable is None:  # an event came during the read: read what it changed too
+            self._reading = asyncio.ensure_future(self._refresh())
+
+    def _not_answering(self, exc: BaseException | None) -> texts.Said:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0] if exc is not None else "no answer yet"
+        return texts.say("status_unreachable", where=self.sessions.records.where, reason=reason)
+
+    def _poke(self) -> None:
+        """Start a background refresh if the snapshot may be stale (an event of ours, or its age); never waits."""
+        if self._reading is not None and not self._reading.done():
+            return
+        if self._dirty or time.monotonic() - self._read_at > STALE_S:
+            self._reading = asyncio.ensure_future(self._refresh())
+
+    def status(self) -> Status:
+        """Everything a front-end shows, the records read now where their change stamps moved (no model request).
+
+        For a terminal or a script; a server that must never wait on a store answers with `snapshot()` instead.
+        `context` is the work session's size seen in this process, or else its last round read back from the store,
+        so a fresh process shows the gauge before any wake.
+        """
+        self._dirty, self._rest, self._unreachable = False, self._read_rest(), None
+        self._read_at = time.monotonic()
+        return self._view()
+
+    def snapshot(self) -> Status:
+        """`status()` answered at once from memory: never a read, never a wait, whatever the store does (D9).
+
+        The records' part is the last snapshot `refresh` read in a worker thread; this starts the next one when an
+        event of this service or the snapshot's age says it may be stale. While a read has hung for SLOW_S, or the
+        last one failed, `unreachable` says so.
+        """
+        self._poke()
+        return self._view()
+
+    def _view(self) -> Status:
+        rest = self._rest
+        st = rest.status if rest is not None else Status(
+            workspace=str(self.workspace), run_dir=str(self.run_dir), woke=0, started=False, steps={}, goals=[])
+        if rest is not None and rest.window and not self._window_seen:
+            self.window, self._window_seen = rest.window, True
+        reading = self._reading is not None and not self._reading.done()
+        unreachable = self._unreachable or (
+            self._not_answering(None) if reading and time.monotonic() - self._read_since > SLOW_S else None)
+        lineage = self._path.lineage if self._path is not None and self.running else None
+        if lineage is not None:  # a wake runs here: its lineage in memory is the record (D5), newer than any snapshot
+            st = dataclasses.replace(st, woke=lineage.woke, steps=dict(lineage.steps), started=True)
+        seen = self._runtime.model_seen if self._runtime is not None else None
+        judged_here = rest.verdict if rest is not None and not self.running else None
+        return dataclasses.replace(
+            st, context=self._context if self._context is not None else rest.context if rest is not None else None,
+            window=self.window, running=self.running, step=self._step,
+            interrupted=not self.running and st.interrupted, elsewhere=not self.running and st.elsewhere,
+            waiting=self._waiting, waiting_for=self.waiting_for(), handoff_at=self.handoff_at,
+            verdict=self._verdict or (VerdictState(round=judged_here[0], passed=judged_here[1], reasons=judged_here[2])
+                                      if judged_here else None),
+            model=self.model or seen or self._model_seen or st.model,
+            # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
+            cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
+            settings=self.settings.shown() if self.settings is not None else None, unreachable=unreachable,
+            store_bytes=rest.store_bytes if rest is not None else None)
+
+    def _stored_context(self, session_id: str) -> int | None:
+        """The session's last context size in the store; None (logged) if it cannot be read: the gauge is a bonus (S12)."""
+        try:
+            return self.sessions.context(self.workspace, session_id)
+        except Exception as exc:
+            log.warning("cannot read the context size of %s from %s (%s)", session_id, self.sessions.raw.path, exc)
+            return None
+
+
+STALE_S = 0.25
+"""How old the status snapshot may be before a status starts a check of the records' change stamps."""
+SLOW_S = 1.0
+"""A refresh still running after this long: the store is not answering, and status says so."""
+ARCHIVE = "notes/archive"
+"""Where `flower --new` archives a task (S28): the newest archive is when the current task began."""
+
+
+@dataclass(frozen=True)
+class _Rest:
+    """What status read of the records and the workspace's files, with the stamps they had."""
+
+    stamp: tuple[Hashable, ...]
+    status: Status
+    context: int | None
+    window: int | None
+    verdict: tuple[int, bool, str] | None
+    store_bytes: int | None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size

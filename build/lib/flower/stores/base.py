@@ -1,0 +1,68 @@
+"""What flower needs of a session store, beyond the SDK's protocol: the reads a view makes (History) and its lifecycle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
+
+from ..core.errors import FlowerError
+
+
+class Store(SessionStore, Protocol):
+    """A session store (SQLite in run_dir, or the shared PostgreSQL), as the runtime, reconcile and History use it."""
+
+    @property
+    def path(self) -> str | Path:
+        """Where the sessions are, as messages show it (no password)."""
+
+    @property
+    def refused(self) -> FlowerError | None:
+        """The last append the store refused (a full disk, read-only), a new object each time; None if none."""
+
+    async def open(self) -> None:
+        """Open now: a store that cannot be used says so in one line (FlowerError) before anything runs."""
+
+    async def close(self) -> None:
+        """Close its connections (a later call reopens them)."""
+
+    def has_session_sync(self, project_key: str, session_id: str) -> bool:
+        """Whether a main transcript is stored for the session (sync, read-only)."""
+
+    def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """`load` for synchronous callers (read-only)."""
+
+    async def last_context(self, project_key: str, session_id: str) -> int | None:
+        """The session's last-round context size, read backwards from its newest entry; None if unknown."""
+
+    def last_context_sync(self, project_key: str, session_id: str) -> int | None:
+        """`last_context` for synchronous callers (read-only)."""
+
+    def size_on_disk(self) -> int:
+        """Bytes the store takes on disk now (sync, read-only; 0 before anything was stored)."""
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after `seq`, in append order."""
+
+    async def newest_seq(self) -> int:
+        """The highest entry position of the whole store, 0 when there is none."""
+
+    async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
+        """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""
+
+    async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
+        """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
+
+    async def count(self, project_key: str, session_id: str) -> int:
+        """How many entries a session's main transcript stores."""
+
+    async def session(self, project_key: str, session_id: str) -> list[Any]:
+        """A session's whole main transcript, unpruned ([] when none)."""
+
+    def loader(self) -> Callable[[str, str], list[Any]] | None:
+        """`session` as a picklable function for a worker process, or None when it must be read here."""

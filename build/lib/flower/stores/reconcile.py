@@ -1,0 +1,430 @@
+"""Reconcile: entries the CLI wrote to its own transcript but the store mirror never got are imported before a resume (D2).
+
+The CLI writes every entry to its local JSONL first and only then hands it to the SDK, which mirrors it
+to sessions.db; a kill between the two leaves sessions.db trailing the file. Before a resume, the
+entries the file has and sessions.db lacks are appended to the raw store, in the file's order, so the
+transcript the SDK materialises for the resumed CLI (from the store, through the pruned view) carries
+them. The CLI's file is only ever read.
+
+Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins them):
+- a session started without `resume` writes `<config dir>/projects/<project key>/<session>.jsonl`, with
+  the config dir the CLI's `CLAUDE_CONFIG_DIR` (else ~/.claude) and the key the SDK's
+  `project_key_for_directory` of its cwd, even with a session store set;
+- a resumed session runs on a temporary config dir the SDK materialises from the store
+  (`<tmp>/claude-resume-*/projects/<project key>/<session>.jsonl`: the pruned view, then the CLI's new
+  entries); the SDK removes it when the CLI ends, but a kill leaves it behind, holding the newest
+  entries. Both files are read; in the temporary one, the results pruning added (uuid5, transcript.py)
+  are flower's view, not the CLI's, and are never imported;
+- the mirror carries every line of the file, in order, except the CLI's request replay records
+  (`api-request*`, kept out of the mirror by the CLI itself) and the `cost-state` line it writes at
+  exit: those stay local and are never imported, since a resumed CLI has never been given them;
+- the mirror trails the file even without a kill: a clean exit sometimes leaves the last `last-prompt`
+  line out of sessions.db (seen 1 run in 4).
+
+A resume reconciles its own session only. Sessions that are never resumed would keep what only their
+file holds: a judge round (never resumed, S14) or a session killed before flower learned its id (never
+in the lineage). `sweep` reconciles every transcript of the project key at the start of a wake; it
+remembers how far each file was read in `run_dir/reconciled.json` (size, mtime, offset, the session's
+stored seq then) and reads only what a file gained since, compared with what was stored since: a clean
+wake costs a `stat` per file, a wake after a kill the lines the kill left, not a load per session. Once a killed resume's temporary
+dir is imported in full and no process uses it, the sweep removes it: the SDK copied the caller's credentials
+into it, and only its own cleanup (which the kill skipped) would have removed them.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import shutil
+import tempfile
+import uuid as uuidlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+
+from ..core.durable import write_atomic
+from ..core.errors import FlowerError
+from ..core.redact import redact
+from .base import Store
+
+__all__ = [
+    "SWEPT_FILE", "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile",
+    "session_files", "sweep", "transcript_path",
+]
+
+SWEPT_FILE = "reconciled.json"
+"""Under run_dir: project key → {transcript path: FileRead as a list}: how far each file was last read."""
+
+log = logging.getLogger("flower")
+
+Entry = dict[str, Any]
+
+
+def config_dir(env: Mapping[str, str]) -> Path:
+    """The CLI's config dir for an env: `CLAUDE_CONFIG_DIR`, else ~/.claude (as the SDK resolves it)."""
+    return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+
+def transcript_path(config: Path, project_key: str, session_id: str) -> Path:
+    """Where the CLI keeps a session's own transcript under a config dir."""
+    return config / "projects" / project_key / f"{session_id}.jsonl"
+
+
+def leftover_paths(project_key: str, session_id: str, tmp: Path | None = None) -> list[Path]:
+    """The session's files in temporary config dirs a killed resume left behind (the SDK's `claude-resume-*`), oldest first."""
+    base = tmp if tmp is not None else Path(tempfile.gettempdir())
+    found = []
+    for path in base.glob(f"claude-resume-*/projects/{project_key}/{session_id}.jsonl"):
+        try:
+            found.append((path.stat().st_mtime_ns, path))
+        except OSError:  # removed meanwhile: its resume ended cleanly
+            continue
+    return [path for _, path in sorted(found)]
+
+
+def is_local_only(entry: Mapping[str, Any]) -> bool:
+    """Whether the CLI keeps this line in its own file only (never mirrored): request replay records, cost-state."""
+    kind = entry.get("type")
+    return isinstance(kind, str) and (kind.startswith("api-request") or kind == "cost-state")
+
+
+def _pruning_added(uid: str) -> bool:
+    """Whether a uuid is one pruning gave a result it added (uuid5); the CLI's own are random (uuid4)."""
+    try:
+        return uuidlib.UUID(uid).version == 5
+    except ValueError:
+        return False
+
+
+def _load_line(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        # orjson refuses lone surrogates (the CLI can cut text mid-emoji), the stdlib takes them; both refuse a cut line.
+        return json.loads(line)
+
+
+def parse_jsonl(data: bytes) -> list[Entry]:
+    """The JSON objects of a JSONL text in order; a line that does not parse (cut by a kill mid-write) is skipped."""
+    entries: list[Entry] = []
+    # JSON builds no cycles: GC passes over a large transcript's containers would cost more than the parsing.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                value = _load_line(line)
+            except ValueError:  # also UnicodeDecodeError: a line cut mid-character
+                continue
+            if isinstance(value, dict):
+                entries.append(value)
+    finally:
+        if paused:
+            gc.enable()
+    return entries
+
+
+def content_key(entry: Mapping[str, Any]) -> bytes:
+    """An entry's identity by content: its JSON with sorted keys."""
+    try:
+        return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # lone surrogates, ints beyond 64 bits: the stdlib's text is as good a key
+        return json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+
+
+def missing(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, Any]]) -> list[Entry]:
+    """The entries of `local` that `stored` lacks, in `local`'s order.
+
+    Matched by `uuid` where the entry has one, otherwise by content, each stored copy standing for one
+    local line (the CLI repeats identical metadata lines). Local-only lines and the results pruning added
+    to a materialised resume are never returned. Nothing is returned when `stored` has gone on without
+    them (`_went_on`): appending them now would graft a stale branch onto the session's end.
+    """
+    uuids = {u for e in stored if isinstance(u := e.get("uuid"), str)}
+    copies = Counter(content_key(e) for e in stored if not isinstance(e.get("uuid"), str))
+    local = [e for e in local if not is_local_only(e)]
+    # The store redacted what it wrote (D6): a local line quoting a key matches its stored copy once redacted too
+    # (in one call: redact reads the env once per call).
+    keys = iter([content_key(e) for e in redact([e for e in local if not isinstance(e.get("uuid"), str)])])
+    todo: list[Entry] = []
+    for entry in local:
+        uid = entry.get("uuid")
+        if isinstance(uid, str):
+            if uid in uuids or _pruning_added(uid):
+                continue
+            uuids.add(uid)  # a uuid repeated in the file is imported once
+        else:
+            key = next(keys)
+            if copies[key] > 0:
+                copies[key] -= 1
+                continue
+        todo.append(dict(entry))
+    return [] if todo and _went_on(local, stored, todo) else todo
+
+
+def _went_on(local: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, Any]], todo: list[Entry]) -> bool:
+    """Whether `stored` holds entries `local` lacks that are newer than the missing ones (a later resume went on without them).
+
+    Stored entries older than the missing ones may be absent from `local` for good reasons: a materialised
+    resume starts from the pruned view, which hides some. Without a timestamp to compare, the newest stored
+    uuid must be in `local`.
+    """
+    mine = {u for e in local if isinstance(u := e.get("uuid"), str)}
+    since = min((t for e in todo if isinstance(e.get("uuid"), str) and isinstance(t := e.get("timestamp"), str)), default=None)
+    if since is not None:
+        return any(isinstance(u := e.get("uuid"), str) and u not in mine and isinstance(t := e.get("timestamp"), str)
+                   and t > since for e in stored)
+    newest = next((u for e in reversed(stored) if isinstance(u := e.get("uuid"), str)), None)
+    return newest is not None and newest not in mine
+
+
+TAIL = 64
+"""Bytes before a file's read offset remembered with it: the same bytes there later mean the file only grew since."""
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """How far one CLI transcript was read: its size and mtime then, the offset after its last whole line, the
+    session's newest stored seq once that read was imported, and the file's last `TAIL` bytes before the offset."""
+
+    size: int
+    mtime_ns: int
+    offset: int = 0
+    seq: int = 0
+    tail: str = ""
+
+    def unchanged(self, now: FileRead | None) -> bool:
+        """Whether the file is as this read left it (same size and mtime)."""
+        return now is not None and (now.size, now.mtime_ns) == (self.size, self.mtime_ns)
+
+    def to_json(self) -> list[Any]:
+        """The compact form kept in `reconciled.json`."""
+        return [self.size, self.mtime_ns, self.offset, self.seq, self.tail]
+
+    @classmethod
+    def of(cls, value: Any) -> FileRead | None:
+        """A remembered read; None for anything else (an older flower's [size, mtime] included: that file is read whole)."""
+        if (isinstance(value, list) and len(value) == 5 and all(type(v) is int for v in value[:4])
+                and isinstance(value[4], str)):
+            return cls(*value)
+        return None
+
+
+def _stat(path: Path) -> FileRead | None:
+    try:
+        st = path.stat()
+    except OSError:  # missing, or removed meanwhile: its resume ended cleanly, the store has it
+        return None
+    return FileRead(st.st_size, st.st_mtime_ns)
+
+
+def _read_from(path: Path, known: FileRead | None) -> tuple[int, bytes] | None:
+    """Where the read starts and the bytes from there: after `known`'s offset when the file only grew since (its
+    bytes before that offset are the ones remembered), else from the start (truncated or rewritten). None when the
+    file is missing or cannot be read (the resume goes on from the store)."""
+    try:
+        with path.open("rb") as f:
+            if known is not None and known.offset:
+                at = max(0, known.offset - TAIL)
+                f.seek(at)
+                if f.read(known.offset - at).hex() == known.tail:
+                    return known.offset, f.read()
+                f.seek(0)
+            return 0, f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        log.warning("reconcile: cannot read %s (%s); resuming from sessions.db as it is", path, err.strerror or err)
+        return None
+
+
+async def _import_file(store: Store, key: SessionKey, path: Path, known: FileRead | None) -> tuple[int, FileRead | None]:
+    """Import what `path` gained since `known` and the store lacks; return how many, and how far the file is read now.
+
+    Lines the CLI wrote after a read are mirrored after it too (it writes its file first), so what a file gained is
+    compared with the entries stored since the seq noted at that read, never the whole session. The seq is noted
+    after the read's own import: nothing else mirrors meanwhile, since a wake reads under the workspace lock, before
+    its CLI starts (D5), and a killed flower's mirror died with it. A file that shrank or whose bytes before the
+    offset changed is read whole, against the whole session.
+    """
+    now = _stat(path)  # stat'ed before it is read: a file growing meanwhile is read again next time
+    if now is None:
+        return 0, None
+    if known is not None and known.unchanged(now):
+        return 0, known
+    read = _read_from(path, known)
+    if read is None:
+        return 0, None
+    start, data = read
+    whole = data[: data.rfind(b"\n") + 1]  # a last line cut mid-write is read again once the file changes
+    since = known.seq if start and known is not None else 0
+    todo = missing(parse_jsonl(whole), await store.entries_after(key["project_key"], key["session_id"], since)) if whole else []
+    if todo:  # the CLI's own JSON objects: the SDK's TypedDict is a minimal view of them
+        await store.append(key, cast("list[SessionStoreEntry]", todo))
+    seq = await store.latest_seq(key["project_key"], key["session_id"])
+    offset = start + len(whole)
+    if len(whole) >= TAIL or not start:
+        tail = whole[-TAIL:]
+    else:  # a few bytes gained: the remembered tail ends where they begin
+        tail = (bytes.fromhex(known.tail if known is not None else "") + whole)[-TAIL:]
+    return len(todo), FileRead(now.size, now.mtime_ns, offset, seq, tail.hex())
+
+
+async def reconcile(store: Store, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
+                    run_dir: Path | None = None, memory: dict[str, FileRead] | None = None) -> int:
+    """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
+
+    `env` is the CLI's env over this process's (`CLAUDE_CONFIG_DIR` picks the config dir); the temporary
+    dirs are this process's (the SDK makes them here). The files are read oldest first, each against the
+    store as the previous left it. The import goes through the store's `append`, which skips uuids
+    already stored, so a rerun imports nothing. With `run_dir`, the memory of what was read of each file
+    (`reconciled.json`, shared with the sweep) is used and kept: a file as it was read is not read again, one
+    that grew is read from where the last read stopped (a resume right after the wake's sweep reads nothing
+    twice). `memory` is that memory already loaded (the sweep's), updated in place and not saved here.
+    """
+    paths = [transcript_path(config_dir({**os.environ, **(env or {})}), project_key, session_id),
+             *leftover_paths(project_key, session_id)]
+    state: dict[str, Any] = {}
+    if memory is None:
+        if run_dir is not None:
+            state = _load_swept(run_dir / SWEPT_FILE)
+        known = _of(state, project_key)
+    else:
+        known = memory
+    key: SessionKey = {"project_key": project_key, "session_id": session_id}
+    imported = 0
+    for path in paths:
+        count, read = await _import_file(store, key, path, known.get(str(path)))
+        imported += count
+        if read is not None:
+            known[str(path)] = read
+    if imported:
+        log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", imported, session_id)
+    if memory is None and run_dir is not None:
+        _save_swept(run_dir / SWEPT_FILE, state, project_key, known)
+    return imported
+
+
+def session_files(config: Path, project_key: str, tmp: Path | None = None) -> list[Path]:
+    """Every CLI transcript of the project key: the config dir's and those of leftover `claude-resume-*` dirs."""
+    base = tmp if tmp is not None else Path(tempfile.gettempdir())
+    found = [*(config / "projects" / project_key).glob("*.jsonl"), *base.glob(f"claude-resume-*/projects/{project_key}/*.jsonl")]
+    return [path for path in found if _is_session_id(path.stem)]
+
+
+def _is_session_id(name: str) -> bool:
+    """Whether a file stem is a session id (a uuid); other files there are not sessions of their own."""
+    try:
+        uuidlib.UUID(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _spent_leftovers(project_key: str, imported: Mapping[str, Any], tmp: Path | None = None) -> list[Path]:
+    """The `claude-resume-*` dirs of this project key that a killed resume left and the store now holds in full.
+
+    The SDK copies the caller's credentials into each (`.credentials.json`) and removes it when the CLI ends;
+    a kill leaves it behind. One is removed only when every file under its `projects/` is a main transcript
+    just imported (`imported`: path → stat) — a subagent's transcript, which reconcile does not read, keeps it
+    — and no live process runs with it as its config dir (read from /proc; without /proc none is removed).
+    """
+    base = tmp if tmp is not None else Path(tempfile.gettempdir())
+    spent = []
+    for root in base.glob(f"claude-resume-*/projects/{project_key}"):
+        top = root.parent.parent
+        try:
+            files = [p for p in (top / "projects").rglob("*") if not p.is_dir()]
+            others = [p for p in (top / "projects").iterdir() if p != root]
+        except OSError:
+            continue
+        if not others and files and all(str(p) in imported for p in files) and not _in_use(top):
+            spent.append(top)
+    return spent
+
+
+def _in_use(config: Path) -> bool:
+    """Whether a live process has `config` as its CLI config dir (`CLAUDE_CONFIG_DIR` in /proc/<pid>/environ)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "environ").exists():
+        return True  # cannot tell: keep it
+    needle = b"\0CLAUDE_CONFIG_DIR=" + os.fsencode(config) + b"\0"
+    for environ in proc.glob("[0-9]*/environ"):
+        try:
+            if needle in b"\0" + environ.read_bytes():
+                return True
+        except OSError:  # gone meanwhile, or another user's (whose config dir this is not)
+            continue
+    return False
+
+
+def _of(state: Mapping[str, Any], project_key: str) -> dict[str, FileRead]:
+    """The memory of one project key's files (what cannot be understood is forgotten: that file is read whole)."""
+    remembered = state.get(project_key)
+    if not isinstance(remembered, dict):
+        return {}
+    return {path: read for path, value in remembered.items() if (read := FileRead.of(value)) is not None}
+
+
+def _save_swept(path: Path, state: dict[str, Any], project_key: str, files: Mapping[str, FileRead]) -> None:
+    """Write the memory with the project key's files replaced; a failure only makes the next read slower."""
+    compact = {p: read.to_json() for p, read in files.items()}
+    if state.get(project_key) == compact:
+        return
+    state[project_key] = compact
+    try:
+        write_atomic(path, json.dumps(state, sort_keys=True).encode())
+    except OSError as err:
+        log.warning("reconcile: cannot write %s (%s)", path, err.strerror or err)
+
+
+def _load_swept(path: Path) -> dict[str, Any]:
+    """The sweep's memory; empty when absent or unreadable (the next sweep then rereads every file, which is only slower)."""
+    try:
+        value = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        log.warning("reconcile: cannot read %s (%s); every CLI transcript is read again", path, err)
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+async def sweep(store: Store, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
+    """`reconcile` every session whose CLI transcript changed since it was last read; return how many entries came in.
+
+    A file counts as unchanged while its size and mtime are those remembered, and one that grew is read from
+    where the last read stopped (see `_import_file`). A session whose reconcile fails is forgotten (its files are
+    read whole at the next sweep).
+    """
+    config = config_dir({**os.environ, **(env or {})})
+    state = _load_swept(run_dir / SWEPT_FILE)
+    known = _of(state, project_key)
+    files = session_files(config, project_key)
+    present = {str(p) for p in files}
+    memory = {p: read for p, read in known.items() if p in present}
+    changed = sorted({p.stem for p in files if not ((read := memory.get(str(p))) is not None and read.unchanged(_stat(p)))})
+    imported = 0
+    for sid in changed:
+        try:
+            imported += await reconcile(store, project_key, sid, env, memory=memory)
+        except FlowerError:  # the store refuses writes (full, read-only): every other import would fail alike
+            raise
+        except Exception:
+            log.exception("reconcile: importing the CLI's own transcript of session %s failed", sid)
+            for p in [p for p in memory if Path(p).stem == sid]:
+                memory.pop(p)
+    for root in _spent_leftovers(project_key, memory):
+        shutil.rmtree(root, ignore_errors=True)
+        memory = {p: read for p, read in memory.items() if not Path(p).is_relative_to(root)}
+    _save_swept(run_dir / SWEPT_FILE, state, project_key, memory)
+    return imported

@@ -1,0 +1,840 @@
+"""flower's own SQLite ``SessionStore``: ``runs/sessions.db`` (DESIGN D2)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+import itertools
+import json
+import os
+import sqlite3
+import threading
+import time
+import typing
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import orjson
+import zstandard
+from claude_agent_sdk import fold_session_summary
+from claude_agent_sdk.types import (
+    SessionKey,
+    SessionListSubkeysKey,
+    SessionStore,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
+
+from ..core.context import context_of, tail_pages
+from ..core.errors import FlowerError
+from ..core.redact import redact_encoded
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, is_raw, known, raw, train, unpackers
+
+__all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
+
+T = TypeVar("T")
+
+# Several flower processes may append to one sessions.db: writers queue on the
+# lock rather than fail, and one batch holds it for milliseconds.
+BUSY_TIMEOUT_S = 30.0
+
+Migration = Callable[[sqlite3.Connection], None]
+"""One schema step: brings ``PRAGMA user_version`` from its index to index + 1, inside the
+transaction that records the new version (so a step is applied whole or not at all)."""
+
+_SCHEMA_V1 = (
+    """CREATE TABLE IF NOT EXISTS transcripts (
+        id          INTEGER PRIMARY KEY,
+        project_key TEXT NOT NULL,
+        session_id  TEXT NOT NULL,
+        subpath     TEXT NOT NULL,      -- '' for the main transcript
+        mtime       INTEGER NOT NULL,   -- storage write time, Unix epoch ms
+        UNIQUE (project_key, session_id, subpath)
+    )""",
+    "CREATE INDEX IF NOT EXISTS transcripts_by_mtime ON transcripts (mtime)",
+    # body: the entry's JSON, never rewritten (D2). Written by earlier flowers as TEXT
+    # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode. Since v3 a
+    # BLOB is a zstd frame against the database's dictionary once it has one, since v4 against flower's built-in
+    # one before (stores/bodies.py).
+    """CREATE TABLE IF NOT EXISTS entries (
+        seq        INTEGER PRIMARY KEY, -- append order, across processes
+        transcript INTEGER NOT NULL,
+        uuid       TEXT,
+        body       TEXT NOT NULL
+    )""",
+    # An index implicitly ends with the rowid (seq), so this one also yields a
+    # transcript's entries in append order.
+    "CREATE INDEX IF NOT EXISTS entries_by_transcript ON entries (transcript)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS entries_uuid ON entries (transcript, uuid) WHERE uuid IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS summaries (
+        project_key TEXT NOT NULL,
+        session_id  TEXT NOT NULL,
+        mtime       INTEGER NOT NULL,
+        data        TEXT NOT NULL,      -- SDK-owned, persisted verbatim
+        PRIMARY KEY (project_key, session_id)
+    )""",
+)
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V1:
+        conn.execute(statement)
+
+
+def _speed_v2(conn: sqlite3.Connection) -> None:
+    """Summaries folded on demand, uuids kept unique without an index, a clock for mtimes."""
+    # Folding every batch into its summary inside append() cost as much as storing the
+    # batch: the fold now runs when summaries are asked for, from the entries after
+    # `folded`. v1 folded at every append, so its summaries are up to date. (A v1 flower
+    # reopening the file sets user_version back to 1: this step must tolerate a rerun.)
+    if "folded" not in {row[1] for row in conn.execute("PRAGMA table_info(summaries)")}:
+        conn.execute("ALTER TABLE summaries ADD COLUMN folded INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        "UPDATE summaries SET folded = coalesce((SELECT max(e.seq) FROM transcripts t"
+        " JOIN entries e ON e.transcript = t.id WHERE t.project_key = summaries.project_key"
+        " AND t.session_id = summaries.session_id AND t.subpath = ''), 0)"
+    )
+    # Random uuids put every batch's index entries on as many pages, each rewritten whole
+    # to the WAL at commit: that index made a batch cost twice its entries. Uniqueness is
+    # kept by append() under the write lock instead (see _Seen).
+    conn.execute("DROP INDEX IF EXISTS entries_uuid")
+    # A few pages of transcripts are scanned for max(mtime) faster than an index on it is
+    # kept: each index is one more 16 KB page rewritten to the WAL per append.
+    conn.execute("DROP INDEX IF EXISTS transcripts_by_mtime")
+    # The newest mtime of the deleted transcripts: with it, mtimes never repeat, and "same
+    # mtime" means "not written since" (what _Seen relies on). Only delete() writes it, so
+    # an append dirties no page for it.
+    conn.execute("CREATE TABLE IF NOT EXISTS clock (mtime INTEGER NOT NULL)")
+    conn.execute("INSERT INTO clock SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM clock)")
+
+
+def _dictionary_v3(conn: sqlite3.Connection) -> None:
+    """Bodies become zstd frames against the database's own dictionary (#26): the table that holds it."""
+    # At most one row. `trained`: the newest seq when it was trained (rows up to it may be raw JSON, later ones
+    # are frames); `packed`: the rows up to it are converted. The conversion runs after this step, a committed
+    # batch at a time (_pack): a v2 flower refuses the file from this step on (user_version 3), and this one
+    # reads raw rows and frames alike, so a kill at any point loses nothing and the next open resumes.
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS dictionary (id INTEGER PRIMARY KEY, data BLOB NOT NULL,"
+        " trained INTEGER NOT NULL, packed INTEGER NOT NULL)"
+    )
+
+
+def _builtin_v4(conn: sqlite3.Connection) -> None:
+    """New bodies are frames against flower's built-in dictionary until the database trains its own (#26)."""
+    # Nothing to convert: a v3 file's rows (raw JSON, frames against its own dictionary) are read as they are, and
+    # frames name their dictionary. The version alone is the step: a v3 flower reads no built-in frame, so it must
+    # refuse the file (the "newer flower" error) once one may be in it.
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2, _dictionary_v3, _builtin_v4)
+"""The schema steps, in order; ``PRAGMA user_version`` counts those applied. Append, never edit."""
+
+_TRANSCRIPT = "SELECT id, mtime FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?"
+
+# mtime = max(now, newest mtime ever given + 1), computed under the write lock (one statement
+# with the upsert: each is a round trip per append): strictly increasing even across processes,
+# deletions and a clock step back.
+_TOUCH_TRANSCRIPT = """
+INSERT INTO transcripts (project_key, session_id, subpath, mtime) VALUES (?, ?, ?,
+    max(?, 1 + coalesce((SELECT max(mtime) FROM transcripts), 0), 1 + (SELECT mtime FROM clock)))
+ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = excluded.mtime
+RETURNING id, mtime
+"""
+
+_LOAD = """
+SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id
+WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ?
+ORDER BY e.seq
+"""
+
+
+# Newest first from `before` on: the index on (transcript) ends with the rowid, so this walks it backwards.
+_TAIL = """
+SELECT e.seq, e.body FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
+"""
+
+
+_LATEST = """
+SELECT coalesce(max(e.seq), 0) FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+"""
+
+_AFTER = """
+SELECT e.body FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+AND e.seq > ? ORDER BY e.seq
+"""
+
+
+def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -> int | None:
+    """The context size of the session's last real model round, read backwards a page at a time (never the whole session)."""
+    before = 1 << 62
+    for limit in tail_pages():
+        rows = conn.execute(_TAIL, (project_key, session_id, before, limit)).fetchall()
+        # Read after the rows: a frame they hold was written after its dictionary, which is never removed.
+        found = context_of(decode_bodies([body for _, body in reversed(rows)], _codec(conn)))
+        if found is not None or len(rows) < limit:
+            return found
+        before = rows[-1][0]
+    return None  # unreachable: tail_pages never ends
+
+
+def _codec(conn: sqlite3.Connection) -> Codec | None:
+    """The database's dictionary, None while it has none (or no table for it: a file being created)."""
+    try:
+        row = conn.execute("SELECT id FROM dictionary").fetchone()
+    except sqlite3.OperationalError as err:
+        if "no such table" in str(err):
+            return None
+        raise
+    if row is None:
+        return None
+    found = known(row[0])
+    if found is None:
+        (data,) = conn.execute("SELECT data FROM dictionary").fetchone()
+        found = codec(row[0], data)
+    return found
+
+
+def _with_codec(sql: str, params: tuple[Any, ...]) -> Callable[[sqlite3.Connection], tuple[list[Any], Codec | None]]:
+    """A read of rows, with the dictionary that expands their bodies (read after them: a frame is written after its dictionary)."""
+    return lambda conn: (conn.execute(sql, params).fetchall(), _codec(conn))
+
+
+_NO_ROWS: tuple[list[Any], Codec | None] = ([], None)
+
+
+def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
+    """Train the database's dictionary once it holds SAMPLES entries, then compress the raw rows stored before it,
+    one committed batch at a time (at most `batches`); the dictionary, or None while there are too few entries."""
+
+    if not conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'dictionary'").fetchone():
+        return None  # a store made with fewer migrations (tests of the steps)
+    # At every open: without the write lock when there is nothing to do (converted, or too few entries to train).
+    done = conn.execute("SELECT trained <= packed FROM dictionary").fetchone()
+    if done == (1,):
+        return _codec(conn)
+    if done is None and conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE typeof(body) = 'blob' LIMIT ?)", (SAMPLES,)).fetchone()[0] < SAMPLES:
+        return None
+
+    def trained() -> tuple[int, int] | None:
+        row = conn.execute("SELECT trained, packed FROM dictionary").fetchone()
+        if row is not None:
+            return int(row[0]), int(row[1])
+        stored = [b for (b,) in conn.execute(
+            "SELECT body FROM entries WHERE typeof(body) = 'blob' ORDER BY seq LIMIT ?", (SAMPLES,))]
+        if len(stored) < SAMPLES:
+            return None
+        ident, data = train(raw(stored, None))  # since v4 the samples are frames against the built-in dictionary
+        (top,) = conn.execute("SELECT max(seq) FROM entries").fetchone()
+        # Raw rows only ever precede frames (a v4 flower writes none, an older one cannot open the file): with none
+        # among the oldest, there is nothing to convert. Frames against the built-in dictionary stay as they are (D2).
+        packed = 0 if any(is_raw(b) for b in stored) else top
+        conn.execute("INSERT INTO dictionary (id, data, trained, packed) VALUES (?, ?, ?, ?)", (ident, data, top, packed))
+        return int(top), int(packed)
+
+    marks = _in_transaction(conn, trained)
+    if marks is None:
+        return None
+    codec = _codec(conn)
+    assert codec is not None  # written above or by another process, never removed
+    top, packed = marks
+
+    def batch() -> int:
+        # Read under the write lock: another process may be converting too (a frame is never packed twice).
+        (done,) = conn.execute("SELECT packed FROM dictionary").fetchone()
+        rows = conn.execute(
+            "SELECT seq, body FROM entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", (done, top, PACK_BATCH)
+        ).fetchall()
+        conn.executemany(
+            "UPDATE entries SET body = ? WHERE seq = ?",
+            [(codec.pack(body), seq) for seq, body in rows if type(body) is bytes and is_raw(body)],
+        )
+        upto = int(rows[-1][0]) if rows else top
+        conn.execute("UPDATE dictionary SET packed = max(packed, ?)", (upto,))
+        return upto
+
+    converted = packed < top
+    while packed < top and (batches is None or batches > 0):
+        packed = _in_transaction(conn, batch)
+        batches = None if batches is None else batches - 1
+    if converted and packed >= top:
+        # The rows shrank in place (a page's free space, not free pages): rewritten once, the file gives back
+        # what the raw rows held (#26). Once per database; a kill during it leaves the file as it was.
+        conn.execute("VACUUM")
+    return codec
+
+
+class SessionStoreError(FlowerError, ValueError):
+    """The session database cannot be used as it is (e.g. it is not SQLite)."""
+
+
+def _not_a_database(path: Path, err: sqlite3.Error) -> SessionStoreError:
+    return SessionStoreError("db_not_sqlite", db=path, reason=err)
+
+
+def _too_new(path: Path, version: int, known: int) -> SessionStoreError:
+    return SessionStoreError("db_too_new", db=path, version=version, known=known)
+
+
+def _write_refused(path: Path, err: sqlite3.Error) -> SessionStoreError | None:
+    """What to tell the person when the disk refused a write (full, read-only); None for any other error."""
+    code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code of an extended one
+    # ENOSPC is SQLITE_FULL; a write cut short otherwise (EFBIG past RLIMIT_FSIZE, a quota, EIO) is SQLITE_IOERR.
+    if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+        return SessionStoreError("db_full", db=path, reason=err)
+    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
+        return SessionStoreError("db_read_only", db=path, reason=err)
+    return None
+
+
+def _is_not_a_database(err: sqlite3.Error) -> bool:
+    return getattr(err, "sqlite_errorcode", None) in (
+        sqlite3.SQLITE_NOTADB,
+        sqlite3.SQLITE_CORRUPT,
+    )
+
+
+def _key3(key: SessionKey) -> tuple[str, str, str]:
+    # '' rather than NULL for the main transcript, so UNIQUE and '=' just work.
+    return key["project_key"], key["session_id"], key.get("subpath") or ""
+
+
+def _encode(entry: SessionStoreEntry) -> bytes | str:
+    try:
+        return orjson.dumps(entry)
+    except TypeError:
+        # orjson refuses lone surrogates (the CLI can cut text mid-emoji) and ints beyond
+        # 64 bits. The stdlib escapes the one and keeps the other; stored as TEXT, such a row
+        # is decoded by the stdlib too (orjson would fail on the escape, or round the int).
+        return json.dumps(entry, separators=(",", ":"))
+
+
+def _encode_all(entries: Sequence[SessionStoreEntry]) -> list[bytes | str]:
+    """Each entry's stored JSON (see `_encode`)."""
+    dumps = orjson.dumps
+    try:
+        # One comprehension without a call of _encode per entry; a batch orjson refuses (rare) goes entry by entry.
+        return [dumps(e) for e in entries]
+    except TypeError:
+        return [_encode(e) for e in entries]
+
+
+def _without_gc(decode: Callable[[], T]) -> T:
+    # JSON builds no cycles, but its ~50 containers per entry would trigger GC
+    # passes over the whole heap that cost as much as the parsing itself.
+    if not gc.isenabled():
+        return decode()
+    gc.disable()
+    try:
+        return decode()
+    finally:
+        gc.enable()
+
+
+def _decoder(codec: Codec | None) -> Callable[[bytes | str], Any]:
+    """One stored body's entry: a BLOB by orjson (expanded first if it is a frame), a TEXT row (stdlib json wrote it) by the stdlib."""
+    loads, by, named = orjson.loads, unpackers(codec), zstandard.get_frame_parameters
+    return lambda body: (
+        (loads(body) if body[0] == 0x7B else loads(by[named(body).dict_id](body))) if type(body) is bytes
+        else json.loads(body))
+
+
+def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> list[Any]:
+    """The entries of stored ``bodies`` in order: BLOB rows by orjson (a frame expanded with the dictionary it names:
+    the built-in one or ``codec``, the database's own), TEXT rows by the stdlib."""
+    loads = orjson.loads
+    # orjson is fastest one row at a time: about twice its speed on the joined array.
+    if all(type(b) is bytes for b in bodies):
+        # A frame's header names its dictionary (#26): reading the id costs about 4% of a load (benchmarks/store.py).
+        by, named = unpackers(codec), zstandard.get_frame_parameters
+        blobs = typing.cast("Sequence[bytes]", bodies)
+        return _without_gc(lambda: [loads(b) if b[0] == 0x7B else loads(by[named(b).dict_id](b)) for b in blobs])
+    # TEXT rows: written by an earlier flower (stdlib json), or orjson could not encode the
+    # entry. The stdlib is fastest on one array.
+    texts = [b for b in bodies if type(b) is str]
+
+    blob = _decoder(codec)
+
+    def decode() -> list[Any]:
+        slow = iter(json.loads("[" + ",".join(texts) + "]"))
+        return [blob(b) if type(b) is bytes else next(slow) for b in bodies]
+
+    return _without_gc(decode)
+
+
+_PAGE = """
+SELECT seq, transcript, body FROM entries WHERE transcript IN (SELECT value FROM json_each(?)) AND seq < ?
+ORDER BY seq DESC LIMIT ?
+"""
+
+_TRANSCRIPTS = """
+SELECT t.id, t.session_id, (SELECT count(*) FROM entries e WHERE e.transcript = t.id) FROM transcripts t
+WHERE t.project_key = ? AND t.subpath = '' AND t.session_id IN (SELECT value FROM json_each(?)) ORDER BY t.id
+"""
+
+_COUNT = """
+SELECT count(*) FROM transcripts t JOIN entries e ON e.transcript = t.id
+WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ''
+"""
+
+
+def load_session(db: str, project_key: str, session_id: str) -> list[Any]:
+    """A whole main transcript of the sessions.db at `db`, read-only ([] when none): picklable, for a worker process."""
+    return SqliteSessionStore(db).load_sync({"project_key": project_key, "session_id": session_id}) or []
+
+
+_STALE_SUMMARIES = """
+SELECT t.id, t.session_id, t.mtime, s.data, s.folded FROM transcripts t
+LEFT JOIN summaries s ON s.project_key = t.project_key AND s.session_id = t.session_id
+WHERE t.project_key = ? AND t.subpath = '' AND (s.mtime IS NULL OR s.mtime != t.mtime)
+"""
+
+
+def _fold_summaries(conn: sqlite3.Connection, project_key: str) -> None:
+    """Fold the entries appended since each main transcript's summary was last folded (v2)."""
+    # Every append that stores an entry moves its transcript's mtime: a summary stamped
+    # with another mtime than its transcript's misses entries.
+    for tid, sid, mtime, data, folded in conn.execute(_STALE_SUMMARIES, (project_key,)).fetchall():
+        rows = conn.execute(
+            "SELECT seq, body FROM entries WHERE transcript = ? AND seq > ? ORDER BY seq", (tid, folded or 0)
+        ).fetchall()
+        prev: SessionSummaryEntry | None = None
+        if data is not None:
+            prev = {"session_id": sid, "mtime": mtime, "data": json.loads(data)}
+        key: SessionKey = {"project_key": project_key, "session_id": sid}
+        summary = fold_session_summary(prev, key, decode_bodies([r[1] for r in rows], _codec(conn)))
+        # Stamped with the mtime list_sessions() reports, as the SDK requires.
+        conn.execute(
+            "INSERT OR REPLACE INTO summaries (project_key, session_id, mtime, data, folded) VALUES (?, ?, ?, ?, ?)",
+            (project_key, sid, mtime, json.dumps(summary["data"]), rows[-1][0] if rows else folded or 0),
+        )
+
+
+def _in_transaction(conn: sqlite3.Connection, work: Callable[[], T]) -> T:
+    """Run ``work()`` in one ``BEGIN IMMEDIATE`` transaction, committed before returning."""
+    # IMMEDIATE takes the write lock up front, so concurrent processes queue here
+    # instead of failing to upgrade a read lock later.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = work()
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # a failed statement may already have ended it
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+@dataclass
+class _Seen:
+    """The uuids stored in one transcript, as of the transcript's ``mtime`` (v2)."""
+
+    tid: int
+    mtime: int
+    uuids: set[str]
+
+
+def _append(
+    k3: tuple[str, str, str], uuids: list[str | None], bodies: list[bytes | str], seen: _Seen | None,
+    conn: sqlite3.Connection,
+) -> tuple[_Seen | None, int]:
+    """Store the rows whose uuid is not stored under ``k3`` yet, in one committed transaction;
+    return what is stored now, and how many rows were stored before the database has its own dictionary."""
+
+    def work() -> tuple[_Seen | None, int]:
+        now = seen
+        row = conn.execute(_TRANSCRIPT, k3).fetchone()
+        if row is None:
+            now = None
+        elif now is None or (now.tid, now.mtime) != row:
+            # mtime moves at every append and never repeats (see the clock table), so an
+            # unchanged one means nobody wrote to the transcript since our last look.
+            stored = conn.execute(
+                "SELECT uuid FROM entries WHERE transcript = ? AND uuid IS NOT NULL", (row[0],)
+            )
+            now = _Seen(row[0], row[1], {r[0] for r in stored})
+        known = now.uuids if now is not None else set()
+        added: set[str] = set()
+        fresh: list[int] = []
+        for i, u in enumerate(uuids):
+            if u is not None:
+                if u in known or u in added:
+                    continue
+                added.add(u)  # a uuid repeated within the batch counts once
+            fresh.append(i)
+        if not fresh:
+            return now, 0
+        tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
+        # Looked up under the write lock: another process may have trained it since our last append. Until then,
+        # frames against the built-in dictionary (v4, #26).
+        codec = _codec(conn)
+        kept = bodies if len(fresh) == len(bodies) else [bodies[i] for i in fresh]
+        conn.executemany(
+            "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
+            zip(itertools.repeat(tid), uuids if kept is bodies else [uuids[i] for i in fresh],
+                (codec or builtin()).pack_all(kept)),
+        )
+        known |= added  # in place: on failure the caller drops this _Seen altogether
+        return _Seen(tid, mtime, known), len(fresh) if codec is None else 0
+
+    return _in_transaction(conn, work)
+
+
+class SqliteSessionStore(SessionStore):
+    """A ``SessionStore`` in one SQLite file (WAL), shareable by several processes.
+
+    Each call uses one plain ``sqlite3`` connection from a worker thread of the event loop's
+    executor (``asyncio.to_thread``) and returns once its transaction is committed. The store
+    starts no thread of its own, so an unclosed store (the SDK's protocol has no close) never
+    keeps the process alive; its connection closes when the store is collected or at exit.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+        """Remember ``path``; the database is opened on first use and brought to ``migrations``' version."""
+        self.path = Path(path)
+        self.migrations = tuple(migrations)
+        self._conn: sqlite3.Connection | None = None
+        self._closer: weakref.finalize[Any, Any] | None = None
+        # One connection runs one transaction at a time. A thread lock, not an
+        # asyncio one: a cancelled caller leaves its worker thread running on.
+        self._lock = threading.Lock()
+        # Per transcript key: its stored uuids, so that an append need not look them up in
+        # the file (there is no index on them since v2). Only ever read under _lock.
+        self._seen: dict[tuple[str, str, str], _Seen] = {}
+        self._raw: int | None = None
+        """Rows in the file while it has no dictionary of its own, None until counted."""
+        self.refused: SessionStoreError | None = None
+        """The last append the disk refused (full, read-only), a new object each time: the SDK only reports its text."""
+
+    async def __aenter__(self) -> SqliteSessionStore:
+        await self._call(lambda conn: None)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Nothing to open ahead: the file is made by the first write, which says what the disk refused (D2)."""
+
+    async def close(self) -> None:
+        """Close the connection (a later call reopens it)."""
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._closer is not None:
+                self._closer()  # closes the connection once, and forgets it at exit
+            self._conn = self._closer = None
+            self._seen.clear()
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as err:
+            raise SessionStoreError("db_cannot_open", db=self.path, reason=err) from err
+        try:
+            self._prepare(conn)
+        except BaseException as err:
+            conn.close()
+            if isinstance(err, sqlite3.Error) and _is_not_a_database(err):
+                raise _not_a_database(self.path, err) from err
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        known = len(self.migrations)
+        # Reading the header rejects a non-database, and the version a newer
+        # flower's file, before anything that could write to the file or beside it.
+        conn.execute("PRAGMA schema_version").fetchone()
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version > known:
+            raise _too_new(self.path, version, known)
+        # Only takes effect while the file is new. 16 KB pages suited raw JSON (short overflow chains); since every
+        # body is a frame (#26), 1/5-1/7 of it, 4 KB pages leave less of each page unused and the file's dozen
+        # tables and indexes take a page each: a 500-entry real-CLI session's file 0.21x its JSONL, not 0.32x, with
+        # the same append and load speed on benchmarks/store.py's 20k entries (stores/bodies.py has the figures).
+        conn.execute("PRAGMA page_size = 4096")
+        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        # Under WAL, NORMAL cannot corrupt the file; a power cut may lose the
+        # last commits, which the CLI's own JSONL still holds (D2).
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if version < known:
+            self._migrate(conn, known)
+        # Resumes a conversion cut short (a kill, a full disk), or trains the dictionary of a database written
+        # before it had one (#26).
+        _pack(conn)
+
+    def _migrate(self, conn: sqlite3.Connection, known: int) -> None:
+        def migrate() -> None:
+            # Another process may have migrated since the first look: read again under the lock.
+            (now,) = conn.execute("PRAGMA user_version").fetchone()
+            if now > known:
+                raise _too_new(self.path, now, known)
+            for step in self.migrations[now:]:
+                step(conn)
+            conn.execute(f"PRAGMA user_version = {known:d}")
+
+        _in_transaction(conn, migrate)
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._conn is None:
+                conn = self._connect()
+                # An unclosed store still closes its connection when it is collected
+                # or the interpreter exits (checkpointing the WAL, no ResourceWarning).
+                self._conn, self._closer = conn, weakref.finalize(self, conn.close)
+            return work(self._conn)
+
+    async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.to_thread(self._run, work)
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        """Persist ``entries`` in order, skipping uuids already stored for ``key``; committed on return."""
+        if not entries:
+            return
+        uuids = [u if isinstance(u := e.get("uuid"), str) else None for e in entries]
+        # Encoded here, not in the worker: see load(). D6: no API key is stored, e.g. one quoted in
+        # an API error the CLI records as assistant text.
+        bodies = redact_encoded(_encode_all(entries))
+        k3 = _key3(key)
+
+        def work(conn: sqlite3.Connection) -> None:
+            seen = self._seen.pop(k3, None)  # gone if the transaction fails
+            now, early = _append(k3, uuids, bodies, seen, conn)
+            if now is not None:
+                self._seen[k3] = now
+            if early:
+                # Counted from the file once, then by this process: the dictionary is trained when the
+                # database holds enough entries (one append waits about a second, once per database).
+                if self._raw is None:
+                    (self._raw,) = conn.execute("SELECT count(*) FROM entries WHERE typeof(body) = 'blob'").fetchone()
+                else:
+                    self._raw += early
+                if self._raw >= SAMPLES and _pack(conn) is not None:
+                    self._raw = 0
+
+        try:
+            await self._call(work)
+        except sqlite3.Error as err:
+            refused = _write_refused(self.path, err)
+            if refused is None:
+                raise
+            self.refused = refused
+            raise refused from err
+        except SessionStoreError as err:  # e.g. the file cannot even be opened for writing
+            self.refused = err
+            raise
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """All entries of ``key`` in append order, or None if it was never written."""
+        k3 = _key3(key)
+
+        def fetch(conn: sqlite3.Connection) -> tuple[list[bytes | str], Codec | None]:
+            return [r[0] for r in conn.execute(_LOAD, k3)], _codec(conn)
+
+        # Read and decoded on the caller's thread when the connection is open and idle: the
+        # entries' objects are built about twice as fast there as in a worker thread (measured
+        # with orjson and the stdlib alike, CPython 3.11), and the GIL would keep the event
+        # loop waiting for the worker all the same. A WAL read waits for no writer.
+        conn = self._conn
+        if conn is not None and self._lock.acquire(blocking=False):
+            try:
+                # All rows first, then decoded: twice as fast as decoding each as it is fetched (measured on
+                # benchmarks/store.py's session), and since #26 the bodies held meanwhile are frames, 1/7 of the JSON.
+                bodies, codec = fetch(conn)
+            finally:
+                self._lock.release()
+            entries = decode_bodies(bodies, codec)
+        else:
+            bodies, codec = await self._call(fetch)
+            entries = decode_bodies(bodies, codec)
+        # A transcript row exists only once an entry was stored in it.
+        return entries or None
+
+    async def last_context(self, project_key: str, session_id: str) -> int | None:
+        """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
+        return await self._call(lambda conn: _last_context(conn, project_key, session_id))
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The append order (seq) of the session's newest entry; 0 if it has none."""
+        rows = await self._read(_LATEST, (project_key, session_id))
+        return int(rows[0][0])
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after ``seq`` (see ``latest_seq``), in append order."""
+        rows, codec = await self._call(_with_codec(_AFTER, (project_key, session_id, seq)))
+        return decode_bodies([r[0] for r in rows], codec)
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
+        rows = await self._read(
+            "SELECT session_id, mtime FROM transcripts WHERE project_key = ? AND subpath = ''",
+            (project_key,),
+        )
+        return [{"session_id": sid, "mtime": mtime} for sid, mtime in rows]
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        """The folded summaries of the main transcripts of ``project_key``."""
+        def work(conn: sqlite3.Connection) -> list[Any]:
+            if conn.execute(_STALE_SUMMARIES, (project_key,)).fetchone() is not None:
+                _in_transaction(conn, lambda: _fold_summaries(conn, project_key))
+            return conn.execute(
+                "SELECT session_id, mtime, data FROM summaries WHERE project_key = ?", (project_key,)
+            ).fetchall()
+
+        rows = await self._call(work)
+        return [{"session_id": sid, "mtime": mtime, "data": json.loads(data)} for sid, mtime, data in rows]
+
+    async def delete(self, key: SessionKey) -> None:
+        """Delete ``key``; a main key also deletes its subkeys and summary."""
+        pk, sid, subpath = _key3(key)
+        # A main key matches every subpath of the session; a subpath only itself.
+        where = "project_key = ? AND session_id = ?"
+        params: tuple[str, ...] = (pk, sid)
+        if subpath:
+            where, params = where + " AND subpath = ?", (pk, sid, subpath)
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute(f"UPDATE clock SET mtime = max(mtime, (SELECT coalesce(max(mtime), 0) FROM transcripts WHERE {where}))", params)
+            conn.execute(
+                f"DELETE FROM entries WHERE transcript IN (SELECT id FROM transcripts WHERE {where})", params
+            )
+            conn.execute(f"DELETE FROM transcripts WHERE {where}", params)
+            if not subpath:
+                conn.execute(f"DELETE FROM summaries WHERE {where}", params)
+
+        await self._call(lambda conn: _in_transaction(conn, lambda: work(conn)))
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        """Subpaths (e.g. subagent transcripts) stored under a session."""
+        rows = await self._read(
+            "SELECT subpath FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath != '' ORDER BY id",
+            (key["project_key"], key["session_id"]),
+        )
+        return [r[0] for r in rows]
+
+    async def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        return await self._call(lambda conn: conn.execute(sql, params).fetchall())
+
+    # -- reads for a view (History): read-only connections in worker threads, never creating the file ------------
+    async def newest_seq(self) -> int:
+        """The highest entry position of the whole store, 0 when there is none (fast: the rowid's maximum)."""
+        rows = await asyncio.to_thread(self._read_view, "SELECT coalesce(max(seq), 0) FROM entries", ())
+        return int(rows[0][0]) if rows else 0
+
+    async def transcripts(self, project_key: str, session_ids: Sequence[str]) -> list[tuple[int, str, int]]:
+        """(row id, session id, entry count) of the main transcripts of these sessions, in the order first stored."""
+        rows = await asyncio.to_thread(self._read_view, _TRANSCRIPTS, (project_key, json.dumps(list(session_ids))))
+        return [(int(t), str(sid), int(n)) for t, sid, n in rows]
+
+    async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
+        """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
+        def work() -> list[tuple[int, int, Any]]:
+            params = (json.dumps(list(transcripts)), before, limit)
+            rows, codec = self._read_view_with(_with_codec(_PAGE, params), _NO_ROWS)
+            return [(r[0], r[1], e) for r, e in zip(rows, decode_bodies([r[2] for r in rows], codec), strict=True)]
+
+        return await asyncio.to_thread(work)
+
+    async def count(self, project_key: str, session_id: str) -> int:
+        """How many entries a session's main transcript stores."""
+        rows = await asyncio.to_thread(self._read_view, _COUNT, (project_key, session_id))
+        return int(rows[0][0]) if rows else 0
+
+    async def session(self, project_key: str, session_id: str) -> list[Any]:
+        """A session's whole main transcript ([] when none), read and decoded in a worker thread."""
+        return await asyncio.to_thread(load_session, str(self.path), project_key, session_id)
+
+    def loader(self) -> Callable[[str, str], list[Any]] | None:
+        """`session` for a worker process (the pruner holds the GIL for seconds of a large session): it reads the file itself."""
+        return functools.partial(load_session, str(self.path))
+
+    def has_session_sync(self, project_key: str, session_id: str) -> bool:
+        """Whether a main transcript is stored for the session (sync, read-only)."""
+        sql = "SELECT 1 FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ''"
+        return bool(self._read_only(sql, (project_key, session_id)))
+
+    def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """``load`` for synchronous callers (a status answered at once): read-only, never creates the file."""
+        rows, codec = self._read_only_with(_with_codec(_LOAD, _key3(key)), _NO_ROWS)
+        return decode_bodies([r[0] for r in rows], codec) if rows else None
+
+    def size_on_disk(self) -> int:
+        """Bytes sessions.db and its -wal and -shm take on disk now (0 before the first write); never opens the file."""
+        total = 0
+        for name in (self.path.name, self.path.name + "-wal", self.path.name + "-shm"):
+            try:
+                total += (self.path.parent / name).stat().st_size
+            except FileNotFoundError:  # none yet, or the WAL just checkpointed away
+                pass
+        return total
+
+    def last_context_sync(self, project_key: str, session_id: str) -> int | None:
+        """``last_context`` for synchronous callers (a status answered at once): read-only, never creates the file."""
+        return self._read_only_with(lambda conn: _last_context(conn, project_key, session_id), None)
+
+    def _read_view(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """`_read_only` for a view: a file that is no database is said as one a view cannot read, left as it is."""
+        rows: list[Any] = self._read_view_with(lambda conn: conn.execute(sql, params).fetchall(), [])
+        return rows
+
+    def _read_view_with(self, work: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        """`_read_only_with` for a view (see `_read_view`)."""
+        try:
+            return self._read_only_with(work, empty)
+        except SessionStoreError as err:
+            if err.key != "db_not_sqlite":
+                raise
+            raise SessionStoreError("db_unreadable", db=self.path, reason=err.said.fields.get("reason")) from err
+
+    def _read_only(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """The rows of one query on a read-only connection; none while no store was written."""
+        rows: list[Any] = self._read_only_with(lambda conn: conn.execute(sql, params).fetchall(), [])
+        return rows
+
+    def _read_only_with(self, work: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        """``work`` on a read-only connection; ``empty`` while no store was written."""
+        if not self.path.exists():
+            return empty
+        # mode=ro: never creates the file, never writes to it.
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+        except sqlite3.Error as err:
+            raise SessionStoreError("db_cannot_open", db=self.path, reason=err) from err
+        try:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version > len(self.migrations):
+                raise _too_new(self.path, version, len(self.migrations))
+            return work(conn)
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):  # an empty file: no store written yet
+                return empty
+            raise
+        except sqlite3.DatabaseError as err:
+            if _is_not_a_database(err):
+                raise _not_a_database(self.path, err) from err
+            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+                raise
+            raise SessionStoreError("db_unreadable", db=self.path, reason=err) from err
+        finally:
+            conn.close()
