@@ -9,40 +9,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-import zstandard
-
 from conftest import run_program
-from flower.stores.bodies import BUILTIN
+from flower.stores.bodies import SAMPLES
 from flower.stores.postgres import PostgresSessionStore
 from flower.stores.sqlite import SqliteSessionStore
 from flower.testing import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from test_store_bodies import as_appended, expanded  # noqa: E402  (zstd's own expansion, what append() encodes)
+
 from entry_census import TOOLS, script  # noqa: E402  (benchmarks/ is not a package): the census's rounds of tools
 
 ROUNDS = 28
 """About 500 entries and 2.8 MB of JSONL: beyond a handful of entries, where SQLite's page per table is most of the file."""
-
-
-def expanded(rows: list[bytes | str], dictionaries: list[bytes]) -> list[bytes | str]:
-    """Stored bodies, each frame expanded by zstd itself (not the store's code) with the dictionary its header names."""
-    unpack = {}
-    for data in dictionaries:
-        made = zstandard.ZstdCompressionDict(data)
-        unpack[made.dict_id()] = zstandard.ZstdDecompressor(dict_data=made).decompress
-    return [b if isinstance(b, str) else unpack[zstandard.get_frame_parameters(b).dict_id](b) for b in rows]
-
-
-def appended(entries: list[Any]) -> list[bytes | str]:
-    """What append() encodes: orjson's bytes, or the stdlib's text where orjson cannot encode the entry."""
-    out: list[bytes | str] = []
-    for e in entries:
-        try:
-            out.append(orjson.dumps(e))
-        except TypeError:
-            out.append(json.dumps(e, separators=(",", ":")))
-    return out
 
 
 async def test_a_real_cli_session_round_trips_byte_for_byte_and_takes_a_quarter_of_its_jsonl(
@@ -65,25 +45,29 @@ async def test_a_real_cli_session_round_trips_byte_for_byte_and_takes_a_quarter_
     finally:
         conn.close()
     # Below SAMPLES: every body a frame against the built-in dictionary, each a JSON object once expanded by zstd.
-    assert 300 < len(stored) and all(isinstance(o, dict) for o in map(json.loads, expanded(stored, [BUILTIN.read_bytes()])))
+    assert 300 < len(stored) and all(isinstance(o, dict) for o in map(json.loads, expanded([(b,) for b in stored])))
     # The file, closed by the last process, beside the CLI's own JSONL of the same session.
     assert db.stat().st_size <= 0.25 * jsonl.stat().st_size, (db.stat().st_size, jsonl.stat().st_size)
 
-    # Every entry the CLI wrote, appended to fresh stores: each body expands to exactly what was appended (D2).
+    # Every entry the CLI wrote, appended to fresh stores: each body expands to exactly what was appended (D2). Twice,
+    # under two keys: past SAMPLES, so that the file holds built-in frames and frames against its own dictionary.
     entries = [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
-    key: Any = {"project_key": "-cli", "session_id": "s"}
+    assert SAMPLES < 2 * len(entries) < 2 * SAMPLES
+    keys: list[Any] = [{"project_key": "-cli", "session_id": "s"}, {"project_key": "-cli", "session_id": "t"}]
     path = tmp_path / "again" / "sessions.db"
     async with SqliteSessionStore(path) as store:
-        for j in range(0, len(entries), 50):
-            await store.append(key, entries[j : j + 50])
-        assert await store.load(key) == entries
+        for key in keys:
+            for j in range(0, len(entries), 50):
+                await store.append(key, entries[j : j + 50])
+        for key in keys:
+            assert await store.load(key) == entries
     conn = sqlite3.connect(path)
     try:
         again = [b for (b,) in conn.execute("SELECT body FROM entries ORDER BY seq")]
         own = [d for (d,) in conn.execute("SELECT data FROM dictionary")]
     finally:
         conn.close()
-    assert expanded(again, [BUILTIN.read_bytes(), *own]) == appended(entries)
+    assert len(own) == 1 and expanded([(b,) for b in again], own[0]) == 2 * as_appended(entries)
     async with PostgresSessionStore(pg_url, schema="cli") as pg:
-        await pg.append(key, entries)
-        assert await pg.load(key) == entries
+        await pg.append(keys[0], entries)
+        assert await pg.load(keys[0]) == entries
