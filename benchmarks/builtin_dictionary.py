@@ -21,10 +21,9 @@ import tempfile
 from pathlib import Path
 
 import orjson
-import zstandard
 
 from entry_census import ROOT, cli_session, stored
-from flower.stores.bodies import BUILTIN, BUILTIN_ID, LEVEL
+from flower.stores.bodies import BUILTIN, BUILTIN_ID, train
 from store import build
 
 
@@ -44,13 +43,11 @@ async def main() -> int:
     args = ap.parse_args()
     shaped = [orjson.dumps(e) for e in build(1000, seed=11)]
     if not BUILTIN.exists():  # the store the session runs with needs one (a checkout has it): the builder's alone
-        BUILTIN.write_bytes(zstandard.train_dictionary(args.size, shaped, k=1024, d=8, level=LEVEL,
-                                                       dict_id=BUILTIN_ID).as_bytes())
+        BUILTIN.write_bytes(train(shaped, args.size, BUILTIN_ID)[1])
     cli = await cli_samples(args.rounds)
-    samples = cli + shaped
-    trained = zstandard.train_dictionary(args.size, samples, k=1024, d=8, level=LEVEL, dict_id=BUILTIN_ID)
-    args.out.write_bytes(trained.as_bytes())
-    print(f"{args.out}: {len(trained.as_bytes())} bytes, id {trained.dict_id():#x}, from {len(cli)} real-CLI entries"
+    ident, data = train(cli + shaped, args.size, BUILTIN_ID)
+    args.out.write_bytes(data)
+    print(f"{args.out}: {len(data)} bytes, id {ident:#x}, from {len(cli)} real-CLI entries"
           f" ({sum(map(len, cli)) / 1e3:,.0f} KB) and {len(shaped)} shaped ones ({sum(map(len, shaped)) / 1e3:,.0f} KB)")
     return 0
 

@@ -58,18 +58,23 @@ def is_raw(body: bytes) -> bool:
     return body[0] == _OPEN_BRACE
 
 
-def train(samples: Sequence[bytes]) -> tuple[int, bytes]:
-    """(id, content) of a dictionary trained from `samples` (the database's first entries, raw JSON)."""
+def train(samples: Sequence[bytes], size: int = DICT_SIZE, ident: int = 0) -> tuple[int, bytes]:
+    """(id, content) of a dictionary of `size` bytes trained from `samples` (raw JSON: a database's first entries);
+    `ident` fixes its id (0: zstd draws one from the content, never BUILTIN_ID)."""
     # k and d given (segment size, dmer length): one fastcover pass, 0.12 s for 1000 entries against 0.47 s for
-    # zstd's search of them, for the same 0.139x (benchmarks/store.py's session).
-    trained = zstandard.train_dictionary(DICT_SIZE, list(samples), k=1024, d=8, level=LEVEL)
-    if trained.dict_id() == BUILTIN_ID:  # zstd draws the id at random: a frame must name one dictionary only
-        trained = zstandard.train_dictionary(DICT_SIZE, list(samples), k=1024, d=8, level=LEVEL, dict_id=BUILTIN_ID + 1)
+    # zstd's search of them, for the same 0.139x (benchmarks/store.py's session). One thread: the same samples give
+    # the same bytes.
+    def made(ident: int) -> zstandard.ZstdCompressionDict:
+        return zstandard.train_dictionary(size, list(samples), k=1024, d=8, level=LEVEL, dict_id=ident)
+
+    trained = made(ident)
+    if not ident and trained.dict_id() == BUILTIN_ID:  # a frame must name one dictionary only
+        trained = made(BUILTIN_ID + 1)
     return trained.dict_id(), trained.as_bytes()
 
 
 class Codec:
-    """One database's dictionary: packs a body into a frame and unpacks it back, byte for byte (D2)."""
+    """A dictionary (the built-in one or a database's): packs a body into a frame and unpacks it back, byte for byte (D2)."""
 
     def __init__(self, ident: int, data: bytes) -> None:
         """Hold the dictionary; contexts are made per thread (a zstd context serves one call at a time)."""
