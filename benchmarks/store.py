@@ -1,6 +1,6 @@
 """Append/load throughput of SqliteSessionStore vs the raw SQLite floor, and of PostgresSessionStore vs a raw asyncpg floor, same run (D7).
 
-Usage: python benchmarks/store.py [--entries N] [--batch B] [--no-postgres]
+Usage: python benchmarks/store.py [--entries N] [--batch B] [--no-postgres] [--cli-rounds 1,28]
 
 The transcript mimics a coding session written by the bundled Claude Code CLI
 (2.1.332): entry shapes follow a real transcript (user prompts, attachments,
@@ -13,7 +13,10 @@ executemany the rows into a bare table, one committed transaction per batch, the
 pragmas (WAL, synchronous=NORMAL, 4 KB pages); its load is one SELECT and orjson per row.
 Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s, and sessions.db on disk <= 0.25x the
 CLI's JSONL of the same session (#26: bodies are zstd frames against the database's own dictionary; the floor stays
-uncompressed, so it is what compression costs). `--compare` first prints the three ways of compressing that were
+uncompressed, so it is what compression costs). First, real-CLI sessions of 1 and 28 rounds (`--cli-rounds`; entry_census.py's
+workflow through the bundled CLI, below the 1,000 entries a database's own dictionary needs: their bodies are frames
+against the built-in one) print sessions.db against the CLI's JSONL of the same session, and the same rows VACUUMed
+into 1, 4 and 16 KB pages (SQLite gives every table and index a page: most of a small file). `--compare` first prints the three ways of compressing that were
 measured for #26 (one frame per entry, per entry with a trained dictionary, one frame per append batch).
 Each SQLite rate is also given per CPU second of this process (all its threads, the store's worker too): on a shared
 machine the wall time also holds what other processes took of the cores, and the load average is printed beside it.
