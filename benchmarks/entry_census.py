@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from flower.stores.bodies import codec, is_raw
+from flower.stores.bodies import codec
 from flower.stores.sqlite import decode_bodies
 from flower.testing import ScriptedModel, reply, say, text, tool, tool_use
 
@@ -69,6 +69,25 @@ async def run_step(ws: Path, runs: Path, env: dict[str, str], timeout: float) ->
         raise RuntimeError(f"the workflow failed ({proc.returncode}): {err.decode()[-2000:]}")
 
 
+async def cli_session(base: Path, rounds: int, module: str) -> tuple[Path, Path]:
+    """Run the workflow (`rounds` rounds reading a file of `module`'s text, then a resume) in `base`: the CLI's own
+    JSONL of the session and flower's sessions.db of it."""
+    ws, runs, config, home = base / "ws", base / "runs", base / "config", base / "home"
+    for d in (ws, config, home):
+        d.mkdir()
+    (ws / "module.py").write_text(module)
+    async with ScriptedModel() as model:
+        env = {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "HOME": str(home),
+               "XDG_CONFIG_HOME": str(home / ".config")}
+        model.push(*script(rounds, ws))
+        await run_step(ws, runs, env, timeout=120 + 10 * rounds)
+        model.push(text("the second process is done"))
+        await run_step(ws, runs, env, timeout=120)
+        print(f"{rounds} rounds, {len(model.conversation)} model requests, two processes")
+    (jsonl,) = (config / "projects").glob("*/*.jsonl")  # the CLI's own file of the one session
+    return jsonl, runs / "sessions.db"
+
+
 def stored(db: Path) -> list[Any]:
     """Every entry of sessions.db's main transcripts, in append order."""
     conn = sqlite3.connect(db)
@@ -77,8 +96,8 @@ def stored(db: Path) -> list[Any]:
         bodies = [b for (b,) in conn.execute("SELECT body FROM entries ORDER BY seq")]
     finally:
         conn.close()
-    frames = any(isinstance(b, bytes) and not is_raw(b) for b in bodies)
-    return decode_bodies(bodies, codec(row[0], row[1]) if row and frames else None)
+    # Frames name their dictionary: the database's own once it has one, flower's built-in one before.
+    return decode_bodies(bodies, codec(row[0], row[1]) if row else None)
 
 
 def tally(entries: list[Any], label: str, size: int) -> None:
@@ -105,25 +124,11 @@ async def main() -> int:
     ap.add_argument("--rounds", type=int, default=60, help="rounds of six tool calls (60: past the 1,000 entries a dictionary needs)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        ws, runs, config, home = base / "ws", base / "runs", base / "config", base / "home"
-        for d in (ws, config, home):
-            d.mkdir()
-        (ws / "module.py").write_text((ROOT / "server" / "flower" / "stores" / "sqlite.py").read_text()[:30_000])
-        async with ScriptedModel() as model:
-            env = {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "HOME": str(home),
-                   "XDG_CONFIG_HOME": str(home / ".config")}
-            model.push(*script(args.rounds, ws))
-            await run_step(ws, runs, env, timeout=120 + 10 * args.rounds)
-            model.push(text("the second process is done"))
-            await run_step(ws, runs, env, timeout=120)
-            requests = len(model.conversation)
-        (jsonl,) = (config / "projects").glob("*/*.jsonl")  # the CLI's own file of the one session
-        print(f"{args.rounds} rounds, {requests} model requests, two processes")
+        module = (ROOT / "server" / "flower" / "stores" / "sqlite.py").read_text()[:30_000]
+        jsonl, db = await cli_session(Path(tmp), args.rounds, module)
         tally([json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()], "the CLI's JSONL",
               jsonl.stat().st_size)
-        db = runs / "sessions.db"
-        tally(stored(db), "sessions.db", sum(f.stat().st_size for f in runs.glob("sessions.db*")))
+        tally(stored(db), "sessions.db", sum(f.stat().st_size for f in db.parent.glob("sessions.db*")))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Append/load throughput of SqliteSessionStore vs the raw SQLite floor, and of PostgresSessionStore vs a raw asyncpg floor, same run (D7).
 
-Usage: python benchmarks/store.py [--entries N] [--batch B] [--no-postgres]
+Usage: python benchmarks/store.py [--entries N] [--batch B] [--no-postgres] [--cli-rounds 1,28]
 
 The transcript mimics a coding session written by the bundled Claude Code CLI
 (2.1.332): entry shapes follow a real transcript (user prompts, attachments,
@@ -10,10 +10,13 @@ api-request, last-prompt and cost-state lines). Tool results are mostly small,
 with a few tens-of-KB file reads; their text is real Python source.
 The raw floor is what any SQLite store must at least spend: orjson-encode each entry and
 executemany the rows into a bare table, one committed transaction per batch, the store's
-pragmas (WAL, synchronous=NORMAL, 16 KB pages); its load is one SELECT and orjson per row.
+pragmas (WAL, synchronous=NORMAL, 4 KB pages); its load is one SELECT and orjson per row.
 Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s, and sessions.db on disk <= 0.25x the
 CLI's JSONL of the same session (#26: bodies are zstd frames against the database's own dictionary; the floor stays
-uncompressed, so it is what compression costs). `--compare` first prints the three ways of compressing that were
+uncompressed, so it is what compression costs). First, real-CLI sessions of 1 and 28 rounds (`--cli-rounds`; entry_census.py's
+workflow through the bundled CLI, below the 1,000 entries a database's own dictionary needs: their bodies are frames
+against the built-in one) print sessions.db against the CLI's JSONL of the same session, and the same rows VACUUMed
+into 1, 4 and 16 KB pages (SQLite gives every table and index a page: most of a small file). `--compare` first prints the three ways of compressing that were
 measured for #26 (one frame per entry, per entry with a trained dictionary, one frame per append batch).
 Each SQLite rate is also given per CPU second of this process (all its threads, the store's worker too): on a shared
 machine the wall time also holds what other processes took of the cores, and the load average is printed beside it.
@@ -46,9 +49,10 @@ import orjson
 import zstandard
 from claude_agent_sdk import InMemorySessionStore
 
-from flower.stores.bodies import LEVEL, SAMPLES, train
+from entry_census import ROOT, cli_session
+from flower.stores.bodies import LEVEL, SAMPLES, codec, train
 from flower.stores.postgres import PostgresSessionStore
-from flower.stores.sqlite import BUSY_TIMEOUT_S, SqliteSessionStore
+from flower.stores.sqlite import BUSY_TIMEOUT_S, SqliteSessionStore, decode_bodies
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pg import PgServer  # noqa: E402 - tests/pg.py: a real PostgreSQL from the [test] extras' wheel
@@ -265,6 +269,64 @@ def compare(entries: list[dict[str, Any]], batch: int, jsonl: int) -> None:
         print(f"  {name:<44} {size / jsonl:.3f}x the JSONL   compress {mb / packing:6.0f} MB/s   expand {mb / expanding:6.0f} MB/s")
 
 
+def vacuumed(db: Path, page: int) -> int:
+    """The size of a copy of `db` rewritten by VACUUM into pages of `page` bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / db.name
+        copy.write_bytes(db.read_bytes())
+        conn = sqlite3.connect(copy, isolation_level=None)
+        conn.execute("PRAGMA journal_mode = DELETE").fetchone()  # a WAL file keeps its page size
+        conn.execute(f"PRAGMA page_size = {page:d}")
+        conn.execute("VACUUM")
+        conn.close()
+        return copy.stat().st_size
+
+
+async def small_sessions(rounds: list[int]) -> list[float]:
+    """sessions.db against the CLI's JSONL of real-CLI sessions (entry_census.py's workflow, reading stores/postgres.py:
+    a file the built-in dictionary was not trained on), as the e2e tests' sessions are; the ratios."""
+    module = (ROOT / "server" / "flower" / "stores" / "postgres.py").read_text()[:30_000]
+    ratios = []
+    print("real-CLI sessions (bundled CLI against flower.testing.ScriptedModel), sessions.db against the CLI's JSONL:")
+    for n in rounds:
+        with tempfile.TemporaryDirectory() as tmp:
+            jsonl, db = await cli_session(Path(tmp), n, module)
+            conn = sqlite3.connect(db)
+            entries, frames = conn.execute("SELECT count(*), sum(length(body)) FROM entries").fetchone()
+            conn.close()
+            cli, size, beside = jsonl.stat().st_size, db.stat().st_size, on_disk(db) - db.stat().st_size
+            pages = "  ".join(f"{p // 1024} KB {vacuumed(db, p) / cli:.3f}x" for p in (1024, 4096, 16384))
+            print(f"  {entries} entries, JSONL {cli / 1e3:,.0f} KB: sessions.db {size / 1e3:,.0f} KB = {size / cli:.3f}x"
+                  f" (bodies {frames / 1e3:,.0f} KB = {frames / cli:.3f}x; -wal/-shm left beside it {beside / 1e3:,.0f} KB)"
+                  f"\n    VACUUMed into pages of {pages}")
+            ratios.append(size / cli)
+    return ratios
+
+
+def dispatch_cost(db: Path, repeat: int) -> tuple[float, float]:
+    """(decode_bodies, one dictionary's decompressor) in MB/s of JSON, best of 3 * `repeat`, on the same rows of `db`:
+    the frames stored after the database trained its own dictionary (what a reader that did not read a frame's
+    dictionary id from its header would decode), so the difference is what the dispatch by id costs a load."""
+    conn = sqlite3.connect(db)
+    ident, data, trained = conn.execute("SELECT id, data, trained FROM dictionary").fetchone()
+    rows = [b for (b,) in conn.execute("SELECT body FROM entries WHERE seq > ? AND typeof(body) = 'blob' ORDER BY seq",
+                                       (trained,))]
+    conn.close()
+    own = codec(ident, data)
+    expand, loads = own.unpacker().decompress, orjson.loads
+    mb = sum(len(expand(b)) for b in rows) / 1e6
+    best = [float("inf"), float("inf")]
+    ways = [(0, lambda: decode_bodies(rows, own)), (1, lambda: [loads(expand(b)) for b in rows])]
+    gc.disable()
+    for i in range(3 * repeat):  # each goes first every other time
+        for k, decode in ways if i % 2 else ways[::-1]:
+            t0 = time.perf_counter()
+            decode()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    gc.enable()
+    return mb / best[0], mb / best[1]
+
+
 class Timed:
     """Wall seconds and this process's CPU seconds (all its threads) of a `with` block."""
 
@@ -288,7 +350,7 @@ def floor_append(path: Path, entries: list[dict[str, Any]], batch: int) -> Timed
     """The raw floor: orjson-encode every entry and executemany it into a bare table (no index),
     one committed transaction per batch, with the store's pragmas."""
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-    conn.execute("PRAGMA page_size = 16384")
+    conn.execute("PRAGMA page_size = 4096")
     conn.execute("PRAGMA journal_mode = WAL").fetchone()
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("CREATE TABLE entries (seq INTEGER PRIMARY KEY, uuid TEXT, body BLOB NOT NULL)")
@@ -379,7 +441,10 @@ async def main() -> int:
                     help="fresh databases filled, and loads per database (the best time is kept)")
     ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip PostgresSessionStore")
     ap.add_argument("--compare", action="store_true", help="first measure the ways of compressing the bodies (#26)")
+    ap.add_argument("--cli-rounds", default="1,28",
+                    help="real-CLI sessions of these many rounds to measure on disk first ('' for none; 28: ~500 entries)")
     args = ap.parse_args()
+    small = await small_sessions([int(r) for r in args.cli_rounds.split(",") if r])
 
     entries = build(args.entries)
     n = len(entries)
@@ -430,6 +495,8 @@ async def main() -> int:
                     del loaded  # freed before the next load, as a caller would
                     keep("floor load", floor_load(floor_db))
             keep("store disk", on_disk(store_db))  # closed: the WAL is checkpointed into the file
+            if i == 0:
+                dispatched, single = dispatch_cost(store_db, args.repeat)
             keep("floor disk", on_disk(floor_db))
             for f in Path(tmp).rglob("*.db*"):
                 f.unlink()  # a tmpfs would otherwise fill with every run's copy
@@ -457,6 +524,8 @@ async def main() -> int:
     disk = best["store disk"] / jsonl
     print(f"  disk    sessions.db {best['store disk'] / 1e6:.1f} MB = {disk:.3f}x the CLI's JSONL ({jsonl / 1e6:.1f} MB)"
           f"   raw floor {best['floor disk'] / 1e6:.1f} MB = {best['floor disk'] / jsonl:.3f}x")
+    print(f"  decode of the frames against the database's own dictionary: by the id each names {dispatched:.0f} MB/s,"
+          f" all with that one dictionary {single:.0f} MB/s ({dispatched / single:.2f}x)")
     print(f"  (InMemorySessionStore append: {n / mem_append:,.0f} entries/s, for scale)")
     if args.postgres:
         print("PostgresSessionStore (Unix socket, fsync off as in the tests' server):")
@@ -474,7 +543,8 @@ async def main() -> int:
     print(f"targets: append >= 0.85x floor {verdict(ratio >= 0.85)}, "
           f"append >= 50k entries/s {verdict(n / best['store append'] >= 50_000)}, "
           f"load >= 300 MB/s {verdict(mb / best['store load'] >= 300)}, "
-          f"disk <= 0.25x the JSONL {verdict(disk <= 0.25)}")
+          f"disk <= 0.25x the JSONL {verdict(disk <= 0.25)}"
+          + "".join(f", real-CLI session {r:.3f}x {verdict(r <= 0.25)}" for r in small))
     return 0
 
 

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import secrets
+import sqlite3
+from pathlib import Path
 
 from test_cli import flower, seed_frozen
 
 from flower.core.redact import REDACTED
+from flower.stores.bodies import codec, raw
 from flower.testing import server_error, text, unauthorized
+
+
+def stored_json(db: Path) -> bytes:
+    """Every body of sessions.db as the JSON it holds: since #26 they are zstd frames, whose bytes hide any text."""
+    conn = sqlite3.connect(db)
+    try:
+        own = conn.execute("SELECT id, data FROM dictionary").fetchone()
+        rows = [b if isinstance(b, bytes) else b.encode() for (b,) in conn.execute("SELECT body FROM entries")]
+    finally:
+        conn.close()
+    return b"\n".join(raw(rows, codec(*own) if own else None))
 
 
 async def test_a_key_echoed_by_failures_appears_nowhere(model, env, workspace, run_dir):
@@ -33,3 +47,5 @@ async def test_a_key_echoed_by_failures_appears_nowhere(model, env, workspace, r
     assert {p.name for p in files} >= {"manifest.json", "sessions.db", "lineage.json"}
     leaked = [str(p.relative_to(run_dir)) for p in files if key[12:].encode() in p.read_bytes()]
     assert not leaked, f"the key is in {leaked}"
+    bodies = stored_json(run_dir / "sessions.db")
+    assert f"your key is {REDACTED}".encode() in bodies and key[12:].encode() not in bodies

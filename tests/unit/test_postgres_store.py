@@ -135,10 +135,10 @@ async def test_last_context_is_the_last_real_round_read_from_the_end(pg_url: str
 async def test_last_context_never_reads_the_whole_session(store: PostgresSessionStore) -> None:
     await store.append(KEY, [user(f"old{i}") for i in range(200)])
     await store.append(KEY, [assistant("a", (3, 4, 5)), user("last")])
-    # Spoil the oldest rows: a read of the whole session fails on them, one from the end never reaches them.
+    # Spoil the oldest rows (bad JSON): a read of the whole session fails on them, one from the end never reaches them.
     conn = await asyncpg.connect(store.url)  # the store has no raw-SQL door: a connection of the test's own
     try:
-        await conn.execute(store.sql("UPDATE {s}.entries SET body = 'not json'::bytea WHERE seq IN"
+        await conn.execute(store.sql("UPDATE {s}.entries SET body = '{not json'::bytea WHERE seq IN"
                                      " (SELECT seq FROM {s}.entries ORDER BY seq LIMIT 100)"))
     finally:
         await conn.close()

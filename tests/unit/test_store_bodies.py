@@ -1,4 +1,5 @@
-"""Compressed entry bodies (#26): every stored body expands to exactly the bytes appended (D2), in both stores."""
+"""Compressed entry bodies (#26): every stored body expands to exactly the bytes appended (D2), in both stores,
+whichever dictionary its frame names: flower's built-in one (a database's first entries) or the database's own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import orjson
 import zstandard
 
-from flower.stores.bodies import SAMPLES
+from flower.stores.bodies import BUILTIN, BUILTIN_ID, SAMPLES
 from flower.stores.postgres import PostgresSessionStore
 from flower.stores.sqlite import SqliteSessionStore
 
@@ -29,10 +30,18 @@ def cli_entries(n: int) -> list[Any]:
     return entries
 
 
-def expanded(rows: list[tuple[bytes | str]], dictionary: bytes) -> list[bytes | str]:
-    """Stored bodies, frames expanded with the database's dictionary by zstd itself (not the store's code)."""
-    unpack = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary)).decompress
-    return [b if isinstance(b, str) or not b.startswith(ZSTD_MAGIC) else unpack(b) for (b,) in rows]
+def named(frame: bytes) -> int:
+    """The id of the dictionary a frame's header names, as zstd reads it."""
+    return int(zstandard.get_frame_parameters(frame).dict_id)
+
+
+def expanded(rows: list[tuple[bytes | str]], dictionary: bytes | None = None) -> list[bytes | str]:
+    """Stored bodies, each frame expanded by zstd itself (not the store's code) with the dictionary it names: the
+    built-in one (read from the package's file) or the database's `dictionary`."""
+    dictionaries = [BUILTIN.read_bytes(), *([dictionary] if dictionary is not None else [])]
+    unpack = {zstandard.ZstdCompressionDict(d).dict_id(): zstandard.ZstdDecompressor(
+        dict_data=zstandard.ZstdCompressionDict(d)).decompress for d in dictionaries}
+    return [b if isinstance(b, str) or not b.startswith(ZSTD_MAGIC) else unpack[named(b)](b) for (b,) in rows]
 
 
 def as_appended(entries: list[Any]) -> list[bytes | str]:
@@ -48,12 +57,22 @@ def as_appended(entries: list[Any]) -> list[bytes | str]:
     return out
 
 
+def sqlite_rows(path: Path) -> list[tuple[bytes | str]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT body FROM entries ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+
+
 async def test_sqlite_bodies_are_frames_that_expand_to_the_appended_bytes(tmp_path: Path) -> None:
     entries = cli_entries(3 * SAMPLES)
     path = tmp_path / "runs" / "sessions.db"
     async with SqliteSessionStore(path) as store:
         for j in range(0, len(entries), 100):
             await store.append(KEY, entries[j : j + 100])
+            if j == 0:
+                first = sqlite_rows(path)
         assert await store.load(KEY) == entries
         assert store.load_sync(KEY) == entries
         assert await store.entries_after(KEY["project_key"], KEY["session_id"], 0) == entries
@@ -63,10 +82,16 @@ async def test_sqlite_bodies_are_frames_that_expand_to_the_appended_bytes(tmp_pa
         ((dictionary, trained, packed),) = conn.execute("SELECT data, trained, packed FROM dictionary").fetchall()
     finally:
         conn.close()
-    # Trained once SAMPLES entries were stored; the rows before it converted, all later ones stored as frames.
+    # Trained once SAMPLES entries were stored: the rows before it are frames against the built-in dictionary, left
+    # as they were written (nothing to convert: packed at once), all later ones frames against the database's own.
     assert packed == trained >= SAMPLES
     blobs = [b for (b,) in rows if isinstance(b, bytes)]
     assert len(blobs) == len(entries) - 2 and all(b.startswith(ZSTD_MAGIC) for b in blobs)
+    own = zstandard.ZstdCompressionDict(dictionary).dict_id()
+    assert own != BUILTIN_ID
+    assert [named(b) for (b,) in rows[:trained]] == [BUILTIN_ID] * trained  # the two TEXT rows come later
+    assert {named(b) for (b,) in rows[trained:] if isinstance(b, bytes)} == {own}
+    assert rows[: len(first)] == first  # never rewritten (D2)
     assert expanded(rows, dictionary) == as_appended(entries)
     stored, appended = sum(map(len, blobs)), sum(len(b) for b in as_appended(entries) if isinstance(b, bytes))
     assert stored < 0.25 * appended, (stored, appended)
@@ -138,12 +163,53 @@ async def test_the_size_on_disk_is_what_the_files_take_and_grows_with_the_entrie
     await store.append(KEY, entries[100:])
     await store.close()  # the WAL is checkpointed into the file
     assert store.size_on_disk() == path.stat().st_size
-    assert store.size_on_disk() >= 16384 * 4  # tables, index and the 16 KB pages that hold 200 entries
+    assert store.size_on_disk() >= 4096 * 8  # tables, index and the 4 KB pages that hold 200 entries
 
     async with PostgresSessionStore(pg_url, schema="sized") as pg:
         empty = pg.size_on_disk()
         await pg.append(KEY, entries)
         grown = pg.size_on_disk()
         assert grown > empty > 0
-        assert grown - empty >= sum(len(orjson.dumps(e)) for e in entries) // 2  # the bodies are stored raw (< SAMPLES)
+        pool = await pg._ensure_pool()
+        async with pool.acquire() as conn:
+            frames = await conn.fetchval("SELECT sum(octet_length(body)) FROM sized.entries")
+        # Frames against the built-in dictionary (< SAMPLES entries): the growth holds them, a fraction of the JSON.
+        assert sum(len(orjson.dumps(e)) for e in entries) > 2 * frames and grown - empty >= frames
         await pg.close()
+
+
+async def test_a_database_below_samples_stores_frames_against_the_built_in_dictionary(tmp_path: Path, pg_url: str) -> None:
+    entries = build(SAMPLES // 2)
+    appended = as_appended(entries)
+    path = tmp_path / "runs" / "sessions.db"
+    async with SqliteSessionStore(path) as store:
+        await store.append(KEY, entries)
+        assert await store.load(KEY) == entries
+    rows = sqlite_rows(path)
+    assert {named(b) for (b,) in rows} == {BUILTIN_ID}  # every body a frame naming flower's dictionary
+    assert expanded(rows) == appended
+    assert sum(len(b) for (b,) in rows) < 0.3 * sum(map(len, appended))
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM dictionary").fetchone() == (0,)  # none of its own yet
+    finally:
+        conn.close()
+
+    async with PostgresSessionStore(pg_url, schema="small") as pg:
+        await pg.append(KEY, entries)
+        assert await pg.load(KEY) == entries
+        pool = await pg._ensure_pool()
+        async with pool.acquire() as conn:
+            stored = [(r[0],) for r in await conn.fetch("SELECT body FROM small.entries ORDER BY seq")]
+    assert {named(b) for (b,) in stored} == {BUILTIN_ID}
+    assert expanded(stored) == appended
+
+
+def test_the_built_in_dictionary_is_the_packages_with_its_fixed_id() -> None:
+    from importlib import resources
+
+    from flower.stores.bodies import builtin
+
+    shipped = resources.files("flower.stores").joinpath("bodies.zdict").read_bytes()
+    assert shipped == BUILTIN.read_bytes() and zstandard.ZstdCompressionDict(shipped).dict_id() == BUILTIN_ID
+    assert builtin().ident == BUILTIN_ID

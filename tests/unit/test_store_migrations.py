@@ -168,13 +168,42 @@ def cli_entries(n: int) -> list[Any]:
 
 
 def expand(bodies: list[bytes], dictionary: bytes | None) -> list[bytes]:
-    """Stored bodies with their frames expanded by zstd itself (not the store's code)."""
+    """Stored bodies with their frames expanded by zstd itself (not the store's code), each with the dictionary its
+    header names: flower's built-in one (v4) or the database's `dictionary`."""
     import zstandard
 
-    if dictionary is None:
-        return bodies
-    unpack = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary)).decompress
-    return [unpack(b) if b.startswith(ZSTD_MAGIC) else b for b in bodies]
+    from flower.stores.bodies import BUILTIN
+
+    unpack = {}
+    for data in (BUILTIN.read_bytes(), dictionary):
+        if data is not None:
+            made = zstandard.ZstdCompressionDict(data)
+            unpack[made.dict_id()] = zstandard.ZstdDecompressor(dict_data=made).decompress
+    return [unpack[named(b)](b) if b.startswith(ZSTD_MAGIC) else b for b in bodies]
+
+
+def named(frame: bytes) -> int:
+    """The id of the dictionary a frame's header names, as zstd reads it."""
+    import zstandard
+
+    return int(zstandard.get_frame_parameters(frame).dict_id)
+
+
+async def write_raw(path: Path, entries: list[Any], steps: int) -> None:
+    """A sessions.db at schema version `steps` holding `entries` as flowers before v4 wrote them: raw JSON BLOBs."""
+    import orjson
+
+    async with SqliteSessionStore(path, migrations=MIGRATIONS[:steps]):
+        pass  # the tables of that version (this flower's store would write frames: the rows are written below)
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO transcripts VALUES (1, ?, ?, '', 1000)", (KEY["project_key"], KEY["session_id"]))
+        conn.executemany("INSERT INTO entries (transcript, uuid, body) VALUES (1, ?, ?)",
+                         [(e.get("uuid"), orjson.dumps(e)) for e in entries])
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
 
 
 def stored(path: Path) -> tuple[list[bytes], tuple[bytes, int, int] | None]:
@@ -196,9 +225,7 @@ async def test_a_v2_database_killed_midway_through_v3_resumes_and_every_body_is_
 
     path = tmp_path / "runs" / "sessions.db"
     entries = cli_entries(3000)
-    async with SqliteSessionStore(path, migrations=MIGRATIONS[:2]) as v2:  # as flower wrote it before #26
-        for j in range(0, len(entries), 100):
-            await v2.append(KEY, entries[j : j + 100])
+    await write_raw(path, entries, 2)  # as flower wrote it before #26
     before, none = stored(path)
     assert none is None and all(b.startswith(b"{") for b in before)
     size_before = path.stat().st_size
@@ -270,8 +297,8 @@ async def test_a_v2_postgres_database_killed_midway_through_v3_resumes_and_every
         assert packed == 2 * PACK_BATCH < trained == len(entries)
         assert all(b.startswith(ZSTD_MAGIC) for b in half[:packed]) and all(b.startswith(b"{") for b in half[packed:])
         assert expand(half, data) == raw
-        # Marked v3: a v2 flower refuses it with "newer flower" (store_too_new: version > the one it knows).
-        assert await conn.fetchval("SELECT value FROM mig.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "3"
+        # Marked current (v4): a v2 flower refuses it with "newer flower" (store_too_new: version > the one it knows).
+        assert await conn.fetchval("SELECT value FROM mig.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "4"
 
         async with PostgresSessionStore(pg_url, schema="mig") as store:  # the next open resumes
             assert await store.load(KEY) == entries
@@ -279,5 +306,75 @@ async def test_a_v2_postgres_database_killed_midway_through_v3_resumes_and_every
         assert (data2, trained2, packed2) == (data, trained, trained)
         assert all(b.startswith(ZSTD_MAGIC) for b in after)
         assert expand(after, data) == raw
+    finally:
+        await conn.close()
+
+
+# -- v4: new bodies are frames against flower's built-in dictionary until the database trains its own (#26) --------
+
+
+async def test_a_v3_database_becomes_v4_with_nothing_rewritten_and_a_v3_flower_refuses_it(tmp_path: Path) -> None:
+    import orjson
+
+    from flower.stores.bodies import BUILTIN_ID, SAMPLES
+
+    path = tmp_path / "runs" / "sessions.db"
+    entries = cli_entries(SAMPLES + 400)
+    old, new = entries[:400], entries[400:]
+    await write_raw(path, old, 3)  # a v3 file below SAMPLES: raw JSON, no dictionary yet
+    assert user_version(path) == 3
+    before, _ = stored(path)
+    async with SqliteSessionStore(path) as store:
+        assert await store.load(KEY) == old
+        assert user_version(path) == len(MIGRATIONS) == 4
+        assert stored(path) == (before, None)  # the step converts nothing
+        with pytest.raises(SessionStoreError, match="newer flower"):  # a v3 flower reads no built-in frame
+            SqliteSessionStore(path, migrations=MIGRATIONS[:3]).load_sync(KEY)
+        await store.append(KEY, new[:100])
+        rows, none = stored(path)
+        assert none is None and rows[:400] == before and {named(b) for b in rows[400:]} == {BUILTIN_ID}
+        assert await store.load(KEY) == entries[:500]  # raw rows and frames alike
+        for j in range(100, len(new), 100):
+            await store.append(KEY, new[j : j + 100])
+        assert await store.load(KEY) == entries
+    # Trained at SAMPLES: the v3 raw rows converted to frames against the database's own dictionary, the built-in
+    # frames left as they were written, every later body a frame against its own.
+    after, dictionary = stored(path)
+    assert dictionary is not None
+    data, trained, packed = dictionary
+    assert packed == trained >= SAMPLES
+    own = {named(b) for b in after[:400]}
+    assert len(own) == 1 and BUILTIN_ID not in own
+    assert after[400:500] == rows[400:500] and {named(b) for b in after[trained:]} == own
+    assert expand(after, data) == [orjson.dumps(e) for e in entries]
+
+
+async def test_a_v3_postgres_database_becomes_v4_with_nothing_rewritten(pg_url: str) -> None:
+    import asyncpg
+    import orjson
+
+    from flower.stores.bodies import BUILTIN_ID
+    from flower.stores.postgres import _SCHEMA, SCHEMA_VERSION, PostgresSessionStore
+
+    entries = cli_entries(500)
+    raw = [orjson.dumps(e) for e in entries[:400]]
+    conn = await asyncpg.connect(pg_url)
+    try:
+        # The tables as a v3 flower left them below SAMPLES entries: no dictionary yet, the rows raw JSON.
+        await conn.execute(_SCHEMA.replace("{s}", '"v3"') + "INSERT INTO v3.meta VALUES ('schema_version', '3');"
+                           "INSERT INTO v3.transcripts VALUES (1, '-work-proj', 's1', '', 1000)")
+        await conn.execute("INSERT INTO v3.entries (transcript, uuid, plain, body)"
+                           " SELECT 1, u, false, b FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS x(u, b, o) ORDER BY o",
+                           [e.get("uuid") for e in entries[:400]], raw)
+        async with PostgresSessionStore(pg_url, schema="v3") as store:
+            assert await store.load(KEY) == entries[:400]
+            # Marked v4: a v3 flower refuses it with "newer flower" (store_too_new, test_postgres_store.py).
+            assert await conn.fetchval("SELECT value FROM v3.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "4"
+            await store.append(KEY, entries[400:])
+            assert await store.load(KEY) == entries
+        rows = [r[0] for r in await conn.fetch("SELECT body FROM v3.entries ORDER BY seq")]
+        assert rows[:400] == raw and {named(b) for b in rows[400:]} == {BUILTIN_ID}
+        assert expand(rows, None) == [orjson.dumps(e) for e in entries]
+        assert await conn.fetchval("SELECT count(*) FROM v3.dictionary") == 0
     finally:
         await conn.close()

@@ -42,7 +42,7 @@ from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, is_raw, known, raw, train
 from .sqlite import _encode_all, decode_bodies
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "StoreError", "StoreOffline", "is_postgres_url", "safe_url"]
@@ -51,13 +51,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the tables below; a database marked with a higher one was set up by a newer flower.
 
 v2 added `changes`, v3 `task_files` and `task_files_seen` (the task's files travel with it) and `dictionary`
 (bodies as zstd frames); every statement of `_SCHEMA` is idempotent, so running it again is the migration. v3's
 conversion of the rows stored before the dictionary runs after it, a committed batch at a time (`_pack`): resumed at
-the next open if cut short, every row readable meanwhile."""
+the next open if cut short, every row readable meanwhile. v4: new bodies are frames against flower's built-in
+dictionary until the database trains its own (frames name theirs): no table changes, nothing to convert; the version
+makes a v3 flower, which reads no built-in frame, refuse the database."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
 CONNECT_TIMEOUT_S = 10.0
@@ -267,7 +269,7 @@ class PostgresSessionStore(SessionStore):
         self._sync: _Link | None = None
         self._codec: Codec | None = None
         self._raw: int | None = None
-        """Raw (uncompressed) rows in the database while it has no dictionary, None until counted."""
+        """Rows in the database while it has no dictionary of its own, None until counted."""
         self._pack_key = f"flower-pack:{schema}"
         self.refused: StoreError | None = None
         """Always None: an outage is waited out, not refused (the Runtime stops a step only on a refusal, as SQLite's full disk)."""
@@ -404,8 +406,9 @@ class PostgresSessionStore(SessionStore):
                 # Training takes this lock exclusively: a batch stored raw is committed before the conversion reads.
                 await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))", self._pack_key)
             packer = await self._codec_on(conn)
-            bodies = batch.bodies if packer is None else [
-                b if p else packer.pack(b) for p, b in zip(batch.plain, batch.bodies, strict=True)]
+            # Until the database has its own dictionary, frames against the built-in one (v4, #26).
+            against = packer or builtin()
+            bodies = [b if p else against.pack(b) for p, b in zip(batch.plain, batch.bodies, strict=True)]
             now = int(time.time() * 1000)
             tid = await conn.fetchval(self.sql(_TOUCH), *batch.key, now)
             status = await conn.execute(self.sql(_INSERT), tid, batch.uuids, batch.plain, bodies)
@@ -432,7 +435,7 @@ class PostgresSessionStore(SessionStore):
         return self._codec
 
     async def _pack(self, conn: Conn, batches: int | None = None) -> Codec | None:
-        """Train the database's dictionary once it holds SAMPLES entries, then compress the rows stored before it,
+        """Train the database's dictionary once it holds SAMPLES entries, then compress the raw rows stored before it,
         one committed batch at a time (at most `batches`); the dictionary, or None while there are too few entries."""
         lock = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
         marks = await conn.fetchrow(self.sql("SELECT trained, packed FROM {s}.dictionary"))
@@ -441,14 +444,17 @@ class PostgresSessionStore(SessionStore):
                 await conn.execute(lock, self._pack_key)  # waits for the raw batches in flight (see _write)
                 marks = await conn.fetchrow(self.sql("SELECT trained, packed FROM {s}.dictionary"))
                 if marks is None:
-                    samples = [r[0] for r in await conn.fetch(self.sql(
+                    stored = [r[0] for r in await conn.fetch(self.sql(
                         "SELECT body FROM {s}.entries WHERE NOT plain ORDER BY seq LIMIT $1"), SAMPLES)]
-                    if len(samples) < SAMPLES:
+                    if len(stored) < SAMPLES:
                         return None
-                    ident, data = await asyncio.to_thread(train, samples)  # about a second: off the event loop
+                    # Since v4 the samples are frames against the built-in dictionary; about a second: off the loop.
+                    ident, data = await asyncio.to_thread(lambda: train(raw(stored, None)))
+                    # Raw rows only ever precede frames (as in SQLite's _pack): none among the oldest, none to convert.
                     marks = await conn.fetchrow(self.sql(
                         "INSERT INTO {s}.dictionary (id, data, trained, packed)"
-                        " SELECT $1, $2, coalesce(max(seq), 0), 0 FROM {s}.entries RETURNING trained, packed"), ident, data)
+                        " SELECT $1, $2, coalesce(max(seq), 0), CASE WHEN $3 THEN 0 ELSE coalesce(max(seq), 0) END"
+                        " FROM {s}.entries RETURNING trained, packed"), ident, data, any(is_raw(b) for b in stored))
         packer = await self._codec_on(conn)
         assert packer is not None and marks is not None  # written above or by another process, never removed
         top, packed = int(marks[0]), int(marks[1])

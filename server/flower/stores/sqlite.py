@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import orjson
+import zstandard
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import (
     SessionKey,
@@ -34,7 +35,7 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, is_raw, known, raw, train, unpackers
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -60,7 +61,8 @@ _SCHEMA_V1 = (
     "CREATE INDEX IF NOT EXISTS transcripts_by_mtime ON transcripts (mtime)",
     # body: the entry's JSON, never rewritten (D2). Written by earlier flowers as TEXT
     # (stdlib json); now as a BLOB of orjson's UTF-8, TEXT only where orjson cannot encode. Since v3 a
-    # BLOB is a zstd frame against the database's dictionary once it has one (stores/bodies.py).
+    # BLOB is a zstd frame against the database's dictionary once it has one, since v4 against flower's built-in
+    # one before (stores/bodies.py).
     """CREATE TABLE IF NOT EXISTS entries (
         seq        INTEGER PRIMARY KEY, -- append order, across processes
         transcript INTEGER NOT NULL,
@@ -125,7 +127,14 @@ def _dictionary_v3(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2, _dictionary_v3)
+def _builtin_v4(conn: sqlite3.Connection) -> None:
+    """New bodies are frames against flower's built-in dictionary until the database trains its own (#26)."""
+    # Nothing to convert: a v3 file's rows (raw JSON, frames against its own dictionary) are read as they are, and
+    # frames name their dictionary. The version alone is the step: a v3 flower reads no built-in frame, so it must
+    # refuse the file (the "newer flower" error) once one may be in it.
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2, _dictionary_v3, _builtin_v4)
 """The schema steps, in order; ``PRAGMA user_version`` counts those applied. Append, never edit."""
 
 _TRANSCRIPT = "SELECT id, mtime FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?"
@@ -227,7 +236,7 @@ _NO_ROWS: tuple[list[Any], Codec | None] = ([], None)
 
 
 def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
-    """Train the database's dictionary once it holds SAMPLES entries, then compress the rows stored before it,
+    """Train the database's dictionary once it holds SAMPLES entries, then compress the raw rows stored before it,
     one committed batch at a time (at most `batches`); the dictionary, or None while there are too few entries."""
 
     if not conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'dictionary'").fetchone():
@@ -244,14 +253,17 @@ def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
         row = conn.execute("SELECT trained, packed FROM dictionary").fetchone()
         if row is not None:
             return int(row[0]), int(row[1])
-        samples = [b for (b,) in conn.execute(
+        stored = [b for (b,) in conn.execute(
             "SELECT body FROM entries WHERE typeof(body) = 'blob' ORDER BY seq LIMIT ?", (SAMPLES,))]
-        if len(samples) < SAMPLES:
+        if len(stored) < SAMPLES:
             return None
-        ident, data = train(samples)
+        ident, data = train(raw(stored, None))  # since v4 the samples are frames against the built-in dictionary
         (top,) = conn.execute("SELECT max(seq) FROM entries").fetchone()
-        conn.execute("INSERT INTO dictionary (id, data, trained, packed) VALUES (?, ?, ?, 0)", (ident, data, top))
-        return int(top), 0
+        # Raw rows only ever precede frames (a v4 flower writes none, an older one cannot open the file): with none
+        # among the oldest, there is nothing to convert. Frames against the built-in dictionary stay as they are (D2).
+        packed = 0 if any(is_raw(b) for b in stored) else top
+        conn.execute("INSERT INTO dictionary (id, data, trained, packed) VALUES (?, ?, ?, ?)", (ident, data, top, packed))
+        return int(top), int(packed)
 
     marks = _in_transaction(conn, trained)
     if marks is None:
@@ -354,23 +366,22 @@ def _without_gc(decode: Callable[[], T]) -> T:
 
 def _decoder(codec: Codec | None) -> Callable[[bytes | str], Any]:
     """One stored body's entry: a BLOB by orjson (expanded first if it is a frame), a TEXT row (stdlib json wrote it) by the stdlib."""
-    loads = orjson.loads
-    if codec is None:
-        return lambda body: loads(body) if type(body) is bytes else json.loads(body)
-    expand = codec.unpacker().decompress
-    return lambda body: (loads(body) if body[0] == 0x7B else loads(expand(body))) if type(body) is bytes else json.loads(body)
+    loads, by, named = orjson.loads, unpackers(codec), zstandard.get_frame_parameters
+    return lambda body: (
+        (loads(body) if body[0] == 0x7B else loads(by[named(body).dict_id](body))) if type(body) is bytes
+        else json.loads(body))
 
 
 def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> list[Any]:
-    """The entries of stored ``bodies`` in order: BLOB rows by orjson (frames expanded by ``codec``), TEXT rows by the stdlib."""
+    """The entries of stored ``bodies`` in order: BLOB rows by orjson (a frame expanded with the dictionary it names:
+    the built-in one or ``codec``, the database's own), TEXT rows by the stdlib."""
     loads = orjson.loads
     # orjson is fastest one row at a time: about twice its speed on the joined array.
     if all(type(b) is bytes for b in bodies):
-        if codec is None:
-            return _without_gc(lambda: [loads(b) for b in bodies])
-        expand = codec.unpacker().decompress
+        # A frame's header names its dictionary (#26): reading the id costs about 4% of a load (benchmarks/store.py).
+        by, named = unpackers(codec), zstandard.get_frame_parameters
         blobs = typing.cast("Sequence[bytes]", bodies)
-        return _without_gc(lambda: [loads(b) if b[0] == 0x7B else loads(expand(b)) for b in blobs])
+        return _without_gc(lambda: [loads(b) if b[0] == 0x7B else loads(by[named(b).dict_id](b)) for b in blobs])
     # TEXT rows: written by an earlier flower (stdlib json), or orjson could not encode the
     # entry. The stdlib is fastest on one array.
     texts = [b for b in bodies if type(b) is str]
@@ -461,7 +472,7 @@ def _append(
     conn: sqlite3.Connection,
 ) -> tuple[_Seen | None, int]:
     """Store the rows whose uuid is not stored under ``k3`` yet, in one committed transaction;
-    return what is stored now, and how many raw rows were stored (the database has no dictionary yet)."""
+    return what is stored now, and how many rows were stored before the database has its own dictionary."""
 
     def work() -> tuple[_Seen | None, int]:
         now = seen
@@ -487,13 +498,14 @@ def _append(
         if not fresh:
             return now, 0
         tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
-        # Looked up under the write lock: another process may have trained it since our last append.
+        # Looked up under the write lock: another process may have trained it since our last append. Until then,
+        # frames against the built-in dictionary (v4, #26).
         codec = _codec(conn)
         kept = bodies if len(fresh) == len(bodies) else [bodies[i] for i in fresh]
         conn.executemany(
             "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
             zip(itertools.repeat(tid), uuids if kept is bodies else [uuids[i] for i in fresh],
-                kept if codec is None else codec.pack_all(kept)),
+                (codec or builtin()).pack_all(kept)),
         )
         known |= added  # in place: on failure the caller drops this _Seen altogether
         return _Seen(tid, mtime, known), len(fresh) if codec is None else 0
@@ -523,7 +535,7 @@ class SqliteSessionStore(SessionStore):
         # the file (there is no index on them since v2). Only ever read under _lock.
         self._seen: dict[tuple[str, str, str], _Seen] = {}
         self._raw: int | None = None
-        """Raw (uncompressed) rows in the file while it has no dictionary, None until counted."""
+        """Rows in the file while it has no dictionary of its own, None until counted."""
         self.refused: SessionStoreError | None = None
         """The last append the disk refused (full, read-only), a new object each time: the SDK only reports its text."""
 
@@ -578,9 +590,11 @@ class SqliteSessionStore(SessionStore):
         (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version > known:
             raise _too_new(self.path, version, known)
-        # Only takes effect while the file is new. Entries are a few KB and
-        # tool results up to hundreds: big pages mean short overflow chains.
-        conn.execute("PRAGMA page_size = 16384")
+        # Only takes effect while the file is new. 16 KB pages suited raw JSON (short overflow chains); since every
+        # body is a frame (#26), 1/5-1/7 of it, 4 KB pages leave less of each page unused and the file's dozen
+        # tables and indexes take a page each: a 500-entry real-CLI session's file 0.21x its JSONL, not 0.32x, with
+        # the same append and load speed on benchmarks/store.py's 20k entries (stores/bodies.py has the figures).
+        conn.execute("PRAGMA page_size = 4096")
         conn.execute("PRAGMA journal_mode = WAL").fetchone()
         # Under WAL, NORMAL cannot corrupt the file; a power cut may lose the
         # last commits, which the CLI's own JSONL still holds (D2).
@@ -627,16 +641,16 @@ class SqliteSessionStore(SessionStore):
 
         def work(conn: sqlite3.Connection) -> None:
             seen = self._seen.pop(k3, None)  # gone if the transaction fails
-            now, raw = _append(k3, uuids, bodies, seen, conn)
+            now, early = _append(k3, uuids, bodies, seen, conn)
             if now is not None:
                 self._seen[k3] = now
-            if raw:
+            if early:
                 # Counted from the file once, then by this process: the dictionary is trained when the
                 # database holds enough entries (one append waits about a second, once per database).
                 if self._raw is None:
                     (self._raw,) = conn.execute("SELECT count(*) FROM entries WHERE typeof(body) = 'blob'").fetchone()
                 else:
-                    self._raw += raw
+                    self._raw += early
                 if self._raw >= SAMPLES and _pack(conn) is not None:
                     self._raw = 0
 
