@@ -152,6 +152,12 @@ def project_key(workspace: str | os.PathLike[str]) -> str:
     return project_key_for_directory(Path(os.path.abspath(workspace)))
 
 
+MESSAGE_LIMIT = 256 * 2**20
+"""Largest message the CLI may stream to flower. The SDK's 1 MB default ends the turn with a fatal reader error when the
+model writes or reads a file of some 600 KB (a tool call's input and its echo travel in one message), so a long
+workflow would fail on an ordinary generated file; the bound stays, against a runaway stream."""
+
+
 @dataclass(frozen=True)
 class Sessions:
     """A task's store: the raw sessions (every entry as written), the pruned view the model resumes from (S23, D2), and the records.
@@ -345,6 +351,7 @@ class Runtime:
             max_budget_usd=self.budget.remaining,
             stderr=stderr,
             hooks=self._hooks(),
+            max_buffer_size=MESSAGE_LIMIT,
         )
 
     def _hooks(self) -> dict[Any, list[HookMatcher]]:

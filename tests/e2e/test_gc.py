@@ -6,7 +6,9 @@ is known independently of flower's bookkeeping: the sessions the store held befo
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +18,8 @@ from flower.runtime import project_key
 from flower.stores.sqlite import SqliteSessionStore
 from flowerscript import clarify, first_run, goals, judge, work
 
-BIG = "# a large file the work step wrote\n" + "x = '" + "0123456789abcdef" * 25_000 + "'\n"
+# Random bytes as base64: about 450 KB even as a stored zstd frame (entry bodies are compressed, #26).
+BIG = "# a large file the work step wrote\nx = '" + base64.b64encode(random.Random(7).randbytes(450_000)).decode() + "'\n"
 """400 KB in the work session's Write call: the archived task takes room worth giving back."""
 DAY_MS = 86_400_000
 

@@ -37,6 +37,18 @@ async def test_run_dir_is_relative_to_the_current_directory_not_the_workspace(tm
     await rt.close()
 
 
+async def test_a_file_of_megabytes_written_does_not_end_the_turn(model, env, workspace, run_dir):
+    # The SDK's 1 MB message default ended the turn ("JSON message exceeded maximum buffer size") at a ~600 KB Write.
+    target = workspace / "data.txt"
+    body = "".join(f"{i:08d} flower line\n" for i in range(70_000))  # 1.5 MB
+    model.push(reply(say("writing it"), tool_use("Write", {"file_path": str(target), "content": body})), text("written"))
+    async with Runtime(workspace, run_dir, env=env) as rt:
+        result = await rt.run(AgentSpec("writer", allowed_tools=["Write"]), "write data.txt")
+    assert result.ok, result.error
+    assert target.read_text() == body and result.text == "written"
+    assert "00069999 flower line" in model.last.text  # the call went on to the model with the conversation
+
+
 async def test_second_process_resumes_from_the_store(model, env, workspace, run_dir):
     model.push(text("I will remember the word PERIWINKLE"), text("the word was PERIWINKLE"))
     args = {"workspace": str(workspace), "run_dir": str(run_dir)}
