@@ -14,12 +14,15 @@ PostgreSQL's ``plain``) are kept as they are: rare, and read by another decoder.
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import orjson
 import zstandard
 
-__all__ = ["DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "codec", "is_raw", "known", "train"]
+__all__ = ["DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "codec", "encode", "is_raw", "known", "train"]
 
 LEVEL = 3
 DICT_SIZE = 112 * 1024
@@ -30,6 +33,17 @@ PACK_BATCH = 500
 """Rows compressed per committed transaction when a database's earlier rows are converted (resumable: #26)."""
 
 _OPEN_BRACE = 0x7B
+
+
+def encode(entry: Mapping[str, Any]) -> bytes | str:
+    """An entry's JSON: orjson's UTF-8 bytes, or the stdlib's text where orjson cannot encode it."""
+    try:
+        return orjson.dumps(entry)
+    except TypeError:
+        # orjson refuses lone surrogates (the CLI can cut text mid-emoji) and ints beyond
+        # 64 bits. The stdlib escapes the one and keeps the other; stored as TEXT, such a row
+        # is decoded by the stdlib too (orjson would fail on the escape, or round the int).
+        return json.dumps(entry, separators=(",", ":"))
 
 
 def is_raw(body: bytes) -> bool:

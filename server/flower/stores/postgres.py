@@ -41,8 +41,8 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
-from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
-from .sqlite import _encode, decode_bodies
+from .bodies import PACK_BATCH, SAMPLES, Codec, codec, encode, is_raw, known, train
+from .sqlite import decode_bodies
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "StoreError", "StoreOffline", "is_postgres_url", "safe_url"]
 
@@ -374,7 +374,7 @@ class PostgresSessionStore(SessionStore):
             uuids.append(u if isinstance(u, str) else None)
             keep.append(entry)
         # D6: no API key is stored, e.g. one quoted in an API error the CLI records as assistant text.
-        encoded = redact_encoded([_encode(e) for e in keep])
+        encoded = redact_encoded([encode(e) for e in keep])
         plain = [isinstance(b, str) for b in encoded]
         bodies = [b.encode() if isinstance(b, str) else b for b in encoded]
         self._pending.append(_Batch(self._key3(key), uuids, plain, bodies, uuidlib.uuid4()))

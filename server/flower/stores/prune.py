@@ -2,7 +2,8 @@
 
 The adapter between the SDK and the pure algorithm in `transcript.py`: it loads from the inner
 store, prunes, writes the spill files trimmed results point at (S26), and delegates the rest.
-Stored entries are never altered (D2): only what `load()` returns is pruned.
+`write()` puts the same pruned transcript in a file, as the CLI's JSONL (how a resume reads it:
+stores/resume.py). Stored entries are never altered (D2): only what `load()` returns is pruned.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import orjson
 from claude_agent_sdk.types import (
     SessionKey,
     SessionListSubkeysKey,
@@ -24,6 +26,7 @@ from claude_agent_sdk.types import (
 )
 
 from ..core.durable import write_atomic
+from .bodies import encode
 
 if TYPE_CHECKING:
     from .base import Store
@@ -39,7 +42,10 @@ from .transcript import (
     prune,
 )
 
-__all__ = ["EPHEMERAL_COMMANDS", "INTERRUPTED_NOTE", "INTERRUPTED_REPLY", "PruneResult", "PruningSessionStore", "is_ephemeral", "prune"]
+__all__ = [
+    "EPHEMERAL_COMMANDS", "INTERRUPTED_NOTE", "INTERRUPTED_REPLY", "PruneResult", "PruningSessionStore", "is_ephemeral", "prune",
+    "write_jsonl",
+]
 
 _OPTIONAL = ("list_sessions", "list_session_summaries", "delete", "list_subkeys")
 
@@ -92,14 +98,35 @@ class PruningSessionStore(SessionStore):
         # the GC pass over the whole transcript that pausing it was meant to spare (measured: 50 ms).
         return cast("list[SessionStoreEntry]", result.entries)
 
-    def _pruned(self, entries: list[SessionStoreEntry]) -> tuple[PruneResult, dict[Path, str]]:
-        """The pruned transcript and the spill files it points at that are not written yet."""
+    async def write(self, key: SessionKey, path: Path) -> bool:
+        """Write the stored transcript, pruned, to `path` as the CLI's JSONL; False (nothing written) when none is stored.
+
+        What `load()` returns, without handing it back: pruned and written in one worker thread, so the event loop
+        never holds the transcript and no second encoder (the SDK's stdlib `json.dumps` per entry) runs over it.
+        """
+        entries: list[SessionStoreEntry] | None = await self.inner.load(key)
+        if not entries:
+            return False
+        fresh = await asyncio.to_thread(self._written, entries, path)
+        if fresh:
+            await asyncio.to_thread(_write_spills, fresh)
+        return True
+
+    def _written(self, entries: list[SessionStoreEntry], path: Path) -> dict[Path, str]:
+        """Prune `entries` and write the result to `path`; the spill files it points at that are not written yet."""
+        return self._pruned(entries, lambda pruned: write_jsonl(path, pruned.entries))[1]
+
+    def _pruned(self, entries: list[SessionStoreEntry],
+                then: Callable[[PruneResult], None] | None = None) -> tuple[PruneResult, dict[Path, str]]:
+        """The pruned transcript (given to `then` first) and the spill files it points at that are not written yet."""
         # Pruning builds no cycles: a GC pass over the transcript just loaded would cost more than
         # the pruning itself, so it waits until after, as it does after the inner store's decode.
         paused = gc.isenabled()
         gc.disable()
         try:
             result = self.prune(entries)
+            if then is not None:
+                then(result)
             return result, {path: text for path, text in result.spills.items() if not path.exists()}
         finally:
             if paused:
@@ -149,6 +176,17 @@ def _without(cls: type, missing: tuple[str, ...]) -> type:
     if key not in _variants:
         _variants[key] = type(cls.__name__, (cls,), {m: getattr(SessionStore, m) for m in missing})
     return _variants[key]
+
+
+def write_jsonl(path: Path, entries: Iterable[Entry]) -> None:
+    """Write `entries` to `path` one JSON object a line (mode 0o600: a transcript can quote secrets), as the CLI reads them."""
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        for entry in entries:
+            try:
+                f.write(dumps(entry, option=newline))
+            except TypeError:  # lone surrogates, ints beyond 64 bits: the stdlib's text (as sessions.db keeps them)
+                f.write(str(encode(entry)).encode() + b"\n")
 
 
 def _write_spills(spills: dict[Path, str]) -> None:

@@ -32,7 +32,7 @@ from claude_agent_sdk.types import (
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
-from .bodies import PACK_BATCH, SAMPLES, Codec, codec, is_raw, known, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, codec, encode, is_raw, known, train
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -295,16 +295,6 @@ def _is_not_a_database(err: sqlite3.Error) -> bool:
 def _key3(key: SessionKey) -> tuple[str, str, str]:
     # '' rather than NULL for the main transcript, so UNIQUE and '=' just work.
     return key["project_key"], key["session_id"], key.get("subpath") or ""
-
-
-def _encode(entry: SessionStoreEntry) -> bytes | str:
-    try:
-        return orjson.dumps(entry)
-    except TypeError:
-        # orjson refuses lone surrogates (the CLI can cut text mid-emoji) and ints beyond
-        # 64 bits. The stdlib escapes the one and keeps the other; stored as TEXT, such a row
-        # is decoded by the stdlib too (orjson would fail on the escape, or round the int).
-        return json.dumps(entry, separators=(",", ":"))
 
 
 def _without_gc(decode: Callable[[], T]) -> T:
@@ -588,7 +578,7 @@ class SqliteSessionStore(SessionStore):
         uuids = [u if isinstance(u := e.get("uuid"), str) else None for e in entries]
         # Encoded here, not in the worker: see load(). D6: no API key is stored, e.g. one quoted in
         # an API error the CLI records as assistant text.
-        bodies = redact_encoded([_encode(e) for e in entries])
+        bodies = redact_encoded([encode(e) for e in entries])
         k3 = _key3(key)
 
         def work(conn: sqlite3.Connection) -> None:
