@@ -58,6 +58,7 @@ from .core.texts import Said, say
 from .core.trust import Trust, decide, project_memory
 from .stores.base import Store
 from .stores.opener import open_store
+from .stores.prefetch import Prefetch
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
 from .stores.resume import Mirror, Resume, materialize
@@ -228,6 +229,7 @@ class Runtime:
         allow: list[str] | None = None,
         mode: str | None = None,
         approvals: Approvals | None = None,
+        prefetch: Prefetch | None = None,
     ):
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
@@ -265,6 +267,8 @@ class Runtime:
         self.journal = Journal(self.run_dir)
         """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
         self.changes = ChangeLog(self.run_dir, self.workspace)
+        self.prefetch = prefetch
+        """A session's pruned view a worker is preparing (stores/prefetch.py): the first resume of that session takes it."""
         """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
 
     # -- sessions.db -----------------------------------------------------------------------
@@ -283,6 +287,9 @@ class Runtime:
     async def close(self) -> None:
         """Close the journal, and the session store if this Runtime opened it."""
         self.journal.close()
+        if self.prefetch is not None:  # never resumed here: its worker and files go
+            self.prefetch.discard()
+            self.prefetch = None
         if self._owns_sessions:
             await self.sessions.close()
 
@@ -459,7 +466,10 @@ class Runtime:
         resumed: Resume | None = None
         try:
             if resume:  # the pruned view, where the CLI reads it (stores/resume.py); bounded as the SDK bounds its load
-                resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT)
+                prefetched = self.prefetch if self.prefetch is not None and self.prefetch.session_id == resume else None
+                if prefetched is not None:
+                    self.prefetch = None  # taken or discarded by this resume, never by a later one
+                resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT, prefetched)
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step, resumed)) as client:
                 await client.query(prompt)
                 if resume:  # the session pruned and written is freed by now; the CLI works meanwhile

@@ -58,17 +58,27 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
 
 
 async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboard: Keyboard | None) -> int:
-    from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
-
     text = " ".join(args.text).strip()
     workspace = Path.cwd()
     trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
     settings = settings_of(args, workspace, trust.trusted)
     run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
-    setup_logging(console)
-    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
-    await store_ready(svc.sessions, locale)
+    from ..stores.prefetch import Prefetch  # SDK-free; here, not at import: `flower --help` needs none of it
+
+    # Started before the SDK is imported below: a worker prunes and writes the work session meanwhile, on another core.
+    prefetch = None if args.new else Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim)
     try:
+        from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+
+        setup_logging(console)
+        svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
+    except BaseException:
+        if prefetch is not None:
+            prefetch.discard()
+        raise
+    svc.prefetch = prefetch
+    try:
+        await store_ready(svc.sessions, locale)
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
         new = args.new
         started = svc.status().started  # a task was started here: the next wake continues it
@@ -106,6 +116,8 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         await asyncio.wait_for(svc.close(), 15)
         raise
     finally:
+        if svc.prefetch is not None:  # no wake took it (nothing to do here, or bad input)
+            svc.prefetch.discard()
         await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
     if keyboard is not None:
         console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)

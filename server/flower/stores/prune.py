@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import orjson
 from claude_agent_sdk.types import (
     SessionKey,
     SessionListSubkeysKey,
@@ -25,8 +24,7 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
-from ..core.durable import write_atomic
-from .bodies import encode
+from .jsonl import write_jsonl, write_spills
 
 if TYPE_CHECKING:
     from .base import Store
@@ -93,7 +91,7 @@ class PruningSessionStore(SessionStore):
         # server's status, other folders' streams) must go on meanwhile.
         result, fresh = await asyncio.to_thread(self._pruned, entries)
         if fresh:
-            await asyncio.to_thread(_write_spills, fresh)
+            await asyncio.to_thread(write_spills, fresh)
         # A string type: `list[...]` would allocate, and the first allocation after `gc.enable()` runs
         # the GC pass over the whole transcript that pausing it was meant to spare (measured: 50 ms).
         return cast("list[SessionStoreEntry]", result.entries)
@@ -109,7 +107,7 @@ class PruningSessionStore(SessionStore):
             return False
         fresh = await asyncio.to_thread(self._written, entries, path)
         if fresh:
-            await asyncio.to_thread(_write_spills, fresh)
+            await asyncio.to_thread(write_spills, fresh)
         return True
 
     def _written(self, entries: list[SessionStoreEntry], path: Path) -> dict[Path, str]:
@@ -176,20 +174,3 @@ def _without(cls: type, missing: tuple[str, ...]) -> type:
     if key not in _variants:
         _variants[key] = type(cls.__name__, (cls,), {m: getattr(SessionStore, m) for m in missing})
     return _variants[key]
-
-
-def write_jsonl(path: Path, entries: Iterable[Entry]) -> None:
-    """Write `entries` to `path` one JSON object a line (mode 0o600: a transcript can quote secrets), as the CLI reads them."""
-    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-        for entry in entries:
-            try:
-                f.write(dumps(entry, option=newline))
-            except TypeError:  # lone surrogates, ints beyond 64 bits: the stdlib's text (as sessions.db keeps them)
-                f.write(str(encode(entry)).encode() + b"\n")
-
-
-def _write_spills(spills: dict[Path, str]) -> None:
-    """Write each trimmed result whole or not at all (S11): a later load never points at half a file (S26)."""
-    for path, text in spills.items():
-        write_atomic(path, text.encode("utf-8", errors="surrogatepass"))

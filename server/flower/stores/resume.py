@@ -15,6 +15,7 @@ to the CLI as it is.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from claude_agent_sdk._internal.sessions import _validate_uuid
 from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
 
 from .base import Store
+from .prefetch import Prefetch
 from .prune import PruningSessionStore
 
 __all__ = ["PREFIX", "Mirror", "Resume", "materialize"]
@@ -47,21 +49,28 @@ class Resume:
 
 
 async def materialize(view: PruningSessionStore, project_key: str, session_id: str, env: Mapping[str, str],
-                      timeout: float) -> Resume | None:
+                      timeout: float, prefetched: Prefetch | None = None) -> Resume | None:
     """Write the session's pruned view, the caller's auth files and its subagents' transcripts to a new config dir.
 
     None when there is nothing to resume from the store (no entries, or an id that is no uuid): the CLI is then given
     `resume` as it is, as the SDK does. `env` is the CLI's (it names the config dir the auth files come from);
-    `timeout` bounds each store read, as the SDK's `load_timeout_ms` does.
+    `timeout` bounds each store read, as the SDK's `load_timeout_ms` does. `prefetched`: this session's view prepared
+    by a worker (stores/prefetch.py), taken when it is still the store's; it is discarded either way.
     """
     if _validate_uuid(session_id) is None:  # it becomes a path component: nothing else is written under its name
+        if prefetched is not None:
+            prefetched.discard()
         return None
     config = Path(tempfile.mkdtemp(prefix=PREFIX))
     try:
         project = config / "projects" / project_key
         project.mkdir(parents=True)
         key: SessionKey = {"project_key": project_key, "session_id": session_id}
-        if not await asyncio.wait_for(view.write(key, project / f"{session_id}.jsonl"), timeout):
+        jsonl = project / f"{session_id}.jsonl"
+        ready = await prefetched.take(view, project_key, timeout) if prefetched is not None else None
+        if ready is not None:
+            os.replace(ready, jsonl)  # both in the temp dir: a rename
+        elif not await asyncio.wait_for(view.write(key, jsonl), timeout):
             shutil.rmtree(config, ignore_errors=True)
             return None
         _copy_auth_files(config, dict(env))
@@ -70,6 +79,9 @@ async def materialize(view: PruningSessionStore, project_key: str, session_id: s
     except BaseException:  # also a cancellation: the dir may hold the credentials already
         shutil.rmtree(config, ignore_errors=True)
         raise
+    finally:
+        if prefetched is not None:
+            prefetched.discard()
     return Resume(config)
 
 

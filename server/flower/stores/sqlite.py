@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import json
 import os
 import sqlite3
 import threading
 import time
-import typing
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,7 +16,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-import orjson
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import (
     SessionKey,
@@ -32,7 +29,11 @@ from claude_agent_sdk.types import (
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
-from .bodies import PACK_BATCH, SAMPLES, Codec, codec, encode, is_raw, known, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, encode, is_raw, train
+from .rows import LATEST as _LATEST
+from .rows import LOAD as _LOAD
+from .rows import codec_of as _codec
+from .rows import decode_bodies
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -138,13 +139,6 @@ ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = excluded.mt
 RETURNING id, mtime
 """
 
-_LOAD = """
-SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id
-WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ?
-ORDER BY e.seq
-"""
-
-
 # Newest first from `before` on: the index on (transcript) ends with the rowid, so this walks it backwards.
 _TAIL = """
 SELECT e.seq, e.body FROM entries e
@@ -152,11 +146,6 @@ WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND sessi
 AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
 """
 
-
-_LATEST = """
-SELECT coalesce(max(e.seq), 0) FROM entries e
-WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
-"""
 
 _AFTER = """
 SELECT e.body FROM entries e
@@ -176,23 +165,6 @@ def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -
             return found
         before = rows[-1][0]
     return None  # unreachable: tail_pages never ends
-
-
-def _codec(conn: sqlite3.Connection) -> Codec | None:
-    """The database's dictionary, None while it has none (or no table for it: a file being created)."""
-    try:
-        row = conn.execute("SELECT id FROM dictionary").fetchone()
-    except sqlite3.OperationalError as err:
-        if "no such table" in str(err):
-            return None
-        raise
-    if row is None:
-        return None
-    found = known(row[0])
-    if found is None:
-        (data,) = conn.execute("SELECT data FROM dictionary").fetchone()
-        found = codec(row[0], data)
-    return found
 
 
 def _with_codec(sql: str, params: tuple[Any, ...]) -> Callable[[sqlite3.Connection], tuple[list[Any], Codec | None]]:
@@ -295,50 +267,6 @@ def _is_not_a_database(err: sqlite3.Error) -> bool:
 def _key3(key: SessionKey) -> tuple[str, str, str]:
     # '' rather than NULL for the main transcript, so UNIQUE and '=' just work.
     return key["project_key"], key["session_id"], key.get("subpath") or ""
-
-
-def _without_gc(decode: Callable[[], T]) -> T:
-    # JSON builds no cycles, but its ~50 containers per entry would trigger GC
-    # passes over the whole heap that cost as much as the parsing itself.
-    if not gc.isenabled():
-        return decode()
-    gc.disable()
-    try:
-        return decode()
-    finally:
-        gc.enable()
-
-
-def _decoder(codec: Codec | None) -> Callable[[bytes | str], Any]:
-    """One stored body's entry: a BLOB by orjson (expanded first if it is a frame), a TEXT row (stdlib json wrote it) by the stdlib."""
-    loads = orjson.loads
-    if codec is None:
-        return lambda body: loads(body) if type(body) is bytes else json.loads(body)
-    expand = codec.unpacker().decompress
-    return lambda body: (loads(body) if body[0] == 0x7B else loads(expand(body))) if type(body) is bytes else json.loads(body)
-
-
-def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> list[Any]:
-    """The entries of stored ``bodies`` in order: BLOB rows by orjson (frames expanded by ``codec``), TEXT rows by the stdlib."""
-    loads = orjson.loads
-    # orjson is fastest one row at a time: about twice its speed on the joined array.
-    if all(type(b) is bytes for b in bodies):
-        if codec is None:
-            return _without_gc(lambda: [loads(b) for b in bodies])
-        expand = codec.unpacker().decompress
-        blobs = typing.cast("Sequence[bytes]", bodies)
-        return _without_gc(lambda: [loads(b) if b[0] == 0x7B else loads(expand(b)) for b in blobs])
-    # TEXT rows: written by an earlier flower (stdlib json), or orjson could not encode the
-    # entry. The stdlib is fastest on one array.
-    texts = [b for b in bodies if type(b) is str]
-
-    blob = _decoder(codec)
-
-    def decode() -> list[Any]:
-        slow = iter(json.loads("[" + ",".join(texts) + "]"))
-        return [blob(b) if type(b) is bytes else next(slow) for b in bodies]
-
-    return _without_gc(decode)
 
 
 _PAGE = """
