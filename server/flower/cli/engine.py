@@ -92,7 +92,6 @@ def default_idle() -> float:
 # -- the terminal's side of a run the engine holds -------------------------------------------------
 async def held_here(workspace: Path, locale: str) -> Path | None:
     """The engine's socket if an engine answers and runs a wake in `workspace`; None otherwise (nothing is started)."""
-    from ..engine.client import EngineClient, EngineError, Gone
     from ..engine.place import socket_path
 
     try:
@@ -101,6 +100,10 @@ async def held_here(workspace: Path, locale: str) -> Path | None:
         return None
     if not sock.exists():
         return None
+    # Only now: the client imports the language server (pygls, lsprotocol, cattrs, and the service with the SDK
+    # behind it), which a wake with no engine running has no use for before its own imports.
+    from ..engine.client import EngineClient, EngineError, Gone
+
     try:
         client = await EngineClient.connect(sock, timeout=2.0)
     except (OSError, TimeoutError):
