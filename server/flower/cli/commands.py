@@ -39,13 +39,18 @@ def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Set
 
 async def flower_command(args: argparse.Namespace, locale: str) -> int:
     """`flower [text]`, `flower --new text`: drive the FlowerService and render its events (or the engine's run, D11)."""
-    from . import engine
+    from ..engine.place import existing_socket
 
     text = " ".join(args.text).strip()
-    if args.detach:
-        return await engine.detach_command(args, text, locale)
-    if not args.new and (held := await engine.held_here(Path.cwd(), locale)) is not None:
-        return await engine.attach_command(held, Path.cwd(), locale, text or None)  # the run lives in the engine
+    # The engine's side (its protocol: lsprotocol, cattrs, pygls) is imported only when it is asked for or may run
+    # a wake here: a wake with no engine's socket goes straight on to its own.
+    if args.detach or (not args.new and existing_socket() is not None):
+        from . import engine
+
+        if args.detach:
+            return await engine.detach_command(args, text, locale)
+        if (held := await engine.held_here(Path.cwd(), locale)) is not None:
+            return await engine.attach_command(held, Path.cwd(), locale, text or None)  # the run lives in the engine
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(locale, workspace=Path.cwd())
     console.interactive = interactive
