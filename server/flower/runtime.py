@@ -58,8 +58,10 @@ from .core.texts import Said, say
 from .core.trust import Trust, decide, project_memory
 from .stores.base import Store
 from .stores.opener import open_store
+from .stores.prefetch import Prefetch
 from .stores.prune import PruningSessionStore
 from .stores.reconcile import reconcile, sweep
+from .stores.resume import Mirror, Resume, materialize
 
 log = logging.getLogger("flower")
 # A step whose entries sessions.db refused is stopped and says why (`_Attempt.refused`); the SDK's own log line of
@@ -67,6 +69,9 @@ log = logging.getLogger("flower")
 logging.getLogger("claude_agent_sdk._internal.transcript_mirror_batcher").addHandler(logging.NullHandler())
 # The work agent's allowed tools are meant to pass unasked; can_use_tool is for everything else (issue 24).
 warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
+
+LOAD_TIMEOUT = ClaudeAgentOptions.load_timeout_ms / 1000
+"""Seconds a resume's store reads may take (the SDK's default bound on its own)."""
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
 CREDENTIAL_ENV = (
@@ -230,6 +235,7 @@ class Runtime:
         allow: list[str] | None = None,
         mode: str | None = None,
         approvals: Approvals | None = None,
+        prefetch: Prefetch | None = None,
     ):
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
@@ -246,6 +252,8 @@ class Runtime:
         """The task's lineage, manifest, lock and wake mark: the same backend as its sessions."""
         # S23/S25: the model always resumes from the pruned view; `trim` only switches large-result trimming.
         self.store = self.sessions.pruned
+        self.mirror = Mirror(self.raw_store)
+        """The SDK's session store: it mirrors every entry the CLI writes; a resume is materialised here (`_attempt`)."""
         self.db_path = self.raw_store.path
         self.listeners: list[Listener] = []
         self.window: int | None = None
@@ -265,6 +273,8 @@ class Runtime:
         self.journal = Journal(self.run_dir)
         """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
         self.changes = ChangeLog(self.run_dir, self.workspace)
+        self.prefetch = prefetch
+        """A session's pruned view a worker is preparing (stores/prefetch.py): the first resume of that session takes it."""
         """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
 
     # -- sessions.db -----------------------------------------------------------------------
@@ -283,6 +293,9 @@ class Runtime:
     async def close(self) -> None:
         """Close the journal, and the session store if this Runtime opened it."""
         self.journal.close()
+        if self.prefetch is not None:  # never resumed here: its worker and files go
+            self.prefetch.discard()
+            self.prefetch = None
         if self._owns_sessions:
             await self.sessions.close()
 
@@ -321,8 +334,9 @@ class Runtime:
             allowed += [r for r in self.approvals.always if r not in allowed and tool_of(r) not in agent.disallowed_tools]
         return allowed, mode
 
-    def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None], step: str | None = None) -> ClaudeAgentOptions:
-        """SDK options: the workspace as cwd, our store mirrored eagerly, resume through the store (D2)."""
+    def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None], step: str | None = None,
+                resumed: Resume | None = None) -> ClaudeAgentOptions:
+        """SDK options: the workspace as cwd, our store mirrored eagerly, a resume from the pruned view (`resumed`, D2)."""
         sources = self.setting_sources()
         allowed, mode = self.permissions(agent)
         # A tool call the rules leave to a prompt is put to the person. Also set under dontAsk (where the CLI asks
@@ -341,9 +355,9 @@ class Runtime:
             permission_mode=mode,  # type: ignore[arg-type]  # checked against MODES by the settings
             can_use_tool=functools.partial(self._can_use_tool, step or agent.name) if asks else None,
             resume=resume,
-            session_store=self.store,
+            session_store=self.mirror,
             session_store_flush="eager",
-            env=self.env,
+            env={**self.env, "CLAUDE_CONFIG_DIR": str(resumed.config_dir)} if resumed is not None else self.env,
             # The judge's spec blocks writes whatever the sources.
             setting_sources=sources,
             model=agent.model or self.model,
@@ -456,10 +470,16 @@ class Runtime:
         if resume:
             await self._reconcile(resume)
         refused = self.raw_store.refused
+        resumed: Resume | None = None
         try:
-            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step)) as client:
+            if resume:  # the pruned view, where the CLI reads it (stores/resume.py); bounded as the SDK bounds its load
+                prefetched = self.prefetch if self.prefetch is not None and self.prefetch.session_id == resume else None
+                if prefetched is not None:
+                    self.prefetch = None  # taken or discarded by this resume, never by a later one
+                resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT, prefetched)
+            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step, resumed)) as client:
                 await client.query(prompt)
-                if resume:  # the materialised session is freed by now; the CLI works meanwhile
+                if resume:  # the session pruned and written is freed by now; the CLI works meanwhile
                     give_back()
                 async for message in client.receive_response():
                     self._observe(message, out, texts, seen_usage, step, resume, on_session)
@@ -476,6 +496,9 @@ class Runtime:
                 reason=exc.terminal_reason if isinstance(exc, ResultError) else None,
                 exit_code=exc.exit_code if isinstance(exc, ProcessError) else None,
             )
+        finally:
+            if resumed is not None:  # the CLI has ended (the client closed it): its config dir holds credentials
+                resumed.remove()
         if self.raw_store.refused is not refused:  # also a refusal of the last flush, as the client closed
             out.ok, out.refused = False, self.raw_store.refused
         if not out.text:
@@ -516,7 +539,7 @@ class Runtime:
             log.exception("reconcile: the sweep of this workspace's CLI transcripts failed")
 
     async def _reconcile(self, session_id: str) -> None:
-        """Import what the CLI's own transcript has and sessions.db lacks, before the SDK materialises the resume (D2)."""
+        """Import what the CLI's own transcript has and sessions.db lacks, before the resume is materialised (D2)."""
         try:
             await reconcile(self.raw_store, self.project_key, session_id, self.env, self.run_dir)
         except FlowerError as exc:  # the store refuses writes (full, read-only): the attempt that follows says so, once

@@ -26,6 +26,7 @@ from .core.trust import Trust, decide
 from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
 from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
+from .stores.prefetch import Prefetch
 from .workflow.base import step_of
 from .workflow.flower import WORK, Ask, FlowerPath
 from .workflow.goal import judged
@@ -96,6 +97,8 @@ class FlowerService:
         """The model the CLI last reported in this process."""
         self._woken = False
         """A wake ran in this process: `budget` holds its cost."""
+        self.prefetch: Prefetch | None = None
+        """The work session's pruned view a worker is preparing (set by the command line): the next wake's resume takes it."""
 
     @classmethod
     def from_settings(cls, workspace: str | os.PathLike[str], settings: Settings, run_dir: str | os.PathLike[str], *,
@@ -193,6 +196,9 @@ class FlowerService:
             if self.running:
                 self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self.prefetch is not None:  # no wake took it
+            self.prefetch.discard()
+            self.prefetch = None
         await self.sessions.close()
 
     async def pruned(self, session_id: str) -> dict[str, str] | None:
@@ -229,7 +235,8 @@ class FlowerService:
         self.budget, self._woken = Budget(self.max_cost), True
         rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env,
                      model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget,
-                     trust=self.trust, allow=self.allow, mode=self.mode, approvals=self.approvals)
+                     trust=self.trust, allow=self.allow, mode=self.mode, approvals=self.approvals, prefetch=self.prefetch)
+        self.prefetch = None  # the Runtime's now: it takes it or discards it when it closes
         rt.listeners.append(self._emit)
         self._runtime = rt
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)

@@ -43,3 +43,14 @@ def test_a_wake_on_sqlite_needs_no_asyncpg_and_the_public_names_still_import() -
     assert all(getattr(flower, n) is not None for n in flower.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         flower.nope  # noqa: B018
+
+
+def test_the_prefetch_worker_and_the_engine_check_start_without_the_sdk(tmp_path) -> None:
+    # The worker prunes while the command imports the SDK (stores/prefetch.py): importing it itself would cost as much.
+    assert loaded_after("import flower.stores.prefetch") == {m: False for m in HEAVY}
+    # With no engine's socket, a wake looks no further: the engine's side (its protocol, its client) is not imported.
+    sock = tmp_path / "none" / "engine.sock"
+    code = (f"import os, sys; os.environ['FLOWER_ENGINE'] = {str(sock)!r}; from flower.engine.place import existing_socket; "
+            f"assert existing_socket() is None; import flower.cli.commands; "
+            f"assert not {{'flower.cli.engine', 'pygls', 'lsprotocol', 'cattrs'}} & set(sys.modules), sys.modules.keys()")
+    assert loaded_after(code) == {m: False for m in HEAVY}

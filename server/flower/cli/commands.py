@@ -40,13 +40,18 @@ def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Set
 
 async def flower_command(args: argparse.Namespace, locale: str) -> int:
     """`flower [text]`, `flower --new text`: drive the FlowerService and render its events (or the engine's run, D11)."""
-    from . import engine
+    from ..engine.place import existing_socket
 
     text = " ".join(args.text).strip()
-    if args.detach:
-        return await engine.detach_command(args, text, locale)
-    if not args.new and (held := await engine.held_here(Path.cwd(), locale)) is not None:
-        return await engine.attach_command(held, Path.cwd(), locale, text or None)  # the run lives in the engine
+    # The engine's side (its protocol: lsprotocol, cattrs, pygls) is imported only when it is asked for or may run
+    # a wake here: a wake with no engine's socket goes straight on to its own.
+    if args.detach or (not args.new and existing_socket() is not None):
+        from . import engine
+
+        if args.detach:
+            return await engine.detach_command(args, text, locale)
+        if (held := await engine.held_here(Path.cwd(), locale)) is not None:
+            return await engine.attach_command(held, Path.cwd(), locale, text or None)  # the run lives in the engine
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console(locale, workspace=Path.cwd())
     console.interactive = interactive
@@ -59,17 +64,27 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
 
 
 async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboard: Keyboard | None) -> int:
-    from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
-
     text = " ".join(args.text).strip()
     workspace = Path.cwd()
     trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
     settings = settings_of(args, workspace, trust.trusted)
     run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
-    setup_logging(console)
-    svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
-    await store_ready(svc.sessions, locale)
+    from ..stores.prefetch import Prefetch  # SDK-free; here, not at import: `flower --help` needs none of it
+
+    # Started before the SDK is imported below: a worker prunes and writes the work session meanwhile, on another core.
+    prefetch = None if args.new else Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim)
     try:
+        from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
+
+        setup_logging(console)
+        svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
+    except BaseException:
+        if prefetch is not None:
+            prefetch.discard()
+        raise
+    svc.prefetch = prefetch
+    try:
+        await store_ready(svc.sessions, locale)
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
         new = args.new
         started = svc.status().started  # a task was started here: the next wake continues it
@@ -107,6 +122,8 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         await asyncio.wait_for(svc.close(), 15)
         raise
     finally:
+        if svc.prefetch is not None:  # no wake took it (nothing to do here, or bad input)
+            svc.prefetch.discard()
         await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
     if keyboard is not None:
         console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)

@@ -93,15 +93,15 @@ def default_idle() -> float:
 # -- the terminal's side of a run the engine holds -------------------------------------------------
 async def held_here(workspace: Path, locale: str) -> Path | None:
     """The engine's socket if an engine answers and runs a wake in `workspace`; None otherwise (nothing is started)."""
-    from ..engine.client import EngineClient, EngineError, Gone
-    from ..engine.place import socket_path
+    from ..engine.place import existing_socket
 
-    try:
-        sock = socket_path()
-    except RuntimeError:
+    sock = existing_socket()
+    if sock is None:
         return None
-    if not sock.exists():
-        return None
+    # Only now: the client imports the language server (pygls, lsprotocol, cattrs, and the service with the SDK
+    # behind it), which a wake with no engine running has no use for before its own imports.
+    from ..engine.client import EngineClient, EngineError, Gone
+
     try:
         client = await EngineClient.connect(sock, timeout=2.0)
     except (OSError, TimeoutError):

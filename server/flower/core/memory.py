@@ -1,4 +1,4 @@
-"""Freed memory handed back to the system: a wake holds a whole session only while the SDK materialises a resume."""
+"""Freed memory handed back to the system: a wake holds a whole session only while it materialises a resume (stores/resume.py)."""
 
 from __future__ import annotations
 

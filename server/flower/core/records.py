@@ -21,6 +21,9 @@ from .lock import LOCK_FILE, WAKE_FILE, FileLock, TaskLock, exclusive, held
 
 log = logging.getLogger(__name__)
 
+CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
+"""The flower path's steps, as the lineage names them (workflow/flower.py)."""
+
 LINEAGE_FILE = "lineage.json"
 MANIFEST_FILE = "manifest.json"
 LOCK_TIMEOUT_S = 10.0

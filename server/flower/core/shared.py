@@ -9,6 +9,11 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 
+def is_sessions_db(store: str | None) -> bool:
+    """Whether a `store` setting names run_dir's sessions.db (None, empty or `sqlite`), not a shared store."""
+    return store is None or store.strip().lower() in ("", "sqlite")
+
+
 def is_postgres_url(url: str) -> bool:
     """Whether `url` names a PostgreSQL database (`postgresql://…` or `postgres://…`)."""
     return url.split(":", 1)[0].lower() in ("postgresql", "postgres")

@@ -23,6 +23,15 @@ def socket_path(env: Mapping[str, str] | None = None) -> Path:
     return Path.home() / ".cache" / "flower" / "engine.sock"
 
 
+def existing_socket() -> Path | None:
+    """The engine's socket if the file is there (an engine may run); None when it is not, or there is no place for it."""
+    try:
+        sock = socket_path()
+    except RuntimeError:  # no home directory to put it in
+        return None
+    return sock if sock.exists() else None
+
+
 def lock_path(sock: Path) -> Path:
     """The lock held by the engine serving `sock`, next to it: whoever holds it is the one engine."""
     return sock.with_name(sock.name + ".lock")

@@ -26,15 +26,18 @@ its dictionary, or an earlier one; otherwise a zstd frame (it starts with the zs
 from __future__ import annotations
 
 import functools
+import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import orjson
 import zstandard
 
 __all__ = [
-    "BUILTIN", "BUILTIN_ID", "DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "builtin", "codec", "is_raw",
-    "known", "raw", "train", "unpackers",
+    "BUILTIN", "BUILTIN_ID", "DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "builtin", "codec", "encode",
+    "encode_all", "is_raw", "known", "raw", "train", "unpackers",
 ]
 
 LEVEL = 3
@@ -51,6 +54,27 @@ BUILTIN_ID = 0x666C6F77
 """Its id, fixed ("flow"): a database's own dictionary never takes it (see `train`)."""
 
 _OPEN_BRACE = 0x7B
+
+
+def encode(entry: Mapping[str, Any]) -> bytes | str:
+    """An entry's JSON: orjson's UTF-8 bytes, or the stdlib's text where orjson cannot encode it."""
+    try:
+        return orjson.dumps(entry)
+    except TypeError:
+        # orjson refuses lone surrogates (the CLI can cut text mid-emoji) and ints beyond
+        # 64 bits. The stdlib escapes the one and keeps the other; stored as TEXT, such a row
+        # is decoded by the stdlib too (orjson would fail on the escape, or round the int).
+        return json.dumps(entry, separators=(",", ":"))
+
+
+def encode_all(entries: Sequence[Mapping[str, Any]]) -> list[bytes | str]:
+    """Each entry's JSON (see `encode`)."""
+    dumps = orjson.dumps
+    try:
+        # One comprehension without a call of encode per entry; a batch orjson refuses (rare) goes entry by entry.
+        return [dumps(e) for e in entries]
+    except TypeError:
+        return [encode(e) for e in entries]
 
 
 def is_raw(body: bytes) -> bool:

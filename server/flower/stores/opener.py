@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..core.identity import workspace_identity
 from ..core.records import FileRecords, Records
+from ..core.shared import is_sessions_db
 from .base import Store
 from .sqlite import SqliteSessionStore
 
@@ -18,7 +19,7 @@ def open_store(run_dir: Path, store: str | None, workspace: Path, local_key: str
     where the workspace's sessions (its CLI's `local_key` mapped), lineage, manifest and lock are keyed by its
     identity (`project` overrides it).
     """
-    if store is None or store.strip().lower() in ("", "sqlite"):
+    if store is None or is_sessions_db(store):
         return SqliteSessionStore(run_dir / "sessions.db"), FileRecords(run_dir)
     from .shared import open_shared  # asyncpg is imported only for a shared store: a wake on sessions.db needs none
 

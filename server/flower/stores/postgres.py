@@ -42,8 +42,8 @@ from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, is_raw, known, raw, train
-from .sqlite import _encode_all, decode_bodies
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, encode_all, is_raw, known, raw, train
+from .sqlite import decode_bodies
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "StoreError", "StoreOffline", "is_postgres_url", "safe_url"]
 
@@ -377,7 +377,7 @@ class PostgresSessionStore(SessionStore):
             uuids.append(u if isinstance(u, str) else None)
             keep.append(entry)
         # D6: no API key is stored, e.g. one quoted in an API error the CLI records as assistant text.
-        encoded = redact_encoded(_encode_all(keep))
+        encoded = redact_encoded(encode_all(keep))
         plain = [isinstance(b, str) for b in encoded]
         bodies = [b.encode() if isinstance(b, str) else b for b in encoded]
         self._pending.append(_Batch(self._key3(key), uuids, plain, bodies, uuidlib.uuid4()))

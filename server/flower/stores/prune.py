@@ -2,7 +2,8 @@
 
 The adapter between the SDK and the pure algorithm in `transcript.py`: it loads from the inner
 store, prunes, writes the spill files trimmed results point at (S26), and delegates the rest.
-Stored entries are never altered (D2): only what `load()` returns is pruned.
+`write()` puts the same pruned transcript in a file, as the CLI's JSONL (how a resume reads it:
+stores/resume.py). Stored entries are never altered (D2): only what `load()` returns is pruned.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,7 +24,7 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
-from ..core.durable import write_atomic
+from .jsonl import write_jsonl, write_spills
 
 if TYPE_CHECKING:
     from .base import Store
@@ -39,7 +40,10 @@ from .transcript import (
     prune,
 )
 
-__all__ = ["EPHEMERAL_COMMANDS", "INTERRUPTED_NOTE", "INTERRUPTED_REPLY", "PruneResult", "PruningSessionStore", "is_ephemeral", "prune"]
+__all__ = [
+    "EPHEMERAL_COMMANDS", "INTERRUPTED_NOTE", "INTERRUPTED_REPLY", "PruneResult", "PruningSessionStore", "is_ephemeral", "prune",
+    "write_jsonl",
+]
 
 _OPTIONAL = ("list_sessions", "list_session_summaries", "delete", "list_subkeys")
 
@@ -87,19 +91,40 @@ class PruningSessionStore(SessionStore):
         # server's status, other folders' streams) must go on meanwhile.
         result, fresh = await asyncio.to_thread(self._pruned, entries)
         if fresh:
-            await asyncio.to_thread(_write_spills, fresh)
+            await asyncio.to_thread(write_spills, fresh)
         # A string type: `list[...]` would allocate, and the first allocation after `gc.enable()` runs
         # the GC pass over the whole transcript that pausing it was meant to spare (measured: 50 ms).
         return cast("list[SessionStoreEntry]", result.entries)
 
-    def _pruned(self, entries: list[SessionStoreEntry]) -> tuple[PruneResult, dict[Path, str]]:
-        """The pruned transcript and the spill files it points at that are not written yet."""
+    async def write(self, key: SessionKey, path: Path) -> bool:
+        """Write the stored transcript, pruned, to `path` as the CLI's JSONL; False (nothing written) when none is stored.
+
+        What `load()` returns, without handing it back: pruned and written in one worker thread, so the event loop
+        never holds the transcript and no second encoder (the SDK's stdlib `json.dumps` per entry) runs over it.
+        """
+        entries: list[SessionStoreEntry] | None = await self.inner.load(key)
+        if not entries:
+            return False
+        fresh = await asyncio.to_thread(self._written, entries, path)
+        if fresh:
+            await asyncio.to_thread(write_spills, fresh)
+        return True
+
+    def _written(self, entries: list[SessionStoreEntry], path: Path) -> dict[Path, str]:
+        """Prune `entries` and write the result to `path`; the spill files it points at that are not written yet."""
+        return self._pruned(entries, lambda pruned: write_jsonl(path, pruned.entries))[1]
+
+    def _pruned(self, entries: list[SessionStoreEntry],
+                then: Callable[[PruneResult], None] | None = None) -> tuple[PruneResult, dict[Path, str]]:
+        """The pruned transcript (given to `then` first) and the spill files it points at that are not written yet."""
         # Pruning builds no cycles: a GC pass over the transcript just loaded would cost more than
         # the pruning itself, so it waits until after, as it does after the inner store's decode.
         paused = gc.isenabled()
         gc.disable()
         try:
             result = self.prune(entries)
+            if then is not None:
+                then(result)
             return result, {path: text for path, text in result.spills.items() if not path.exists()}
         finally:
             if paused:
@@ -149,9 +174,3 @@ def _without(cls: type, missing: tuple[str, ...]) -> type:
     if key not in _variants:
         _variants[key] = type(cls.__name__, (cls,), {m: getattr(SessionStore, m) for m in missing})
     return _variants[key]
-
-
-def _write_spills(spills: dict[Path, str]) -> None:
-    """Write each trimmed result whole or not at all (S11): a later load never points at half a file (S26)."""
-    for path, text in spills.items():
-        write_atomic(path, text.encode("utf-8", errors="surrogatepass"))

@@ -3,16 +3,17 @@
 The CLI writes every entry to its local JSONL first and only then hands it to the SDK, which mirrors it
 to sessions.db; a kill between the two leaves sessions.db trailing the file. Before a resume, the
 entries the file has and sessions.db lacks are appended to the raw store, in the file's order, so the
-transcript the SDK materialises for the resumed CLI (from the store, through the pruned view) carries
+transcript materialised for the resumed CLI (from the store, through the pruned view: stores/resume.py) carries
 them. The CLI's file is only ever read.
 
 Facts read from the real CLI (2.1.332, tests/e2e/test_reconcile_resume.py pins them):
 - a session started without `resume` writes `<config dir>/projects/<project key>/<session>.jsonl`, with
   the config dir the CLI's `CLAUDE_CONFIG_DIR` (else ~/.claude) and the key the SDK's
   `project_key_for_directory` of its cwd, even with a session store set;
-- a resumed session runs on a temporary config dir the SDK materialises from the store
+- a resumed session runs on a temporary config dir materialised from the store (the SDK's layout, now written
+  by flower: stores/resume.py)
   (`<tmp>/claude-resume-*/projects/<project key>/<session>.jsonl`: the pruned view, then the CLI's new
-  entries); the SDK removes it when the CLI ends, but a kill leaves it behind, holding the newest
+  entries); it is removed when the CLI ends, but a kill leaves it behind, holding the newest
   entries. Both files are read; in the temporary one, the results pruning added (uuid5, transcript.py)
   are flower's view, not the CLI's, and are never imported;
 - the mirror carries every line of the file, in order, except the CLI's request replay records
@@ -27,7 +28,7 @@ in the lineage). `sweep` reconciles every transcript of the project key at the s
 remembers how far each file was read in `run_dir/reconciled.json` (size, mtime, offset, the session's
 stored seq then) and reads only what a file gained since, compared with what was stored since: a clean
 wake costs a `stat` per file, a wake after a kill the lines the kill left, not a load per session. Once a killed resume's temporary
-dir is imported in full and no process uses it, the sweep removes it: the SDK copied the caller's credentials
+dir is imported in full and no process uses it, the sweep removes it: the caller's credentials were copied
 into it, and only its own cleanup (which the kill skipped) would have removed them.
 """
 
@@ -284,7 +285,7 @@ async def reconcile(store: Store, project_key: str, session_id: str, env: Mappin
     """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
 
     `env` is the CLI's env over this process's (`CLAUDE_CONFIG_DIR` picks the config dir); the temporary
-    dirs are this process's (the SDK makes them here). The files are read oldest first, each against the
+    dirs are this process's (stores/resume.py makes them here). The files are read oldest first, each against the
     store as the previous left it. The import goes through the store's `append`, which skips uuids
     already stored, so a rerun imports nothing. With `run_dir`, the memory of what was read of each file
     (`reconciled.json`, shared with the sweep) is used and kept: a file as it was read is not read again, one
@@ -333,7 +334,7 @@ def _is_session_id(name: str) -> bool:
 def _spent_leftovers(project_key: str, imported: Mapping[str, Any], tmp: Path | None = None) -> list[Path]:
     """The `claude-resume-*` dirs of this project key that a killed resume left and the store now holds in full.
 
-    The SDK copies the caller's credentials into each (`.credentials.json`) and removes it when the CLI ends;
+    The caller's credentials are copied into each (`.credentials.json`), which is removed when the CLI ends;
     a kill leaves it behind. One is removed only when every file under its `projects/` is a main transcript
     just imported (`imported`: path → stat) — a subagent's transcript, which reconcile does not read, keeps it
     — and no live process runs with it as its config dir (read from /proc; without /proc none is removed).

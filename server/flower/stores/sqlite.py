@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import itertools
 import json
 import os
 import sqlite3
 import threading
 import time
-import typing
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,8 +17,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-import orjson
-import zstandard
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import (
     SessionKey,
@@ -35,7 +31,11 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, is_raw, known, raw, train, unpackers
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, encode_all, is_raw, raw, train
+from .rows import LATEST as _LATEST
+from .rows import LOAD as _LOAD
+from .rows import codec_of as _codec
+from .rows import decode_bodies
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -149,13 +149,6 @@ ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = excluded.mt
 RETURNING id, mtime
 """
 
-_LOAD = """
-SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id
-WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ?
-ORDER BY e.seq
-"""
-
-
 # Newest first from `before` on: the index on (transcript) ends with the rowid, so this walks it backwards.
 _TAIL = """
 SELECT e.seq, e.body FROM entries e
@@ -163,11 +156,6 @@ WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND sessi
 AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
 """
 
-
-_LATEST = """
-SELECT coalesce(max(e.seq), 0) FROM entries e
-WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
-"""
 
 _AFTER = """
 SELECT e.body FROM entries e
@@ -208,23 +196,6 @@ def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -
             return found
         before = rows[-1][0]
     return None  # unreachable: tail_pages never ends
-
-
-def _codec(conn: sqlite3.Connection) -> Codec | None:
-    """The database's dictionary, None while it has none (or no table for it: a file being created)."""
-    try:
-        row = conn.execute("SELECT id FROM dictionary").fetchone()
-    except sqlite3.OperationalError as err:
-        if "no such table" in str(err):
-            return None
-        raise
-    if row is None:
-        return None
-    found = known(row[0])
-    if found is None:
-        (data,) = conn.execute("SELECT data FROM dictionary").fetchone()
-        found = codec(row[0], data)
-    return found
 
 
 def _with_codec(sql: str, params: tuple[Any, ...]) -> Callable[[sqlite3.Connection], tuple[list[Any], Codec | None]]:
@@ -330,69 +301,6 @@ def _is_not_a_database(err: sqlite3.Error) -> bool:
 def _key3(key: SessionKey) -> tuple[str, str, str]:
     # '' rather than NULL for the main transcript, so UNIQUE and '=' just work.
     return key["project_key"], key["session_id"], key.get("subpath") or ""
-
-
-def _encode(entry: SessionStoreEntry) -> bytes | str:
-    try:
-        return orjson.dumps(entry)
-    except TypeError:
-        # orjson refuses lone surrogates (the CLI can cut text mid-emoji) and ints beyond
-        # 64 bits. The stdlib escapes the one and keeps the other; stored as TEXT, such a row
-        # is decoded by the stdlib too (orjson would fail on the escape, or round the int).
-        return json.dumps(entry, separators=(",", ":"))
-
-
-def _encode_all(entries: Sequence[SessionStoreEntry]) -> list[bytes | str]:
-    """Each entry's stored JSON (see `_encode`)."""
-    dumps = orjson.dumps
-    try:
-        # One comprehension without a call of _encode per entry; a batch orjson refuses (rare) goes entry by entry.
-        return [dumps(e) for e in entries]
-    except TypeError:
-        return [_encode(e) for e in entries]
-
-
-def _without_gc(decode: Callable[[], T]) -> T:
-    # JSON builds no cycles, but its ~50 containers per entry would trigger GC
-    # passes over the whole heap that cost as much as the parsing itself.
-    if not gc.isenabled():
-        return decode()
-    gc.disable()
-    try:
-        return decode()
-    finally:
-        gc.enable()
-
-
-def _decoder(codec: Codec | None) -> Callable[[bytes | str], Any]:
-    """One stored body's entry: a BLOB by orjson (expanded first if it is a frame), a TEXT row (stdlib json wrote it) by the stdlib."""
-    loads, by, named = orjson.loads, unpackers(codec), zstandard.get_frame_parameters
-    return lambda body: (
-        (loads(body) if body[0] == 0x7B else loads(by[named(body).dict_id](body))) if type(body) is bytes
-        else json.loads(body))
-
-
-def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> list[Any]:
-    """The entries of stored ``bodies`` in order: BLOB rows by orjson (a frame expanded with the dictionary it names:
-    the built-in one or ``codec``, the database's own), TEXT rows by the stdlib."""
-    loads = orjson.loads
-    # orjson is fastest one row at a time: about twice its speed on the joined array.
-    if all(type(b) is bytes for b in bodies):
-        # A frame's header names its dictionary (#26): reading the id costs about 4% of a load (benchmarks/store.py).
-        by, named = unpackers(codec), zstandard.get_frame_parameters
-        blobs = typing.cast("Sequence[bytes]", bodies)
-        return _without_gc(lambda: [loads(b) if b[0] == 0x7B else loads(by[named(b).dict_id](b)) for b in blobs])
-    # TEXT rows: written by an earlier flower (stdlib json), or orjson could not encode the
-    # entry. The stdlib is fastest on one array.
-    texts = [b for b in bodies if type(b) is str]
-
-    blob = _decoder(codec)
-
-    def decode() -> list[Any]:
-        slow = iter(json.loads("[" + ",".join(texts) + "]"))
-        return [blob(b) if type(b) is bytes else next(slow) for b in bodies]
-
-    return _without_gc(decode)
 
 
 _PAGE = """
@@ -636,7 +544,7 @@ class SqliteSessionStore(SessionStore):
         uuids = [u if isinstance(u := e.get("uuid"), str) else None for e in entries]
         # Encoded here, not in the worker: see load(). D6: no API key is stored, e.g. one quoted in
         # an API error the CLI records as assistant text.
-        bodies = redact_encoded(_encode_all(entries))
+        bodies = redact_encoded(encode_all(entries))
         k3 = _key3(key)
 
         def work(conn: sqlite3.Connection) -> None:

@@ -20,6 +20,9 @@ from ..core.events import Banner, Event, Handoff, Header, Notice, Question
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock
 from ..core.manifest import StepResult, handoff_name, round_name
+from ..core.records import CLARIFY as CLARIFY
+from ..core.records import GOALS as GOALS
+from ..core.records import WORK as WORK
 from ..core.records import clear_wake, mark_wake
 from ..core.text import clip
 from ..core.texts import say
@@ -30,7 +33,6 @@ from .goal import with_goal
 
 log = logging.getLogger(__name__)
 
-CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
 SECTIONS = "\n".join(f"## {name}" for name in requirements.SECTIONS)
 
 CLARIFY_PROMPT = (
