@@ -273,9 +273,9 @@ class Runtime:
         self.journal = Journal(self.run_dir)
         """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
         self.changes = ChangeLog(self.run_dir, self.workspace)
+        """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
         self.prefetch = prefetch
         """A session's pruned view a worker is preparing (stores/prefetch.py): the first resume of that session takes it."""
-        """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
