@@ -15,6 +15,7 @@ from test_lsp import uri
 from test_lsp_history import all_pages, history
 
 import flowerscript as fs
+from flower.core.text import tool_label
 from flower.history import History, Page
 from flower.lsp import protocol as p
 from flower.runtime import Sessions
@@ -59,7 +60,8 @@ async def test_history_pages_the_shared_store_with_steps_and_verdicts(servers, m
     assert work[0][:2] == ("user", "text") and "目标.md" in work[0][2]
     shown = [w[:2] for w in work]
     tool, result = shown.index(("assistant", "tool")), shown.index(("user", "result"))
-    assert tool < result < len(work) - 1 and "calc.py" in work[tool][2] and work[-1] == ("assistant", "text", "calc.py written")
+    assert tool < result < len(work) - 1 and work[-1] == ("assistant", "text", "calc.py written")
+    assert work[tool][2] == tool_label("Write", {"file_path": str(workspace / "calc.py")})  # clipped like the server clips it
     assert [e["text"] for e in entries if e["step"] == "干活·判定#1" and e["role"] == "assistant"] == [
         "Checked every goal.\nVERDICT: PASS"]
     # The pruner's view of a Postgres session (S23a): the outage's API-error entry is hidden, the rest kept.
