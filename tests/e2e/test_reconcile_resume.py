@@ -21,6 +21,7 @@ from flower import AgentSpec, Runtime
 from flower.runtime import project_key
 from flower.stores.prune import INTERRUPTED_NOTE
 from flower.stores.reconcile import config_dir, is_local_only, leftover_paths, parse_jsonl, transcript_path
+from flower.stores.rows import codec_of, decode_bodies
 from flower.testing import Reply, say, text, tool
 from flowerscript import GOALS, REQUIREMENTS
 
@@ -36,13 +37,14 @@ def args(workspace: Path, run_dir: Path) -> dict:
 
 
 def stored_rows(run_dir: Path, workspace: Path, sid: str) -> list[tuple[int, dict]]:
-    """(seq, entry) of the session's main transcript in sessions.db, read with plain SQLite."""
+    """(seq, entry) of the session's main transcript in sessions.db, read with plain SQLite (bodies are zstd frames, #26)."""
     with sqlite3.connect(run_dir / "sessions.db") as db:
         rows = db.execute(
             "SELECT e.seq, e.body FROM transcripts t JOIN entries e ON e.transcript = t.id"
             " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' ORDER BY e.seq",
             (project_key(workspace), sid)).fetchall()
-    return [(seq, json.loads(body)) for seq, body in rows]
+        own = codec_of(db)
+    return list(zip([seq for seq, _ in rows], decode_bodies([body for _, body in rows], own), strict=True))
 
 
 def drop_from(run_dir: Path, seq: int) -> None:
