@@ -20,7 +20,8 @@ from test_prune import Transcript
 from flower.stores.prefetch import PREFIX as PREFETCH
 from flower.stores.prefetch import Prefetch
 from flower.stores.prune import PruningSessionStore, prune, write_jsonl
-from flower.stores.resume import PREFIX, Mirror, materialize
+from flower.stores.reconcile import RESUME_PREFIX
+from flower.stores.resume import Mirror, materialize
 from flower.stores.sqlite import SqliteSessionStore
 
 SID = "0b6f2a3c-1d4e-4f50-8a6b-7c8d9e0f1a2b"
@@ -59,7 +60,7 @@ async def test_a_resume_is_the_pruned_view_beside_the_callers_auth_files(tmp_pat
     try:
         await raw.append(KEY, copy.deepcopy(t.entries))  # type: ignore[arg-type]
         resume = await asyncio.wait_for(materialize(view, "-w", SID, {"CLAUDE_CONFIG_DIR": str(config)}, 10), 10)
-        assert resume is not None and resume.config_dir.parent == tmp and resume.config_dir.name.startswith(PREFIX)
+        assert resume is not None and resume.config_dir.parent == tmp and resume.config_dir.name.startswith(RESUME_PREFIX)
         jsonl = resume.config_dir / "projects" / "-w" / f"{SID}.jsonl"
         assert _lines(jsonl) == prune(t.entries).entries == await view.load(KEY)  # type: ignore[arg-type]
         assert "API Error" not in jsonl.read_text() and len(_lines(jsonl)) < len(t.entries)

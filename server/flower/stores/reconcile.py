@@ -60,6 +60,9 @@ __all__ = [
     "session_files", "sweep", "transcript_path",
 ]
 
+RESUME_PREFIX = "claude-resume-"
+"""How a resume's temporary config dir is named (the SDK's and flower's own, stores/resume.py): a killed resume's
+leftovers are found by it."""
 SWEPT_FILE = "reconciled.json"
 """Under run_dir: project key → {transcript path: FileRead as a list}: how far each file was last read."""
 
@@ -82,7 +85,7 @@ def leftover_paths(project_key: str, session_id: str, tmp: Path | None = None) -
     """The session's files in temporary config dirs a killed resume left behind (the SDK's `claude-resume-*`), oldest first."""
     base = tmp if tmp is not None else Path(tempfile.gettempdir())
     found = []
-    for path in base.glob(f"claude-resume-*/projects/{project_key}/{session_id}.jsonl"):
+    for path in base.glob(f"{RESUME_PREFIX}*/projects/{project_key}/{session_id}.jsonl"):
         try:
             found.append((path.stat().st_mtime_ns, path))
         except OSError:  # removed meanwhile: its resume ended cleanly
@@ -318,7 +321,7 @@ async def reconcile(store: Store, project_key: str, session_id: str, env: Mappin
 def session_files(config: Path, project_key: str, tmp: Path | None = None) -> list[Path]:
     """Every CLI transcript of the project key: the config dir's and those of leftover `claude-resume-*` dirs."""
     base = tmp if tmp is not None else Path(tempfile.gettempdir())
-    found = [*(config / "projects" / project_key).glob("*.jsonl"), *base.glob(f"claude-resume-*/projects/{project_key}/*.jsonl")]
+    found = [*(config / "projects" / project_key).glob("*.jsonl"), *base.glob(f"{RESUME_PREFIX}*/projects/{project_key}/*.jsonl")]
     return [path for path in found if _is_session_id(path.stem)]
 
 
@@ -341,7 +344,7 @@ def _spent_leftovers(project_key: str, imported: Mapping[str, Any], tmp: Path | 
     """
     base = tmp if tmp is not None else Path(tempfile.gettempdir())
     spent = []
-    for root in base.glob(f"claude-resume-*/projects/{project_key}"):
+    for root in base.glob(f"{RESUME_PREFIX}*/projects/{project_key}"):
         top = root.parent.parent
         try:
             files = [p for p in (top / "projects").rglob("*") if not p.is_dir()]

@@ -30,11 +30,9 @@ from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
 from .base import Store
 from .prefetch import Prefetch
 from .prune import PruningSessionStore
+from .reconcile import RESUME_PREFIX
 
-__all__ = ["PREFIX", "Mirror", "Resume", "materialize"]
-
-PREFIX = "claude-resume-"
-"""The SDK's name for a resume's temporary config dir (reconcile finds a killed resume's leftovers by it)."""
+__all__ = ["Mirror", "Resume", "materialize"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ async def materialize(view: PruningSessionStore, project_key: str, session_id: s
         if prefetched is not None:
             prefetched.discard()
         return None
-    config = Path(tempfile.mkdtemp(prefix=PREFIX))
+    config = Path(tempfile.mkdtemp(prefix=RESUME_PREFIX))
     try:
         project = config / "projects" / project_key
         project.mkdir(parents=True)
