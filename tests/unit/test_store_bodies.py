@@ -213,3 +213,32 @@ def test_the_built_in_dictionary_is_the_packages_with_its_fixed_id() -> None:
     shipped = resources.files("flower.stores").joinpath("bodies.zdict").read_bytes()
     assert shipped == BUILTIN.read_bytes() and zstandard.ZstdCompressionDict(shipped).dict_id() == BUILTIN_ID
     assert builtin().ident == BUILTIN_ID
+
+
+async def test_a_load_expands_frames_of_either_dictionary_and_raw_rows_wherever_they_are(tmp_path: Path) -> None:
+    # A load expands frames CHUNK at a time by the dictionary the chunk's first frame names; a chunk mixing the two
+    # dictionaries (a database that trained its own midway, or another process still writing with the built-in
+    # one) or holding raw JSON (a v3 file's) must come back whole and in order all the same.
+    from flower.stores.rows import CHUNK, codec_of, decode_bodies
+
+    entries = build(3 * SAMPLES)
+    path = tmp_path / "sessions.db"
+    async with SqliteSessionStore(path) as store:
+        for j in range(0, len(entries), 250):
+            await store.append(KEY, entries[j : j + 250])
+    conn = sqlite3.connect(path)
+    try:
+        bodies = [b for (b,) in conn.execute("SELECT body FROM entries ORDER BY seq")]
+        own = codec_of(conn)
+    finally:
+        conn.close()
+    assert own is not None and {named(b) for b in bodies} == {BUILTIN_ID, own.ident}
+    assert decode_bodies(bodies, own) == entries
+    # Built-in frames after the database's own, a raw row in a chunk of frames, and a chunk of raw rows only.
+    order = [*range(SAMPLES, 2 * SAMPLES), *range(SAMPLES), *range(2 * SAMPLES, 3 * SAMPLES)]
+    mixed = [bodies[i] for i in order]
+    raw_at = {CHUNK // 2, len(order) - 1, *range(len(order) - 10, len(order) - 1)}
+    for i in raw_at:
+        mixed[i] = orjson.dumps(entries[order[i]])
+    assert decode_bodies(mixed, own) == [entries[i] for i in order]
+    assert decode_bodies(mixed[-10:], own) == [entries[i] for i in order[-10:]]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,26 +141,26 @@ def builtin() -> Codec:
     return codec(zstandard.ZstdCompressionDict(data).dict_id(), data)
 
 
-class _Unpackers(dict[int, Callable[[bytes], bytes]]):
+class _Unpackers(dict[int, zstandard.ZstdDecompressor]):
     """Decompressors by the id of their dictionary; a frame naming another is an error, not a guess."""
 
-    def __missing__(self, ident: int) -> Callable[[bytes], bytes]:
+    def __missing__(self, ident: int) -> zstandard.ZstdDecompressor:
         raise zstandard.ZstdError(f"a stored frame names dictionary {ident:#x}, which its database does not hold")
 
 
-def unpackers(own: Codec | None) -> dict[int, Callable[[bytes], bytes]]:
+def unpackers(own: Codec | None) -> dict[int, zstandard.ZstdDecompressor]:
     """This thread's decompressors by dictionary id: the built-in one's, and `own`'s (the database's) if it has one."""
     shipped = builtin()
-    found = _Unpackers({shipped.ident: shipped.unpacker().decompress})
+    found = _Unpackers({shipped.ident: shipped.unpacker()})
     if own is not None:
-        found[own.ident] = own.unpacker().decompress
+        found[own.ident] = own.unpacker()
     return found
 
 
 def raw(bodies: Sequence[bytes], own: Codec | None) -> list[bytes]:
     """`bodies` as their JSON: each frame expanded with the dictionary it names (raw JSON passes as it is)."""
     by, named = unpackers(own), zstandard.get_frame_parameters
-    return [b if b[0] == _OPEN_BRACE else by[named(b).dict_id](b) for b in bodies]
+    return [b if b[0] == _OPEN_BRACE else by[named(b).dict_id].decompress(b) for b in bodies]
 
 
 def known(ident: int) -> Codec | None:
