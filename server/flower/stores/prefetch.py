@@ -3,17 +3,21 @@
 A wake from the command line spends its first half second or more importing the SDK (its `mcp` and pydantic), on
 one core, before it reaches the resume; loading, pruning and writing a 20k-entry session takes as long again
 (benchmarks/wake.py). So the command starts this worker first, on the work session lineage.json names: it reads the
-session from sessions.db read-only, in one read transaction, prunes it as the wake's view will, and writes the
+session from sessions.db read-only, in one read transaction, adds what the wake's reconcile will import from the
+CLI's own transcripts (after a kill, the entries the mirror never got: the same `reconcile` run against a copy of
+the session, with the sweep's memory read and never written), prunes it as the wake's view will, and writes the
 JSONL and the spill files it points at (S26: written whole, idempotent). The resume adopts the file
-(stores/resume.py) only if the session is still what the worker read once the wake holds the lock and has swept
-and reconciled (the same newest seq and entry count: sessions.db only ever appends, and a seq is never reused),
-and the view prunes alike; anything else, and the resume materialises from the store as usual. The worker imports
-no SDK (stores/rows.py, transcript.py, bodies.py), and removes its output if its parent is gone.
+(stores/resume.py) only if, once the wake holds the lock and has swept and reconciled, the session is what the
+worker read plus exactly what it predicted (sessions.db only ever appends: the same entry count, and the entries
+after the seq it read the ones it added), the CLI's config dir is the one it read, and the view prunes alike;
+anything else, and the resume materialises from the store as usual. The worker imports no SDK (stores/rows.py,
+transcript.py, bodies.py, reconcile.py), and removes its output if its parent is gone.
 """
-
 from __future__ import annotations
 
+import asyncio
 import gc
+import hashlib
 import json
 import logging
 import os
@@ -27,12 +31,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.records import LINEAGE_FILE, WORK, parse_lineage
+from ..core.redact import redact_encoded
 from ..core.shared import is_sessions_db
+from .bodies import encode_all
 from .jsonl import write_jsonl, write_spills
-from .rows import LATEST, LOAD, codec_of, decode_bodies
+from .reconcile import SWEPT_FILE, config_dir, content_key, load_swept, reconcile, remembered
+from .rows import LATEST, LOAD_SEQS, codec_of, decode_bodies
 from .transcript import TRIM_KEEP_ROUNDS, TRIM_THRESHOLD, prune
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+
     from .prune import PruningSessionStore
 
 __all__ = ["PREFIX", "Prefetch"]
@@ -68,11 +79,13 @@ class Prefetch:
             return None
         if lineage is None or lineage["workspace"] != os.path.abspath(workspace) or WORK not in lineage["steps"]:
             return None
-        return cls.start(run_dir / "sessions.db", lineage["steps"][WORK], trim=trim, spill_dir=run_dir / "spill")
+        return cls.start(run_dir / "sessions.db", lineage["steps"][WORK], trim=trim, spill_dir=run_dir / "spill",
+                         swept=run_dir / SWEPT_FILE)
 
     @classmethod
-    def start(cls, db: Path, session_id: str, *, trim: bool, spill_dir: Path) -> Prefetch | None:
-        """Start the worker on `db`'s session (None when there is no sessions.db, or it cannot start)."""
+    def start(cls, db: Path, session_id: str, *, trim: bool, spill_dir: Path, swept: Path) -> Prefetch | None:
+        """Start the worker on `db`'s session (None when there is no sessions.db, or it cannot start); `swept` is the
+        sweep's memory (run_dir's `reconciled.json`), read to predict the reconcile."""
         if not db.is_file():
             return None
         _remove_orphans()
@@ -80,20 +93,20 @@ class Prefetch:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", __name__, str(db), session_id, "1" if trim else "0", str(spill_dir), str(out),
-                 str(os.getpid())],
+                 str(os.getpid()), str(swept)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             shutil.rmtree(out, ignore_errors=True)
             return None
         return cls(session_id, trim, spill_dir, out, proc)
 
-    async def take(self, view: PruningSessionStore, project_key: str, timeout: float) -> Path | None:
+    async def take(self, view: PruningSessionStore, project_key: str, env: Mapping[str, str],
+                   timeout: float) -> Path | None:
         """The JSONL, if it is the session's pruned view as `view` would write it now; None (and nothing kept) otherwise.
 
-        The caller moves the file away before it calls `discard`.
+        `env` is the CLI's (its config dir holds the transcripts the worker reconciled against). The caller moves the
+        file away before it calls `discard`.
         """
-        import asyncio  # here: the worker, which imports this module too, needs no event loop
-
         try:
             said, _ = await asyncio.to_thread(self.proc.communicate, timeout=timeout)
             read = json.loads(said or b"null")
@@ -101,16 +114,18 @@ class Prefetch:
             read = None
         path = self.out / f"{self.session_id}.jsonl"
         if not (isinstance(read, dict) and read.get("project_key") == project_key and self.prunes_like(view)
-                and path.is_file()):
+                and read.get("config") == str(config_dir({**os.environ, **env})) and path.is_file()):
             log.info("resume of %s: the prefetched view is not this one (written from the store instead)", self.session_id)
             return None
         stored = view.inner
-        now = (await stored.latest_seq(project_key, self.session_id), await stored.count(project_key, self.session_id))
-        if now != (read.get("seq"), read.get("count")):
-            log.info("resume of %s: the store changed since the prefetch read it (written from the store instead)",
+        count = await stored.count(project_key, self.session_id)
+        added = await stored.entries_after(project_key, self.session_id, read.get("seq", -1))
+        if count != read.get("count") or digest(added) != read.get("added"):
+            log.info("resume of %s: the store is not what the prefetch read and predicted (written from the store instead)",
                      self.session_id)
             return None
-        log.info("resume of %s: the prefetched view is taken", self.session_id)
+        log.info("resume of %s: the prefetched view is taken (%d entries reconciled since its read)", self.session_id,
+                 len(added))
         return path
 
     def prunes_like(self, view: PruningSessionStore) -> bool:
@@ -151,8 +166,46 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _read(db: Path, session_id: str) -> tuple[str, int, list[object]] | None:
-    """(project key, newest seq, entries) of the session's main transcript, read in one read transaction."""
+def digest(entries: Sequence[Mapping[str, object]]) -> str:
+    """A fingerprint of entries by content, in order."""
+    return hashlib.sha256(b"\n".join(content_key(e) for e in entries)).hexdigest()
+
+
+class _Copy:
+    """A session as the worker read it, which a reconcile appends to as the store would (D6: redacted; a uuid the
+    session holds skipped), so that the worker prunes what the wake's store will hold once it has reconciled."""
+
+    def __init__(self, seq: int, rows: list[tuple[int, object]]) -> None:
+        self.seq, self.rows = seq, rows
+        self.uuids = {u for _, e in rows if isinstance(e, dict) and isinstance(u := e.get("uuid"), str)}
+        self.added: list[object] = []
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The entries after `seq`."""
+        return [e for s, e in self.rows if s > seq]  # type: ignore[misc]  # JSON objects, as the CLI wrote them
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The newest seq (the store's own for what it read, counted on for what was added)."""
+        return self.seq
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        """Add `entries` as the store's append would, then read them back as its load would."""
+        fresh = []
+        for e in entries:
+            uid = e.get("uuid")
+            if isinstance(uid, str):
+                if uid in self.uuids:
+                    continue
+                self.uuids.add(uid)
+            fresh.append(e)
+        for e in decode_bodies(redact_encoded(encode_all(fresh))):
+            self.seq += 1
+            self.rows.append((self.seq, e))
+            self.added.append(e)
+
+
+def _read(db: Path, session_id: str) -> tuple[str, int, list[tuple[int, object]]] | None:
+    """(project key, newest seq, (seq, entry) rows) of the session's main transcript, read in one read transaction."""
     conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None)
     try:
         conn.execute("BEGIN")  # one snapshot: the seq and the bodies are the same moment's
@@ -161,22 +214,29 @@ def _read(db: Path, session_id: str) -> tuple[str, int, list[object]] | None:
             return None
         (project_key,) = keys[0]
         (seq,) = conn.execute(LATEST, (project_key, session_id)).fetchone()
-        bodies = [row[0] for row in conn.execute(LOAD, (project_key, session_id, ""))]
+        rows = conn.execute(LOAD_SEQS, (project_key, session_id, "")).fetchall()
         codec = codec_of(conn)
         conn.execute("COMMIT")
     finally:
         conn.close()
-    return project_key, int(seq), decode_bodies(bodies, codec)
+    return project_key, int(seq), list(zip([r[0] for r in rows], decode_bodies([r[1] for r in rows], codec), strict=True))
 
 
 def main(argv: list[str]) -> int:
-    """The worker: `python -m flower.stores.prefetch DB SESSION TRIM SPILL_DIR OUT PARENT_PID`; one JSON line out."""
-    db, session_id, trim, spill_dir, out, parent = Path(argv[0]), argv[1], argv[2] == "1", Path(argv[3]), Path(argv[4]), int(argv[5])
+    """The worker: `python -m flower.stores.prefetch DB SESSION TRIM SPILL_DIR OUT PARENT_PID SWEPT`; one JSON line out."""
+    db, session_id, trim, spill_dir, out = Path(argv[0]), argv[1], argv[2] == "1", Path(argv[3]), Path(argv[4])
+    parent, swept = int(argv[5]), Path(argv[6])
     gc.disable()  # a short life that builds no cycles: GC passes over the transcript would cost more than pruning it
     read = _read(db, session_id)
     if read is None:
         return 0
-    project_key, seq, entries = read
+    project_key, seq, rows = read
+    count = len(rows)
+    # What the wake's sweep and reconcile will import (the CLI's env is this process's: the command's own), against
+    # the memory they will read; `reconcile` is given the memory, so it writes none.
+    session = _Copy(seq, rows)
+    asyncio.run(reconcile(session, project_key, session_id, memory=remembered(load_swept(swept), project_key)))
+    entries = [e for _, e in session.rows]
     result = prune(entries, trim=trim, spill_dir=spill_dir)  # type: ignore[arg-type]  # JSON objects, as the CLI wrote them
     if os.getppid() != parent:  # the command is gone: nobody will take it
         shutil.rmtree(out, ignore_errors=True)
@@ -186,7 +246,9 @@ def main(argv: list[str]) -> int:
     if os.getppid() != parent:
         shutil.rmtree(out, ignore_errors=True)
         return 0
-    sys.stdout.write(json.dumps({"project_key": project_key, "seq": seq, "count": len(entries)}) + "\n")
+    said = {"project_key": project_key, "seq": seq, "count": count + len(session.added),
+            "added": digest(session.added), "config": str(config_dir(os.environ))}  # type: ignore[arg-type]
+    sys.stdout.write(json.dumps(said) + "\n")
     return 0
 
 

@@ -45,19 +45,20 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
-from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from ..core.durable import write_atomic
 from ..core.errors import FlowerError
 from ..core.redact import redact
-from .base import Store
+
+if TYPE_CHECKING:  # SDK-free at run time: a prefetch worker predicts a reconcile (stores/prefetch.py)
+    from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 __all__ = [
-    "SWEPT_FILE", "config_dir", "content_key", "is_local_only", "leftover_paths", "missing", "parse_jsonl", "reconcile",
-    "session_files", "sweep", "transcript_path",
+    "SWEPT_FILE", "Target", "config_dir", "content_key", "is_local_only", "leftover_paths", "load_swept", "missing",
+    "parse_jsonl", "reconcile", "remembered", "session_files", "sweep", "transcript_path",
 ]
 
 RESUME_PREFIX = "claude-resume-"
@@ -69,6 +70,22 @@ SWEPT_FILE = "reconciled.json"
 log = logging.getLogger("flower")
 
 Entry = dict[str, Any]
+
+
+class Target(Protocol):
+    """What a reconcile reads of a session and appends to it: the raw store, or a worker's copy (stores/prefetch.py)."""
+
+    async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
+        """The session's entries appended after `seq`, in append order."""
+        ...
+
+    async def latest_seq(self, project_key: str, session_id: str) -> int:
+        """The seq of the session's newest entry (0: none)."""
+        ...
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        """Append `entries` in order, skipping uuids the session holds already."""
+        ...
 
 
 def config_dir(env: Mapping[str, str]) -> Path:
@@ -251,7 +268,7 @@ def _read_from(path: Path, known: FileRead | None) -> tuple[int, bytes] | None:
         return None
 
 
-async def _import_file(store: Store, key: SessionKey, path: Path, known: FileRead | None) -> tuple[int, FileRead | None]:
+async def _import_file(store: Target, key: SessionKey, path: Path, known: FileRead | None) -> tuple[int, FileRead | None]:
     """Import what `path` gained since `known` and the store lacks; return how many, and how far the file is read now.
 
     Lines the CLI wrote after a read are mirrored after it too (it writes its file first), so what a file gained is
@@ -283,7 +300,7 @@ async def _import_file(store: Store, key: SessionKey, path: Path, known: FileRea
     return len(todo), FileRead(now.size, now.mtime_ns, offset, seq, tail.hex())
 
 
-async def reconcile(store: Store, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
+async def reconcile(store: Target, project_key: str, session_id: str, env: Mapping[str, str] | None = None,
                     run_dir: Path | None = None, memory: dict[str, FileRead] | None = None) -> int:
     """Import into `store` (the raw store) what the CLI's own transcripts of the session have and it lacks; return how many.
 
@@ -300,8 +317,8 @@ async def reconcile(store: Store, project_key: str, session_id: str, env: Mappin
     state: dict[str, Any] = {}
     if memory is None:
         if run_dir is not None:
-            state = _load_swept(run_dir / SWEPT_FILE)
-        known = _of(state, project_key)
+            state = load_swept(run_dir / SWEPT_FILE)
+        known = remembered(state, project_key)
     else:
         known = memory
     key: SessionKey = {"project_key": project_key, "session_id": session_id}
@@ -371,12 +388,12 @@ def _in_use(config: Path) -> bool:
     return False
 
 
-def _of(state: Mapping[str, Any], project_key: str) -> dict[str, FileRead]:
+def remembered(state: Mapping[str, Any], project_key: str) -> dict[str, FileRead]:
     """The memory of one project key's files (what cannot be understood is forgotten: that file is read whole)."""
-    remembered = state.get(project_key)
-    if not isinstance(remembered, dict):
+    files = state.get(project_key)
+    if not isinstance(files, dict):
         return {}
-    return {path: read for path, value in remembered.items() if (read := FileRead.of(value)) is not None}
+    return {path: read for path, value in files.items() if (read := FileRead.of(value)) is not None}
 
 
 def _save_swept(path: Path, state: dict[str, Any], project_key: str, files: Mapping[str, FileRead]) -> None:
@@ -391,7 +408,7 @@ def _save_swept(path: Path, state: dict[str, Any], project_key: str, files: Mapp
         log.warning("reconcile: cannot write %s (%s)", path, err.strerror or err)
 
 
-def _load_swept(path: Path) -> dict[str, Any]:
+def load_swept(path: Path) -> dict[str, Any]:
     """The sweep's memory; empty when absent or unreadable (the next sweep then rereads every file, which is only slower)."""
     try:
         value = json.loads(path.read_bytes())
@@ -403,7 +420,7 @@ def _load_swept(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-async def sweep(store: Store, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
+async def sweep(store: Target, project_key: str, run_dir: Path, env: Mapping[str, str] | None = None) -> int:
     """`reconcile` every session whose CLI transcript changed since it was last read; return how many entries came in.
 
     A file counts as unchanged while its size and mtime are those remembered, and one that grew is read from
@@ -411,8 +428,8 @@ async def sweep(store: Store, project_key: str, run_dir: Path, env: Mapping[str,
     read whole at the next sweep).
     """
     config = config_dir({**os.environ, **(env or {})})
-    state = _load_swept(run_dir / SWEPT_FILE)
-    known = _of(state, project_key)
+    state = load_swept(run_dir / SWEPT_FILE)
+    known = remembered(state, project_key)
     files = session_files(config, project_key)
     present = {str(p) for p in files}
     memory = {p: read for p, read in known.items() if p in present}

@@ -65,7 +65,7 @@ async def materialize(view: PruningSessionStore, project_key: str, session_id: s
         project.mkdir(parents=True)
         key: SessionKey = {"project_key": project_key, "session_id": session_id}
         jsonl = project / f"{session_id}.jsonl"
-        ready = await prefetched.take(view, project_key, timeout) if prefetched is not None else None
+        ready = await prefetched.take(view, project_key, env, timeout) if prefetched is not None else None
         if ready is not None:
             os.replace(ready, jsonl)  # both in the temp dir: a rename
         elif not await asyncio.wait_for(view.write(key, jsonl), timeout):

@@ -18,16 +18,19 @@ import zstandard
 
 from .bodies import Codec, codec, known, unpackers
 
-__all__ = ["LATEST", "LOAD", "codec_of", "decode_bodies", "without_gc"]
+__all__ = ["LATEST", "LOAD", "LOAD_SEQS", "codec_of", "decode_bodies", "without_gc"]
 
 T = TypeVar("T")
 
-LOAD = """
-SELECT e.body FROM transcripts t JOIN entries e ON e.transcript = t.id
+_TRANSCRIPT = """
+FROM transcripts t JOIN entries e ON e.transcript = t.id
 WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = ?
 ORDER BY e.seq
 """
+LOAD = "SELECT e.body" + _TRANSCRIPT
 """A transcript's bodies in append order (project key, session id, subpath: '' for the main transcript)."""
+LOAD_SEQS = "SELECT e.seq, e.body" + _TRANSCRIPT
+"""The same, each with its seq."""
 
 LATEST = """
 SELECT coalesce(max(e.seq), 0) FROM entries e
@@ -74,7 +77,8 @@ def _decode_blobs(blobs: Sequence[bytes], by: dict[int, zstandard.ZstdDecompress
         try:
             if chunk[0][0] == 0x7B:
                 raise zstandard.ZstdError("raw JSON")
-            expanded = by[named(chunk[0]).dict_id].multi_decompress_to_buffer(chunk)
+            # Its segments are buffers (iterable, though zstandard's stubs say not): read by orjson in place.
+            expanded = typing.cast("list[bytes]", by[named(chunk[0]).dict_id].multi_decompress_to_buffer(list(chunk)))
         except (zstandard.ZstdError, ValueError):  # ValueError: a raw row among the frames (no frame, no size)
             out += [loads(b) if b[0] == 0x7B else loads(by[named(b).dict_id].decompress(b)) for b in chunk]
             continue
@@ -85,7 +89,6 @@ def _decode_blobs(blobs: Sequence[bytes], by: dict[int, zstandard.ZstdDecompress
 def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> list[Any]:
     """The entries of stored ``bodies`` in order: BLOB rows by orjson (a frame expanded with the dictionary it names:
     the built-in one or ``codec``, the database's own), TEXT rows by the stdlib."""
-    loads = orjson.loads
     # orjson is fastest one row at a time: about twice its speed on the joined array.
     if all(type(b) is bytes for b in bodies):
         blobs = typing.cast("Sequence[bytes]", bodies)
