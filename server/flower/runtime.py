@@ -9,7 +9,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,7 +45,7 @@ from claude_agent_sdk.types import PermissionRuleValue
 
 from .core.approvals import Approval, Approvals, describe, tool_of
 from .core.changes import WRITE_TOOLS, ChangeLog
-from .core.context import tokens_of
+from .core.context import tail_pages, tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
 from .core.journal import Journal
@@ -285,6 +285,20 @@ class Runtime:
     async def entries(self, session_id: str) -> list[SessionStoreEntry] | None:
         """The raw stored transcript of a session, unpruned."""
         return await self.sessions.entries(self.workspace, session_id)
+
+    async def newest_first(self, session_id: str) -> AsyncIterator[list[Any]]:
+        """The session's stored entries (unpruned), a page at a time from the newest back; nothing when none is stored."""
+        ids = [row_id for row_id, _, _ in await self.raw_store.transcripts(self.project_key, [session_id])]
+        if not ids:
+            return
+        before = 1 << 62
+        for limit in tail_pages():
+            rows = await self.raw_store.page(ids, before, limit)
+            if rows:
+                yield [entry for _, _, entry in rows]
+            if len(rows) < limit:
+                return
+            before = rows[-1][0]
 
     async def context_size(self, session_id: str) -> int | None:
         """The session's last-round context size in tokens, read back from the end of sessions.db; None if unknown."""

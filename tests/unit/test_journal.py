@@ -54,3 +54,33 @@ def test_note_tells_each_call_with_its_input_and_result_and_carries_an_earlier_n
     assert second.count(NOTE_END) == 1 and WHY_SHORT in second
     assert 'You called Bash with {"command": "make"}' in second and 'You said: "checking"' in second
     assert note([], resumed=False) == ""
+
+
+async def test_recall_reads_back_from_the_newest_entries_and_finds_what_the_store_lacks_anywhere(tmp_path):
+    # recall compares the journal with the store from the newest entries back, stopping once every record is
+    # matched: a record matched only by the oldest entry, or by none, must be found all the same (issue #22).
+    from flower.runtime import Runtime
+    from flower.workflow.base import recall
+
+    workspace, run_dir, sid = tmp_path / "ws", tmp_path / "runs", "5e8c235f-c73c-4d8f-9a3e-cb6bf69a0001"
+    workspace.mkdir()
+    entries = [{"type": "assistant", "uuid": f"u{i}", "message": {"id": f"msg_{i}", "content": []}} for i in range(5000)]
+    entries[0] = {"type": "user", "uuid": "u0", "message": {"role": "user", "content": "the first prompt"}}
+    async with Runtime(workspace, run_dir) as rt:
+        await rt.raw_store.append({"project_key": rt.project_key, "session_id": sid}, entries)
+        pages = [page async for page in rt.newest_first(sid)]
+        assert [e["uuid"] for page in pages for e in page] == [e["uuid"] for e in reversed(entries)]
+        assert len(pages) > 1 and len(pages[0]) < 100  # the newest first, a small page
+        assert [page async for page in rt.newest_first("5e8c235f-c73c-4d8f-9a3e-cb6bf69a0002")] == []
+
+        newest = {"k": "said", "id": "msg_4999", "text": "the newest answer"}
+        oldest = {"k": "prompt", "text": "the first prompt"}
+        lost = {"k": "call", "id": "msg_lost", "tool": "toolu_9", "name": "Write", "input": {"file_path": "a.py"}}
+        rt.journal.dir.mkdir(parents=True)
+        for records in ([newest], [newest, oldest], [oldest, lost, newest]):
+            rt.journal.checked.clear()  # compared once per session and process: here once per journal
+            rt.journal.path(sid).write_text("".join(json.dumps(r) + "\n" for r in records))
+            told = await recall(rt, sid, resumed=True, prompt="go on")
+            assert (told != "") == (lost in records), told
+            if lost in records:
+                assert "Write" in told and "the first prompt" not in told and "the newest answer" not in told

@@ -122,36 +122,50 @@ class Journal:
         self._files.clear()
 
 
+class Seen:
+    """What stored transcript entries hold that journal records are matched with: answers by message id, results by
+    tool_use id, prompts by text."""
+
+    def __init__(self) -> None:
+        self.answers: set[str] = set()
+        self.results: set[str] = set()
+        self.asked: set[str] = set()
+
+    def add(self, entries: Iterable[Mapping[str, Any]]) -> None:
+        """Take in more stored entries (in any order)."""
+        for entry in entries:
+            message = entry.get("message")
+            if not isinstance(message, dict):
+                continue
+            if entry.get("type") == "assistant" and isinstance(message.get("id"), str):
+                self.answers.add(message["id"])
+            elif entry.get("type") == "user":
+                content = message.get("content")
+                for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+                    if not isinstance(block, dict):
+                        continue
+                    if block.get("type") == "tool_result":
+                        self.results.add(str(block.get("tool_use_id")))
+                    elif isinstance(block.get("text"), str):
+                        self.asked.add(block["text"])
+
+    def lacks(self, records: list[Record]) -> list[Record]:
+        """The records none of the entries taken in so far match."""
+        out = []
+        for r in records:
+            kind = r["k"]
+            if (kind in ("said", "call") and r.get("id") not in self.answers
+                    or kind == "result" and r.get("tool") not in self.results
+                    or kind == "prompt" and r.get("text") not in self.asked):
+                out.append(r)
+        return out
+
+
 def missed(records: list[Record], entries: Iterable[Mapping[str, Any]] | None) -> list[Record]:
-    """The records the stored transcript `entries` lacks: answers by message id, results by tool_use id, prompts by text."""
-    answers: set[str] = set()
-    results: set[str] = set()
-    asked: list[str] = []
-    for entry in entries or []:
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            continue
-        if entry.get("type") == "assistant" and isinstance(message.get("id"), str):
-            answers.add(message["id"])
-        elif entry.get("type") == "user":
-            content = message.get("content")
-            for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_result":
-                    results.add(str(block.get("tool_use_id")))
-                elif isinstance(block.get("text"), str):
-                    asked.append(block["text"])
-    out = []
-    for r in records:
-        kind = r["k"]
-        if kind in ("said", "call") and r.get("id") not in answers:
-            out.append(r)
-        elif kind == "result" and r.get("tool") not in results:
-            out.append(r)
-        elif kind == "prompt" and not any(r.get("text") == text for text in asked):
-            out.append(r)
-    return out
+    """The records the stored transcript `entries` lacks (see `Seen`)."""
+    seen = Seen()
+    seen.add(entries or [])
+    return seen.lacks(records)
 
 
 def note(records: list[Record], *, resumed: bool, prompt: str = "") -> str:
