@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -211,9 +210,7 @@ async def collect(workspace: Path, run_dir: Path, sessions: Sessions, chosen: Se
         journal = Journal(run_dir)
         for sid in gone:
             try:
-                os.unlink(journal.path(sid))
-            except FileNotFoundError:
-                pass
+                journal.remove(sid)
             except OSError as exc:  # the store is collected; a journal left behind is only bytes
                 log.warning("could not remove the journal of %s (%s)", sid, exc)
     after = await asyncio.to_thread(sessions.raw.size_on_disk)

@@ -286,6 +286,10 @@ class Runtime:
         """The raw stored transcript of a session, unpruned."""
         return await self.sessions.entries(self.workspace, session_id)
 
+    async def entry_count(self, session_id: str) -> int:
+        """How many entries the session's main transcript stores."""
+        return await self.raw_store.count(self.project_key, session_id)
+
     async def newest_first(self, session_id: str) -> AsyncIterator[list[Any]]:
         """The session's stored entries (unpruned), a page at a time from the newest back; nothing when none is stored."""
         ids = [row_id for row_id, _, _ in await self.raw_store.transcripts(self.project_key, [session_id])]

@@ -79,8 +79,58 @@ async def test_recall_reads_back_from_the_newest_entries_and_finds_what_the_stor
         rt.journal.dir.mkdir(parents=True)
         for records in ([newest], [newest, oldest], [oldest, lost, newest]):
             rt.journal.checked.clear()  # compared once per session and process: here once per journal
+            rt.journal.remove(sid)  # a journal of its own each time (one only ever grows)
             rt.journal.path(sid).write_text("".join(json.dumps(r) + "\n" for r in records))
             told = await recall(rt, sid, resumed=True, prompt="go on")
             assert (told != "") == (lost in records), told
             if lost in records:
                 assert "Write" in told and "the first prompt" not in told and "the newest answer" not in told
+
+
+async def test_records_once_found_stored_are_not_compared_again_while_the_store_holds_what_it_held(tmp_path):
+    from flower.runtime import Runtime
+    from flower.workflow.base import recall
+
+    workspace, run_dir, sid = tmp_path / "ws", tmp_path / "runs", "5e8c235f-c73c-4d8f-9a3e-cb6bf69a0003"
+    workspace.mkdir()
+    entries = [{"type": "assistant", "uuid": f"u{i}", "message": {"id": f"msg_{i}", "content": []}} for i in range(300)]
+    lost = {"k": "call", "id": "msg_lost", "tool": "toolu_9", "name": "Write", "input": {"file_path": "a.py"}}
+    async with Runtime(workspace, run_dir) as rt:
+        await rt.raw_store.append({"project_key": rt.project_key, "session_id": sid}, entries)
+        journal = rt.journal
+
+        async def told() -> str:
+            journal.checked.clear()  # once per session and process: here once per call
+            return await recall(rt, sid, resumed=True, prompt="go on")
+
+        journal.dir.mkdir(parents=True)
+        path = journal.path(sid)
+        path.write_text(json.dumps({"k": "said", "id": "msg_0", "text": "the first answer"}) + "\n")
+        assert journal.seen(sid) == (0, 0)
+        assert await told() == ""
+        assert journal.seen(sid) == (path.stat().st_size, 300)  # all found: remembered
+        with path.open("a") as f:
+            f.write(json.dumps(lost) + "\n")
+        assert "Write" in await told()
+        assert journal.seen(sid) == (path.stat().st_size - len(json.dumps(lost)) - 1, 300)  # not past what is lacking
+        assert "Write" in await told()  # told again at the next wake, as before
+
+        # A mark past the lost record: not compared while the store holds the 300 entries it held then...
+        journal.mark_seen(sid, path.stat().st_size, 300)
+        assert await told() == ""
+        # ...and compared again once the store holds fewer (made anew, say).
+        journal.mark_seen(sid, path.stat().st_size, 301)
+        assert "Write" in await told()
+        journal.remove(sid)
+        assert not path.exists() and journal.seen(sid) == (0, 0)
+
+
+def test_a_torn_last_line_is_read_again_once_whole(tmp_path):
+    j = Journal(tmp_path)
+    j.prompt("s1", "do it")
+    j.close()
+    whole = j.path("s1").stat().st_size
+    with open(j.path("s1"), "a", encoding="utf-8") as f:
+        f.write('{"k": "said", "te')  # a kill mid-write
+    assert j.read_from("s1", 0) == ([{"k": "prompt", "text": "do it"}], whole)
+    assert j.read_from("s1", whole) == ([], whole)

@@ -28,12 +28,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from .durable import write_atomic
 from .redact import redact
 from .text import clip
 
 log = logging.getLogger(__name__)
 
 JOURNAL_DIR = "journal"
+SEEN = ".seen"
+"""Beside `<session id>.jsonl`: how far its records were all found in the store (`Journal.seen`)."""
 RESULT_HEAD = 1500
 """Characters of a tool result kept: the head is what the note quotes; the effect itself is in the workspace."""
 NOTE_HEAD = "[flower: {why} What it had already done there, as flower recorded it when it happened:]"
@@ -98,19 +101,55 @@ class Journal:
 
     def read(self, session_id: str) -> list[Record]:
         """The session's records, oldest first; a torn last line (a kill mid-write) and unreadable files give what is whole."""
+        return self.read_from(session_id, 0)[0]
+
+    def read_from(self, session_id: str, start: int) -> tuple[list[Record], int]:
+        """The session's records from byte `start` on, and the offset after the last whole line read."""
         try:
-            raw = self.path(session_id).read_text(encoding="utf-8", errors="replace")
+            with self.path(session_id).open("rb") as f:
+                f.seek(start)
+                raw = f.read()
         except OSError:
-            return []
+            return [], start
+        whole = raw[: raw.rfind(b"\n") + 1]
         records = []
-        for line in raw.splitlines():
+        for line in whole.decode("utf-8", errors="replace").splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("k"), str):
                 records.append(record)
-        return records
+        if raw != whole:  # a torn last line: what is whole of it, read again next time
+            try:
+                record = json.loads(raw[len(whole):].decode("utf-8", errors="replace"))
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("k"), str):
+                records.append(record)
+        return records, start + len(whole)
+
+    def seen(self, session_id: str) -> tuple[int, int]:
+        """(offset, entries): the records before that offset were all in the store when it held that many entries of
+        the session; (0, 0) when no comparison found them all."""
+        try:
+            mark = json.loads(self.path(session_id).with_suffix(SEEN).read_bytes())
+            offset, count = mark["offset"], mark["count"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0, 0
+        return (offset, count) if type(offset) is int and type(count) is int and offset >= 0 else (0, 0)
+
+    def mark_seen(self, session_id: str, offset: int, count: int) -> None:
+        """Remember that the records before `offset` are in the store, which held `count` entries; never raises."""
+        try:
+            write_atomic(self.path(session_id).with_suffix(SEEN), json.dumps({"offset": offset, "count": count}).encode())
+        except OSError as e:  # the next wake then compares them again: only slower
+            log.warning("could not write %s (%s)", self.path(session_id).with_suffix(SEEN), e)
+
+    def remove(self, session_id: str) -> None:
+        """Remove the session's journal and its mark (its session is collected)."""
+        for path in (self.path(session_id), self.path(session_id).with_suffix(SEEN)):
+            path.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Close the open files (they are flushed already)."""

@@ -187,14 +187,18 @@ async def recall(rt: Runtime, session_id: str | None, *, resumed: bool, prompt: 
     if session_id is None or session_id in rt.journal.checked:
         return ""
     rt.journal.checked.add(session_id)
-    records = rt.journal.read(session_id)
-    if not records:
-        return ""
-    # Read from the newest entries back, and only until every record is matched: what the journal saw is nearly
-    # always stored, and its newest records at the end. Loading the whole session cost a 20k-entry wake 0.45 s
-    # before its CLI started (benchmarks/wake.py); a record the store lacks still means reading all of it.
-    seen = Seen()
     try:
+        # Records an earlier comparison found all stored are not compared again while the store holds at least
+        # what it held then (it only ever appends; a store made anew compares them all).
+        start, held = rt.journal.seen(session_id)
+        count = await rt.entry_count(session_id)
+        records, end = rt.journal.read_from(session_id, start if count >= held else 0)
+        if not records:
+            return ""
+        # The newer records are the newest entries': read back from the end until every record is matched. Loading
+        # the whole session and the whole journal cost a 20k-entry wake 0.45 s before its CLI started
+        # (benchmarks/wake.py); a record the store lacks still means reading all of it.
+        seen = Seen()
         async for entries in rt.newest_first(session_id):
             seen.add(entries)
             if not seen.lacks(records):
@@ -202,7 +206,10 @@ async def recall(rt: Runtime, session_id: str | None, *, resumed: bool, prompt: 
     except Exception as e:  # the run then goes on as before: the note is a bonus (S12)
         log.warning("could not compare session %s with its journal (%s)", session_id, e)
         return ""
-    told = note(seen.lacks(records), resumed=resumed, prompt=prompt)
+    lacking = seen.lacks(records)
+    if not lacking:
+        rt.journal.mark_seen(session_id, end, count)
+    told = note(lacking, resumed=resumed, prompt=prompt)
     if told:
         log.info("session %s: told the model what the journal saw and the store lacks", session_id)
     return told
