@@ -13,6 +13,7 @@ after the seq it read the ones it added), the CLI's config dir is the one it rea
 anything else, and the resume materialises from the store as usual. The worker imports no SDK (stores/rows.py,
 transcript.py, bodies.py, reconcile.py), and removes its output if its parent is gone.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -120,7 +121,7 @@ class Prefetch:
         stored = view.inner
         count = await stored.count(project_key, self.session_id)
         added = await stored.entries_after(project_key, self.session_id, read.get("seq", -1))
-        if count != read.get("count") or digest(added) != read.get("added"):
+        if count != read.get("count") or _digest(added) != read.get("added"):
             log.info("resume of %s: the store is not what the prefetch read and predicted (written from the store instead)",
                      self.session_id)
             return None
@@ -166,7 +167,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def digest(entries: Sequence[Mapping[str, object]]) -> str:
+def _digest(entries: Sequence[Mapping[str, object]]) -> str:
     """A fingerprint of entries by content, in order."""
     return hashlib.sha256(b"\n".join(content_key(e) for e in entries)).hexdigest()
 
@@ -247,7 +248,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(out, ignore_errors=True)
         return 0
     said = {"project_key": project_key, "seq": seq, "count": count + len(session.added),
-            "added": digest(session.added), "config": str(config_dir(os.environ))}  # type: ignore[arg-type]
+            "added": _digest(session.added), "config": str(config_dir(os.environ))}  # type: ignore[arg-type]
     sys.stdout.write(json.dumps(said) + "\n")
     return 0
 
