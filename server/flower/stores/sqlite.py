@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
@@ -44,6 +45,16 @@ T = TypeVar("T")
 # Several flower processes may append to one sessions.db: writers queue on the
 # lock rather than fail, and one batch holds it for milliseconds.
 BUSY_TIMEOUT_S = 30.0
+
+SMALL_PAGE = 512
+"""A new file's page size: most databases stay small, where SQLite's page per table and index is most of the file."""
+PAGE = 4096
+"""The page size a file is rewritten into once it has its own dictionary (SAMPLES entries) or REPAGE_BYTES, whichever
+comes first: small pages make appends of a large session slower (see `_prepare`)."""
+REPAGE_BYTES = 1 << 20
+"""Past this, the pages a file's tables take beyond their rows are under 1% of it in 4 KB pages too."""
+REPAGE_WAIT_S = 0.1
+"""How long the rewrite waits for a lock before it leaves the file as it is for a later attempt (never an append's 30 s)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 """One schema step: brings ``PRAGMA user_version`` from its index to index + 1, inside the
@@ -268,6 +279,33 @@ def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
     return codec
 
 
+def _repage(conn: sqlite3.Connection, own: bool) -> bool:
+    """Rewrite a file of small pages into PAGE-byte ones once it is due (it has its `own` dictionary, or REPAGE_BYTES)
+    and this connection has it to itself; whether it has PAGE-byte pages (or larger) now."""
+    ((size,),), ((count,),) = conn.execute("PRAGMA page_size"), conn.execute("PRAGMA page_count")
+    if size >= PAGE:
+        return True
+    if not own and size * count < REPAGE_BYTES:
+        return False
+    # A WAL file keeps its page size: the rewrite needs the file out of WAL, which SQLite grants only to a connection
+    # that has it alone (it refuses at once, without waiting, while any other is open: another flower, the editor's
+    # reads, the prefetch worker), then VACUUM, then back into WAL. A kill at any point loses nothing: VACUUM runs
+    # under a rollback journal, which the next open rolls back, and every open puts the file back into WAL.
+    conn.execute(f"PRAGMA busy_timeout = {REPAGE_WAIT_S * 1000:.0f}")
+    try:
+        if conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] != "delete":
+            return False
+        conn.execute(f"PRAGMA page_size = {PAGE:d}")
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError:  # not alone (SQLITE_BUSY), or no room for the copy VACUUM writes: later
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000:.0f}")
+        with contextlib.suppress(sqlite3.OperationalError):  # another connection came meanwhile: the next open does it
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    return bool(conn.execute("PRAGMA page_size").fetchone()[0] >= PAGE)
+
+
 class SessionStoreError(FlowerError, ValueError):
     """The session database cannot be used as it is (e.g. it is not SQLite)."""
 
@@ -378,11 +416,11 @@ class _Seen:
 def _append(
     k3: tuple[str, str, str], uuids: list[str | None], bodies: list[bytes | str], seen: _Seen | None,
     conn: sqlite3.Connection,
-) -> tuple[_Seen | None, int]:
+) -> tuple[_Seen | None, int, bool]:
     """Store the rows whose uuid is not stored under ``k3`` yet, in one committed transaction;
-    return what is stored now, and how many rows were stored before the database has its own dictionary."""
+    return what is stored now, how many rows were stored, and whether the database has its own dictionary."""
 
-    def work() -> tuple[_Seen | None, int]:
+    def work() -> tuple[_Seen | None, int, bool]:
         now = seen
         row = conn.execute(_TRANSCRIPT, k3).fetchone()
         if row is None:
@@ -404,7 +442,7 @@ def _append(
                 added.add(u)  # a uuid repeated within the batch counts once
             fresh.append(i)
         if not fresh:
-            return now, 0
+            return now, 0, False
         tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
         # Looked up under the write lock: another process may have trained it since our last append. Until then,
         # frames against the built-in dictionary (v4, #26).
@@ -416,7 +454,7 @@ def _append(
                 (codec or builtin()).pack_all(kept)),
         )
         known |= added  # in place: on failure the caller drops this _Seen altogether
-        return _Seen(tid, mtime, known), len(fresh) if codec is None else 0
+        return _Seen(tid, mtime, known), len(fresh), codec is not None
 
     return _in_transaction(conn, work)
 
@@ -444,6 +482,8 @@ class SqliteSessionStore(SessionStore):
         self._seen: dict[tuple[str, str, str], _Seen] = {}
         self._raw: int | None = None
         """Rows in the file while it has no dictionary of its own, None until counted."""
+        self._small = False
+        """The file has pages smaller than PAGE (read at open): rewritten once it has its own dictionary."""
         self.refused: SessionStoreError | None = None
         """The last append the disk refused (full, read-only), a new object each time: the SDK only reports its text."""
 
@@ -498,11 +538,12 @@ class SqliteSessionStore(SessionStore):
         (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version > known:
             raise _too_new(self.path, version, known)
-        # Only takes effect while the file is new. 16 KB pages suited raw JSON (short overflow chains); since every
-        # body is a frame (#26), 1/5-1/7 of it, 4 KB pages leave less of each page unused and the file's dozen
-        # tables and indexes take a page each: a 500-entry real-CLI session's file 0.21x its JSONL, not 0.32x, with
-        # the same append and load speed on benchmarks/store.py's 20k entries (stores/bodies.py has the figures).
-        conn.execute("PRAGMA page_size = 4096")
+        # Only takes effect while the file is new. Every body is a frame (#26), 1/5-1/7 of its JSON, and each of the
+        # file's nine tables and indexes takes at least a page: in 4 KB pages a one-round real-CLI session's file is
+        # 0.37x its JSONL, in 1 KB pages 0.24x. But 1 KB pages make benchmarks/store.py's 20k-entry appends ~20%
+        # slower, so a file is rewritten into 4 KB pages (_repage) once it trains its own dictionary, at SAMPLES
+        # entries. Files made with 4 KB or 16 KB pages (earlier flowers) keep them.
+        conn.execute(f"PRAGMA page_size = {SMALL_PAGE:d}")
         conn.execute("PRAGMA journal_mode = WAL").fetchone()
         # Under WAL, NORMAL cannot corrupt the file; a power cut may lose the
         # last commits, which the CLI's own JSONL still holds (D2).
@@ -511,7 +552,8 @@ class SqliteSessionStore(SessionStore):
             self._migrate(conn, known)
         # Resumes a conversion cut short (a kill, a full disk), or trains the dictionary of a database written
         # before it had one (#26).
-        _pack(conn)
+        # A rewrite refused earlier (the file was not alone), or cut short by a kill, is tried again here.
+        self._small = not _repage(conn, _pack(conn) is not None)
 
     def _migrate(self, conn: sqlite3.Connection, known: int) -> None:
         def migrate() -> None:
@@ -549,18 +591,22 @@ class SqliteSessionStore(SessionStore):
 
         def work(conn: sqlite3.Connection) -> None:
             seen = self._seen.pop(k3, None)  # gone if the transaction fails
-            now, early = _append(k3, uuids, bodies, seen, conn)
+            now, stored, own = _append(k3, uuids, bodies, seen, conn)
             if now is not None:
                 self._seen[k3] = now
-            if early:
+            if stored and not own:
                 # Counted from the file once, then by this process: the dictionary is trained when the
                 # database holds enough entries (one append waits about a second, once per database).
                 if self._raw is None:
                     (self._raw,) = conn.execute("SELECT count(*) FROM entries WHERE typeof(body) = 'blob'").fetchone()
                 else:
-                    self._raw += early
+                    self._raw += stored
                 if self._raw >= SAMPLES and _pack(conn) is not None:
-                    self._raw = 0
+                    self._raw, own = 0, True
+            if stored and self._small:
+                # Committed first. A rewrite refused (another connection is open) costs the append ~0.05 ms, and is
+                # tried again at the next append that stores rows, or the next open.
+                self._small = not _repage(conn, own)
 
         try:
             await self._call(work)
