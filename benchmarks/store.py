@@ -1,6 +1,6 @@
 """Append/load throughput of SqliteSessionStore vs the raw SQLite floor, and of PostgresSessionStore vs a raw asyncpg floor, same run (D7).
 
-Usage: python benchmarks/store.py [--entries N] [--batch B] [--no-postgres] [--cli-rounds 1,28]
+Usage: python benchmarks/store.py [--entries N] [--batch B] [--no-postgres] [--cli-rounds 0,1,28]
 
 The transcript mimics a coding session written by the bundled Claude Code CLI
 (2.1.332): entry shapes follow a real transcript (user prompts, attachments,
@@ -13,10 +13,12 @@ executemany the rows into a bare table, one committed transaction per batch, the
 pragmas (WAL, synchronous=NORMAL, 4 KB pages); its load is one SELECT and orjson per row.
 Targets: append >= 0.85x the floor and >= 50k entries/s, load >= 300 MB/s, and sessions.db on disk <= 0.25x the
 CLI's JSONL of the same session (#26: bodies are zstd frames against the database's own dictionary; the floor stays
-uncompressed, so it is what compression costs). First, real-CLI sessions of 1 and 28 rounds (`--cli-rounds`; entry_census.py's
+uncompressed, so it is what compression costs). First, real-CLI sessions of 0, 1 and 28 rounds (`--cli-rounds`; entry_census.py's
 workflow through the bundled CLI, below the 1,000 entries a database's own dictionary needs: their bodies are frames
-against the built-in one) print sessions.db against the CLI's JSONL of the same session, and the same rows VACUUMed
-into 1, 4 and 16 KB pages (SQLite gives every table and index a page: most of a small file). `--compare` first prints the three ways of compressing that were
+against the built-in one; 0 rounds is a prompt, an answer and a resume, 24 entries as the smallest e2e test's) print
+sessions.db against the CLI's JSONL of the same session, its page size (a new file has 512-byte pages until it trains
+its dictionary or reaches 1 MB: SQLite gives every table and index a page, most of a small file), and the same rows
+VACUUMed into 0.5, 1, 4 and 16 KB pages. `--compare` first prints the three ways of compressing that were
 measured for #26 (one frame per entry, per entry with a trained dictionary, one frame per append batch).
 Each SQLite rate is also given per CPU second of this process (all its threads, the store's worker too): on a shared
 machine the wall time also holds what other processes took of the cores, and the load average is printed beside it.
@@ -293,10 +295,12 @@ async def small_sessions(rounds: list[int]) -> list[float]:
             jsonl, db = await cli_session(Path(tmp), n, module)
             conn = sqlite3.connect(db)
             entries, frames = conn.execute("SELECT count(*), sum(length(body)) FROM entries").fetchone()
+            (page,) = conn.execute("PRAGMA page_size").fetchone()
             conn.close()
             cli, size, beside = jsonl.stat().st_size, db.stat().st_size, on_disk(db) - db.stat().st_size
-            pages = "  ".join(f"{p // 1024} KB {vacuumed(db, p) / cli:.3f}x" for p in (1024, 4096, 16384))
+            pages = "  ".join(f"{p / 1024:g} KB {vacuumed(db, p) / cli:.3f}x" for p in (512, 1024, 4096, 16384))
             print(f"  {entries} entries, JSONL {cli / 1e3:,.0f} KB: sessions.db {size / 1e3:,.0f} KB = {size / cli:.3f}x"
+                  f" in {page:,} B pages"
                   f" (bodies {frames / 1e3:,.0f} KB = {frames / cli:.3f}x; -wal/-shm left beside it {beside / 1e3:,.0f} KB)"
                   f"\n    VACUUMed into pages of {pages}")
             ratios.append(size / cli)
@@ -441,8 +445,9 @@ async def main() -> int:
                     help="fresh databases filled, and loads per database (the best time is kept)")
     ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip PostgresSessionStore")
     ap.add_argument("--compare", action="store_true", help="first measure the ways of compressing the bodies (#26)")
-    ap.add_argument("--cli-rounds", default="1,28",
-                    help="real-CLI sessions of these many rounds to measure on disk first ('' for none; 28: ~500 entries)")
+    ap.add_argument("--cli-rounds", default="0,1,28",
+                    help="real-CLI sessions of these many rounds to measure on disk first ('' for none; 0: 24 entries,"
+                         " 1: 46, 28: ~500)")
     args = ap.parse_args()
     small = await small_sessions([int(r) for r in args.cli_rounds.split(",") if r])
 
@@ -497,6 +502,9 @@ async def main() -> int:
             keep("store disk", on_disk(store_db))  # closed: the WAL is checkpointed into the file
             if i == 0:
                 dispatched, single = dispatch_cost(store_db, args.repeat)
+                conn = sqlite3.connect(store_db)
+                (page,) = conn.execute("PRAGMA page_size").fetchone()  # rewritten from 512 B when it trained
+                conn.close()
             keep("floor disk", on_disk(floor_db))
             for f in Path(tmp).rglob("*.db*"):
                 f.unlink()  # a tmpfs would otherwise fill with every run's copy
@@ -523,7 +531,7 @@ async def main() -> int:
     cpu_row("load")
     disk = best["store disk"] / jsonl
     print(f"  disk    sessions.db {best['store disk'] / 1e6:.1f} MB = {disk:.3f}x the CLI's JSONL ({jsonl / 1e6:.1f} MB)"
-          f"   raw floor {best['floor disk'] / 1e6:.1f} MB = {best['floor disk'] / jsonl:.3f}x")
+          f" in {page:,} B pages   raw floor {best['floor disk'] / 1e6:.1f} MB = {best['floor disk'] / jsonl:.3f}x")
     print(f"  decode of the frames against the database's own dictionary: by the id each names {dispatched:.0f} MB/s,"
           f" all with that one dictionary {single:.0f} MB/s ({dispatched / single:.2f}x)")
     print(f"  (InMemorySessionStore append: {n / mem_append:,.0f} entries/s, for scale)")

@@ -279,9 +279,10 @@ def _pack(conn: sqlite3.Connection, batches: int | None = None) -> Codec | None:
     return codec
 
 
-def _repage(conn: sqlite3.Connection, own: bool) -> bool:
+def _repage(conn: sqlite3.Connection, own: bool) -> bool | None:
     """Rewrite a file of small pages into PAGE-byte ones once it is due (it has its `own` dictionary, or REPAGE_BYTES)
-    and this connection has it to itself; whether it has PAGE-byte pages (or larger) now."""
+    and this connection has it to itself. True: its pages are PAGE bytes or larger now; False: not yet due, or another
+    connection has the file open (try again at the next append); None: the disk refused the copy (at the next open)."""
     ((size,),), ((count,),) = conn.execute("PRAGMA page_size"), conn.execute("PRAGMA page_count")
     if size >= PAGE:
         return True
@@ -297,8 +298,9 @@ def _repage(conn: sqlite3.Connection, own: bool) -> bool:
             return False
         conn.execute(f"PRAGMA page_size = {PAGE:d}")
         conn.execute("VACUUM")
-    except sqlite3.OperationalError:  # not alone (SQLITE_BUSY), or no room for the copy VACUUM writes: later
-        return False
+    except sqlite3.OperationalError as err:  # not alone (SQLITE_BUSY), or no room for the copy VACUUM writes
+        busy = ((getattr(err, "sqlite_errorcode", None) or 0) & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return False if busy else None
     finally:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000:.0f}")
         with contextlib.suppress(sqlite3.OperationalError):  # another connection came meanwhile: the next open does it
@@ -483,7 +485,7 @@ class SqliteSessionStore(SessionStore):
         self._raw: int | None = None
         """Rows in the file while it has no dictionary of its own, None until counted."""
         self._small = False
-        """The file has pages smaller than PAGE (read at open): rewritten once it has its own dictionary."""
+        """The file has pages smaller than PAGE (read at open): `_repage` is tried at every append that stores rows."""
         self.refused: SessionStoreError | None = None
         """The last append the disk refused (full, read-only), a new object each time: the SDK only reports its text."""
 
@@ -539,10 +541,11 @@ class SqliteSessionStore(SessionStore):
         if version > known:
             raise _too_new(self.path, version, known)
         # Only takes effect while the file is new. Every body is a frame (#26), 1/5-1/7 of its JSON, and each of the
-        # file's nine tables and indexes takes at least a page: in 4 KB pages a one-round real-CLI session's file is
-        # 0.37x its JSONL, in 1 KB pages 0.24x. But 1 KB pages make benchmarks/store.py's 20k-entry appends ~20%
-        # slower, so a file is rewritten into 4 KB pages (_repage) once it trains its own dictionary, at SAMPLES
-        # entries. Files made with 4 KB or 16 KB pages (earlier flowers) keep them.
+        # file's nine tables and indexes takes at least a page: real-CLI sessions of 24 and 46 entries take 0.48x
+        # and 0.37x their JSONL in 4 KB pages, 0.23x and 0.22x in 512 B pages (benchmarks/store.py). But pages under
+        # 4 KB make large appends slower (1 KB all along: the benchmark's 20k-entry appends ~20%), so a file is
+        # rewritten into 4 KB pages (_repage) once it trains its own dictionary or reaches REPAGE_BYTES; the 20k
+        # session pays ~20 ms for it, once. Files made with 4 KB or 16 KB pages (earlier flowers) keep them.
         conn.execute(f"PRAGMA page_size = {SMALL_PAGE:d}")
         conn.execute("PRAGMA journal_mode = WAL").fetchone()
         # Under WAL, NORMAL cannot corrupt the file; a power cut may lose the
@@ -552,8 +555,8 @@ class SqliteSessionStore(SessionStore):
             self._migrate(conn, known)
         # Resumes a conversion cut short (a kill, a full disk), or trains the dictionary of a database written
         # before it had one (#26).
-        # A rewrite refused earlier (the file was not alone), or cut short by a kill, is tried again here.
-        self._small = not _repage(conn, _pack(conn) is not None)
+        # A rewrite refused earlier (the file was not alone, the disk full), or cut short by a kill, is tried again here.
+        self._small = _repage(conn, _pack(conn) is not None) is False
 
     def _migrate(self, conn: sqlite3.Connection, known: int) -> None:
         def migrate() -> None:
@@ -604,9 +607,9 @@ class SqliteSessionStore(SessionStore):
                 if self._raw >= SAMPLES and _pack(conn) is not None:
                     self._raw, own = 0, True
             if stored and self._small:
-                # Committed first. A rewrite refused (another connection is open) costs the append ~0.05 ms, and is
-                # tried again at the next append that stores rows, or the next open.
-                self._small = not _repage(conn, own)
+                # Committed first. A rewrite refused because another connection is open costs the append ~0.02 ms,
+                # and is tried again at the next append that stores rows (or the next open).
+                self._small = _repage(conn, own) is False
 
         try:
             await self._call(work)
