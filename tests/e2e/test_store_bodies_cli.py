@@ -1,5 +1,6 @@
 """Compressed bodies of a real-CLI session (#26): every entry the bundled CLI wrote comes back byte for byte from both
-stores, and the sessions.db of a ~500-entry session takes at most a quarter of the CLI's own JSONL of it."""
+stores, and the sessions.db of a ~500-entry session, and of a 24-entry one, takes at most a quarter of the CLI's own
+JSONL of it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from conftest import run_program
 from flower.stores.bodies import SAMPLES
 from flower.stores.postgres import PostgresSessionStore
-from flower.stores.sqlite import SqliteSessionStore
+from flower.stores.sqlite import SMALL_PAGE, SqliteSessionStore
 from flower.testing import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -71,3 +72,26 @@ async def test_a_real_cli_session_round_trips_byte_for_byte_and_takes_a_quarter_
     async with PostgresSessionStore(pg_url, schema="cli") as pg:
         await pg.append(keys[0], entries)
         assert await pg.load(keys[0]) == entries
+
+
+async def test_the_smallest_real_cli_session_takes_a_quarter_of_its_jsonl_in_small_pages(
+        model, env, workspace: Path, run_dir: Path) -> None:
+    # A prompt, its answer and a resume (24 stored entries, as the smallest e2e test's session): SQLite's page per table
+    # and index would be most of the file in 4 KB pages (0.48x its JSONL, benchmarks/store.py).
+    args = {"workspace": str(workspace), "run_dir": str(run_dir),
+            "steps": [{"name": "work", "prompt": "say hello", "tools": TOOLS, "resume_prompt": "one more turn"}]}
+    model.push(text("hello"))
+    assert (await run_program("workflow", args, env, workspace, timeout=120)).get("_ok")
+    model.push(text("the second process is done"))
+    assert (await run_program("workflow", args, env, workspace, timeout=120)).get("_ok")
+
+    (jsonl,) = (Path(env["CLAUDE_CONFIG_DIR"]) / "projects").glob("*/*.jsonl")
+    db = run_dir / "sessions.db"
+    conn = sqlite3.connect(db)
+    try:
+        (page,), rows = conn.execute("PRAGMA page_size").fetchone(), conn.execute("SELECT body FROM entries").fetchall()
+    finally:
+        conn.close()
+    assert page == SMALL_PAGE and 10 < len(rows) < SAMPLES
+    assert all(isinstance(o, dict) for o in map(json.loads, expanded(rows)))  # each a frame against the built-in dictionary
+    assert db.stat().st_size <= 0.25 * jsonl.stat().st_size, (db.stat().st_size, jsonl.stat().st_size)
