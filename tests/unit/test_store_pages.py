@@ -191,3 +191,20 @@ async def test_a_rewrite_cut_short_loses_nothing_and_is_done_at_a_later_open(tmp
         assert await store.load(KEY) == entries
     assert stored(path) == as_appended(entries)
     assert json.loads(stored(path)[-1]) == entries[-1]
+
+
+async def test_a_store_that_only_reads_the_context_keeps_no_connection_that_defers_the_rewrite(tmp_path: Path) -> None:
+    # The editor's history asks a folder's store for the context size while a terminal's flower writes the file: its
+    # reads open a read-only connection each and close it, so the writer's rewrite is not deferred by them.
+    entries = cli_entries(SAMPLES + 100)
+    path = tmp_path / "sessions.db"
+    reader = SqliteSessionStore(path)  # as the editor's folders hold theirs (never entered: no connection opened ahead)
+    try:
+        async with SqliteSessionStore(path) as writer:
+            await fill(writer, entries[: SAMPLES - 100])
+            await reader.last_context(KEY["project_key"], KEY["session_id"])  # its answer is the context tests' concern
+            await fill(writer, entries[SAMPLES - 100 :])
+            assert pages(path)[0] == PAGE
+            assert await reader.load(KEY) == entries
+    finally:
+        await reader.close()

@@ -651,7 +651,9 @@ class SqliteSessionStore(SessionStore):
 
     async def last_context(self, project_key: str, session_id: str) -> int | None:
         """The session's last-round context size (its last real assistant entry's usage), read from the end; None if unknown."""
-        return await self._call(lambda conn: _last_context(conn, project_key, session_id))
+        # On a read-only connection of its own, as every read a view makes: a process that only reads (the editor's
+        # history) then holds no connection open, which would keep a small-paged file from its rewrite (_repage).
+        return await asyncio.to_thread(self.last_context_sync, project_key, session_id)
 
     async def latest_seq(self, project_key: str, session_id: str) -> int:
         """The append order (seq) of the session's newest entry; 0 if it has none."""
