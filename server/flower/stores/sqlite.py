@@ -773,9 +773,11 @@ class SqliteSessionStore(SessionStore):
         return decode_bodies([r[0] for r in rows], codec) if rows else None
 
     def size_on_disk(self) -> int:
-        """Bytes sessions.db and its -wal and -shm take on disk now (0 before the first write); never opens the file."""
+        """Bytes sessions.db and its -wal take on disk now (0 before the first write); never opens the file."""
+        # Not the -shm: SQLite's 32 KB index of the WAL, which holds no entry, and which a read-only reader (a
+        # status) creates and cannot remove, so counting it made the same store's size depend on who read it last.
         total = 0
-        for name in (self.path.name, self.path.name + "-wal", self.path.name + "-shm"):
+        for name in (self.path.name, self.path.name + "-wal"):
             try:
                 total += (self.path.parent / name).stat().st_size
             except FileNotFoundError:  # none yet, or the WAL just checkpointed away
