@@ -26,19 +26,26 @@ ROUNDS = 28
 """About 500 entries and 2.8 MB of JSONL: beyond a handful of entries, where SQLite's page per table is most of the file."""
 
 
+async def two_processes(model: Any, env: dict[str, str], workspace: Path, run_dir: Path, prompt: str, replies: list[Any],
+                        timeout: float = 120) -> Path:
+    """A work step run by one process (the model giving `replies`), then resumed by a second; the CLI's own JSONL."""
+    args = {"workspace": str(workspace), "run_dir": str(run_dir),
+            "steps": [{"name": "work", "prompt": prompt, "tools": TOOLS, "resume_prompt": "one more turn"}]}
+    model.push(*replies)
+    assert (await run_program("workflow", args, env, workspace, timeout=timeout)).get("_ok")
+    model.push(text("the second process is done"))
+    assert (await run_program("workflow", args, env, workspace, timeout=120)).get("_ok")
+    (jsonl,) = (Path(env["CLAUDE_CONFIG_DIR"]) / "projects").glob("*/*.jsonl")
+    return jsonl
+
+
 async def test_a_real_cli_session_round_trips_byte_for_byte_and_takes_a_quarter_of_its_jsonl(
         model, env, workspace: Path, run_dir: Path, tmp_path: Path, pg_url: str) -> None:
     # A file of flower's own the built-in dictionary was not trained on (benchmarks/builtin_dictionary.py reads shared.py).
     module = Path(__file__).resolve().parents[2] / "server" / "flower" / "stores" / "transcript.py"
     (workspace / "module.py").write_text(module.read_text()[:30_000])
-    args = {"workspace": str(workspace), "run_dir": str(run_dir),
-            "steps": [{"name": "work", "prompt": "do the rounds", "tools": TOOLS, "resume_prompt": "one more turn"}]}
-    model.push(*script(ROUNDS, workspace))
-    assert (await run_program("workflow", args, env, workspace, timeout=120 + 10 * ROUNDS)).get("_ok")
-    model.push(text("the second process is done"))
-    assert (await run_program("workflow", args, env, workspace, timeout=120)).get("_ok")
-
-    (jsonl,) = (Path(env["CLAUDE_CONFIG_DIR"]) / "projects").glob("*/*.jsonl")
+    jsonl = await two_processes(model, env, workspace, run_dir, "do the rounds", script(ROUNDS, workspace),
+                                timeout=120 + 10 * ROUNDS)
     db = run_dir / "sessions.db"
     conn = sqlite3.connect(db)
     try:
@@ -78,14 +85,7 @@ async def test_the_smallest_real_cli_session_takes_a_quarter_of_its_jsonl_in_sma
         model, env, workspace: Path, run_dir: Path) -> None:
     # A prompt, its answer and a resume (24 stored entries, as the smallest e2e test's session): SQLite's page per table
     # and index would be most of the file in 4 KB pages (0.48x its JSONL, benchmarks/store.py).
-    args = {"workspace": str(workspace), "run_dir": str(run_dir),
-            "steps": [{"name": "work", "prompt": "say hello", "tools": TOOLS, "resume_prompt": "one more turn"}]}
-    model.push(text("hello"))
-    assert (await run_program("workflow", args, env, workspace, timeout=120)).get("_ok")
-    model.push(text("the second process is done"))
-    assert (await run_program("workflow", args, env, workspace, timeout=120)).get("_ok")
-
-    (jsonl,) = (Path(env["CLAUDE_CONFIG_DIR"]) / "projects").glob("*/*.jsonl")
+    jsonl = await two_processes(model, env, workspace, run_dir, "say hello", [text("hello")])
     db = run_dir / "sessions.db"
     conn = sqlite3.connect(db)
     try:
