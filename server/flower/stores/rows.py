@@ -52,12 +52,10 @@ def without_gc(decode: Callable[[], T]) -> T:
         gc.enable()
 
 
-def _decoder(codec: Codec | None) -> Callable[[bytes | str], Any]:
-    """One stored body's entry: a BLOB by orjson (expanded first if it is a frame), a TEXT row (stdlib json wrote it) by the stdlib."""
-    loads, by, named = orjson.loads, unpackers(codec), zstandard.get_frame_parameters
-    return lambda body: (
-        (loads(body) if body[0] == 0x7B else loads(by[named(body).dict_id].decompress(body))) if type(body) is bytes
-        else json.loads(body))
+def _blob(by: dict[int, zstandard.ZstdDecompressor]) -> Callable[[bytes], Any]:
+    """One BLOB row's entry, by orjson: raw JSON as it is, a frame expanded first with the dictionary it names."""
+    loads, named = orjson.loads, zstandard.get_frame_parameters
+    return lambda body: loads(body) if body[0] == 0x7B else loads(by[named(body).dict_id].decompress(body))
 
 
 CHUNK = 256
@@ -71,7 +69,7 @@ def _decode_blobs(blobs: Sequence[bytes], by: dict[int, zstandard.ZstdDecompress
     # of one chunk nearly always share a dictionary (a database switches once, when it trains its own); zstd refuses
     # a frame given another (its header names its dictionary), and such a chunk, or one holding raw JSON (a v3
     # file's before its conversion), is expanded frame by frame.
-    loads, named = orjson.loads, zstandard.get_frame_parameters
+    loads, named, one = orjson.loads, zstandard.get_frame_parameters, _blob(by)
     out: list[Any] = []
     for at in range(0, len(blobs), CHUNK):
         chunk = blobs[at:at + CHUNK]
@@ -81,7 +79,7 @@ def _decode_blobs(blobs: Sequence[bytes], by: dict[int, zstandard.ZstdDecompress
             # Its segments are buffers (iterable, though zstandard's stubs say not): read by orjson in place.
             expanded = typing.cast("list[bytes]", by[named(chunk[0]).dict_id].multi_decompress_to_buffer(list(chunk)))
         except (zstandard.ZstdError, ValueError):  # ValueError: a raw row among the frames (no frame, no size)
-            out += [loads(b) if b[0] == 0x7B else loads(by[named(b).dict_id].decompress(b)) for b in chunk]
+            out += [one(b) for b in chunk]
             continue
         out += [loads(memoryview(segment)) for segment in expanded]
     return out
@@ -98,7 +96,7 @@ def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> 
     # entry. The stdlib is fastest on one array.
     texts = [b for b in bodies if type(b) is str]
 
-    blob = _decoder(codec)
+    blob = _blob(unpackers(codec))
 
     def decode() -> list[Any]:
         slow = iter(json.loads("[" + ",".join(texts) + "]"))
