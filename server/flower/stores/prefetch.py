@@ -17,6 +17,7 @@ transcript.py, bodies.py, reconcile.py), and removes its output if its parent is
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import hashlib
 import json
@@ -178,8 +179,12 @@ class _Copy:
 
     def __init__(self, seq: int, rows: list[tuple[int, object]]) -> None:
         self.seq, self.rows = seq, rows
-        self.uuids = {u for _, e in rows if isinstance(e, dict) and isinstance(u := e.get("uuid"), str)}
         self.added: list[object] = []
+
+    @functools.cached_property
+    def uuids(self) -> set[str]:
+        """The uuids the session holds: read only if a reconcile appends (a clean wake's does not)."""
+        return {u for _, e in self.rows if isinstance(e, dict) and isinstance(u := e.get("uuid"), str)}
 
     async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
         """The entries after `seq`."""
