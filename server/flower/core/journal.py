@@ -111,23 +111,16 @@ class Journal:
                 raw = f.read()
         except OSError:
             return [], start
-        whole = raw[: raw.rfind(b"\n") + 1]
         records = []
-        for line in whole.decode("utf-8", errors="replace").splitlines():
+        for line in raw.decode("utf-8", errors="replace").splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("k"), str):
                 records.append(record)
-        if raw != whole:  # a torn last line: what is whole of it, read again next time
-            try:
-                record = json.loads(raw[len(whole):].decode("utf-8", errors="replace"))
-            except ValueError:
-                record = None
-            if isinstance(record, dict) and isinstance(record.get("k"), str):
-                records.append(record)
-        return records, start + len(whole)
+        # The offset ends at the last whole line: a torn one (a kill mid-write) is read again from its start.
+        return records, start + raw.rfind(b"\n") + 1
 
     def seen(self, session_id: str) -> tuple[int, int]:
         """(offset, entries): the records before that offset were all in the store when it held that many entries of
