@@ -7,6 +7,7 @@ import collections
 import functools
 import logging
 import os
+import shutil
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import claude_agent_sdk
 from claude_agent_sdk import (
     AssistantMessage,
     CanUseToolShadowedWarning,
@@ -43,6 +45,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import PermissionRuleValue
 
+from .core import children
 from .core.approvals import Approval, Approvals, describe, tool_of
 from .core.changes import WRITE_TOOLS, ChangeLog
 from .core.context import tail_pages, tokens_of
@@ -71,6 +74,16 @@ logging.getLogger("claude_agent_sdk._internal.transcript_mirror_batcher").addHan
 warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
 
 LOAD_TIMEOUT = ClaudeAgentOptions.load_timeout_ms / 1000
+
+
+def _cli() -> str | None:
+    """The CLI the SDK starts by default: the one its wheel bundles, else `claude` on PATH (None: left to the SDK)."""
+    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / ("claude.exe" if os.name == "nt" else "claude")
+    return str(bundled) if bundled.is_file() else shutil.which("claude")
+
+
+CLI = _cli()
+"""What flower's launcher execs (core/children.py): the SDK is handed the launcher as its `cli_path`."""
 """Seconds a resume's store reads may take (the SDK's default bound on its own)."""
 
 # Env vars any of which lets the CLI authenticate (or route to a cloud provider).
@@ -353,8 +366,11 @@ class Runtime:
         return allowed, mode
 
     def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None], step: str | None = None,
-                resumed: Resume | None = None) -> ClaudeAgentOptions:
-        """SDK options: the workspace as cwd, our store mirrored eagerly, a resume from the pruned view (`resumed`, D2)."""
+                resumed: Resume | None = None, spawn: children.Spawn | None = None) -> ClaudeAgentOptions:
+        """SDK options: the workspace as cwd, our store mirrored eagerly, a resume from the pruned view (`resumed`, D2).
+
+        `spawn` starts the CLI through flower's launcher: recorded, and ended with this process (D5, core/children.py).
+        """
         sources = self.setting_sources()
         allowed, mode = self.permissions(agent)
         # A tool call the rules leave to a prompt is put to the person. Also set under dontAsk (where the CLI asks
@@ -364,6 +380,7 @@ class Runtime:
         # An untrusted folder's CLAUDE.md is still read (D10), but by flower: the CLI reads it only with "project".
         memory = project_memory(self.workspace) if sources == UNTRUSTED_SOURCES else ""
         append = "\n\n".join(part for part in (agent.instructions, memory) if part)
+        env = {**self.env, "CLAUDE_CONFIG_DIR": str(resumed.config_dir)} if resumed is not None else self.env
         return ClaudeAgentOptions(
             cwd=str(self.workspace),
             system_prompt={"type": "preset", "preset": "claude_code", "append": append} if append else None,
@@ -375,7 +392,8 @@ class Runtime:
             resume=resume,
             session_store=self.mirror,
             session_store_flush="eager",
-            env={**self.env, "CLAUDE_CONFIG_DIR": str(resumed.config_dir)} if resumed is not None else self.env,
+            env={**env, **spawn.env} if spawn is not None else env,
+            cli_path=spawn.cli_path if spawn is not None else None,
             # The judge's spec blocks writes whatever the sources.
             setting_sources=sources,
             model=agent.model or self.model,
@@ -486,16 +504,18 @@ class Runtime:
         texts: list[str] = []
         seen_usage: set[str] = set()
         if resume:
+            await self.end_strays()  # D5: no CLI of a dead flower writes the session while it is read and resumed
             await self._reconcile(resume)
         refused = self.raw_store.refused
         resumed: Resume | None = None
+        spawn = children.spawn(self.run_dir, CLI, resume)
         try:
             if resume:  # the pruned view, where the CLI reads it (stores/resume.py); bounded as the SDK bounds its load
                 prefetched = self.prefetch if self.prefetch is not None and self.prefetch.session_id == resume else None
                 if prefetched is not None:
                     self.prefetch = None  # taken or discarded by this resume, never by a later one
                 resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT, prefetched)
-            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step, resumed)) as client:
+            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step, resumed, spawn)) as client:
                 await client.query(prompt)
                 if resume:  # the session pruned and written is freed by now; the CLI works meanwhile
                     give_back()
@@ -515,6 +535,8 @@ class Runtime:
                 exit_code=exc.exit_code if isinstance(exc, ProcessError) else None,
             )
         finally:
+            if spawn is not None:  # the client has ended its CLI
+                spawn.forget()
             if resumed is not None:  # the CLI has ended (the client closed it): its config dir holds credentials
                 resumed.remove()
         if self.raw_store.refused is not refused:  # also a refusal of the last flush, as the client closed
@@ -547,14 +569,28 @@ class Runtime:
             PermissionUpdate(type="addRules", rules=values, behavior="allow", destination=where)
             for where in ("session", "localSettings")])
 
-    async def sweep(self) -> None:
-        """Reconcile every CLI transcript of this workspace that changed since the last sweep (judge rounds, sessions never named)."""
+    async def end_strays(self) -> list[children.Stray]:
+        """End the CLIs a dead flower left running in this run_dir (D5; the kernel already has, where it can)."""
+        try:
+            return await asyncio.to_thread(children.end_strays, self.run_dir)
+        except Exception:  # a record that cannot be read ends nothing; the wake goes on
+            log.exception("children: looking for CLIs a dead flower left running failed")
+            return []
+
+    async def sweep(self) -> list[children.Stray]:
+        """End strays, then reconcile every CLI transcript of this workspace that changed since the last sweep.
+
+        Returns the CLIs of a dead flower it ended, for the wake's one line (core/children.py). The sweep reads
+        the CLIs' own transcripts: none may still be written by a stray while it does (judge rounds, sessions never named).
+        """
+        ended = await self.end_strays()
         try:
             await sweep(self.raw_store, self.project_key, self.run_dir, self.env)
         except FlowerError as exc:  # the store refuses writes (full, read-only): the wake's first write says so, once
             log.info("reconcile: the sweep stopped: %s", exc)
         except Exception:  # the wake goes on from sessions.db as it is: a failed import loses nothing stored
             log.exception("reconcile: the sweep of this workspace's CLI transcripts failed")
+        return ended
 
     async def _reconcile(self, session_id: str) -> None:
         """Import what the CLI's own transcript has and sessions.db lacks, before the resume is materialised (D2)."""

@@ -28,6 +28,8 @@ CATALOG: dict[str, dict[str, str]] = {
     "queued": {"en": "queued for the work session: {sentence}", "zh": "已排队,干活会话下一轮会收到: {sentence}"},
     "archived": {"en": "archived the previous task to {path}", "zh": "上一件事已归档到 {path}"},
     "recorded": {"en": "recorded in {file}: {sentence}", "zh": "已记入 {file}: {sentence}"},
+    "ended_stray": {"en": "ended the agent CLI (pid {pid}) that a killed flower left running on this task",
+                    "zh": "已结束被杀掉的 flower 留下、仍在这件事上运行的智能体 CLI(pid {pid})"},
     # -- the last resort (issue #22): an unexpected exception, one line; the traceback is in the log -----------
     "crash": {
         "en": "stopped on an unexpected error ({what}); the full log is in {log}. Nothing was lost: run `flower` here again to continue.",

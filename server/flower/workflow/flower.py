@@ -167,7 +167,8 @@ class FlowerPath:
             # A kill before the store mirror's first write leaves a session only in the CLI's own file; the sweep
             # brings it into sessions.db before S10 checks, or the step would start over (chaos --seed 7),
             # and with it the sessions no resume reconciles: killed judge rounds (S14), sessions never named.
-            await self.rt.sweep()
+            for stray in await self.rt.sweep():  # D5: a dead flower's CLI is ended before anything reads its session
+                self.emit(Notice(text=texts.text("ended_stray", self.locale, pid=stray.pid)))
             self.sync_files(restore=True)  # a machine whose workspace lacks the task's files gets them first (D9)
             lineage = self.lineage = Lineage.load(self.rt.run_dir, self.rt.workspace, self.rt.has_session, records=self.rt.records)
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
