@@ -13,8 +13,10 @@ the right reply to the right step after any kill.
 At seeded random moments (after the model server received k more requests, or flower printed k
 more lines, or after a random time, each plus a random sub-delay: between events, mid-tool,
 mid-request, during lineage writes and the judge; and at the model's edge: the instant the k-th
-request arrives, before it is answered, or 0–200 ms after a request that carries a tool result) the process group gets SIGKILL, SIGTERM,
-SIGHUP or SIGINT (seeded), then `flower` runs again in the same folder. When a lap's work is
+request arrives, before it is answered, or 0–200 ms after a request that carries a tool result) the process group, or the
+flower process alone (as a crashed terminal or the OOM killer does: its CLI is not signalled), gets SIGKILL, SIGTERM,
+SIGHUP or SIGINT (seeded), then `flower` runs again in the same folder. Once the goals exist, one wake of each lap says
+one more sentence (S15) and is killed 0–1 s after the goal setter's re-derivation request arrives. When a lap's work is
 done and kills are left, the next lap starts in a new folder. Afterwards it reports and checks:
 every lap finished and passed; 0 sessions lost (no step started a fresh session while its
 earlier one held model output, handoffs aside); 0 turns lost (every uuid of every CLI local
@@ -23,8 +25,11 @@ sessions.db); 0 answers lost (every answer the CLI acted on in a run a kill ende
 model knows what it sent — is carried by the step's first request of the next run, as transcript or
 as flower's note of what the cut-off attempt did: a turn the CLI never wrote down counts too); lineage.json and manifest.json parse after every kill; 0 manifest rows lost; the
 model never received an invalid transcript (flower.testing validates like the API) nor error
-debris (API-error or interruption text). `tests/e2e/test_chaos.py` runs the same `chaos()` short.
-Target for --kills 100: 100/100 survived, 0 sessions, turns and answers lost.
+debris (API-error or interruption text). Issue #31's figures, counted at the model: 0 requests after a kill (the model
+server finds each request's sending process from its socket and asks whether a live flower is its ancestor), 0 turns
+lost at the model (an answer a CLI acted on is carried by every later request of its session: one writer), 0 sentences
+lost (in the work session, 需求.md and the re-derived 目标.md, each once). `tests/e2e/test_chaos.py` runs the same
+`chaos()` short. Target for --kills 100: 100/100 survived, and every figure lost 0.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import termios
 import time
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,8 +75,12 @@ HANDOFF_AT = 120_000
 BIG = HANDOFF_AT + 10_000
 DEBRIS = ("API Error", "[Tool call interrupted", "[Request interrupted", "No response requested.")
 """Text that must never reach the model: outage replies and the CLI's interruption filler (S23)."""
-KINDS = ("request", "request", "line", "time", "arrival", "tool")
+KINDS = ("request", "request", "line", "time", "arrival", "tool", "rederive")
 """The kill moments drawn from (see `Kill.draw`)."""
+SENTENCE = "also count the words"
+"""Said at a wake once the goals exist (S15): it must reach the work session once, 需求.md, and a re-derived 目标.md."""
+SENTENCE_GOAL = "- [ ] count.py counts words too"
+GOALS_AGAIN = GOALS + SENTENCE_GOAL + "\n"
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -136,6 +146,49 @@ def _bash(marker: str, command: str) -> Reply:
                                                                 "description": marker}))
 
 
+_peer: ContextVar[int | None] = ContextVar("peer", default=None)
+
+
+def _sender(port: int | None) -> int | None:
+    """The pid whose socket is the client end of a loopback connection from `port` (read from /proc; None if gone)."""
+    if port is None:
+        return None
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{cols[9]}]")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
+
+
+def _ancestors(pid: int) -> list[int]:
+    """`pid` and its parents up to init (bounded)."""
+    chain = []
+    for _ in range(64):
+        chain.append(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if pid <= 1:
+            break
+    return chain
+
+
 class ChaosModel(ScriptedModel):
     """The scripted model of the chaos run: each reply is decided by the request (agent + conversation), not by order."""
 
@@ -147,6 +200,14 @@ class ChaosModel(ScriptedModel):
         """Conversation index of a request → what the model answered it (the witness of "answers lost")."""
         self.arrived: Callable[[dict[str, Any]], None] | None = None
         """Called the instant a request arrives, before it is answered (kills timed at the model's edge)."""
+        self.flower: int | None = None
+        """The pid of the flower run now on the terminal (None between runs)."""
+        self.orphans: list[int] = []
+        """Conversation indexes of requests sent by a CLI whose flower was dead (issue #31: must stay empty)."""
+
+    def owned(self, pid: int) -> bool:
+        """Whether `pid` runs below the live flower of this run (else its flower is dead: it is an orphan's)."""
+        return self.flower is not None and self.flower in _ancestors(pid)
 
     def decide(self, body: dict[str, Any]) -> Reply:
         """What this agent says next, given the conversation it sent."""
@@ -162,6 +223,10 @@ class ChaosModel(ScriptedModel):
                 return reply_of(tool_use("Write", {"file_path": str(ws / "需求.md"), "content": REQUIREMENTS}))
             return text(QUESTION)
         if agent == "goals":
+            if SENTENCE in _user_texts(messages):  # a re-derivation: the checklist gains the sentence's goal (S15)
+                if _done(messages, SENTENCE_GOAL):
+                    return text("goals re-derived")
+                return reply_of(tool_use("Write", {"file_path": str(ws / "目标.md"), "content": GOALS_AGAIN}))
             if _done(messages, "result.txt says phase2-done"):
                 return text("goals written")
             return reply_of(tool_use("Write", {"file_path": str(ws / "目标.md"), "content": GOALS}))
@@ -184,7 +249,15 @@ class ChaosModel(ScriptedModel):
             return text("VERDICT: FAIL result.txt does not say phase2-done")
         return text("ok")
 
+    async def _messages(self, http: Any) -> Any:
+        peer = http.transport.get_extra_info("peername") if http.transport is not None else None
+        _peer.set(peer[1] if peer else None)  # this request's task only: requests are handled concurrently
+        return await super()._messages(http)
+
     def _next_reply(self, body: dict[str, Any]) -> Reply | None:
+        sender = _sender(_peer.get())
+        if sender is not None and not self.owned(sender):
+            self.orphans.append(len(self.conversation))
         if self.arrived is not None:
             self.arrived(body)
         reply = self.decide(body)
@@ -295,6 +368,18 @@ class Figures:
     """Of those, answers the next run carried only in flower's note (the CLI had not written them down, issue #22)."""
     answers_lost: int = 0
     """Of those, answers whose content the step's first request of the next flower run did not carry (issue #22)."""
+    alone: int = 0
+    """Of the kills, those of the flower process alone (not its group)."""
+    requests_after_kill: int = 0
+    """Requests the model received from a CLI whose flower was dead (issue #31)."""
+    model_turns_lost: int = 0
+    """Answers a CLI acted on that a later request of the same session did not carry (issue #31: one writer)."""
+    sentences: int = 0
+    """Laps in which a sentence was said at a wake (S15)."""
+    sentences_lost: int = 0
+    """Of those, sentences missing from the work session, 需求.md or the re-derived 目标.md."""
+    sentences_twice: int = 0
+    """Of those, sentences delivered more than once."""
     wall_s: float = 0.0
     defects: list[str] = field(default_factory=list)
 
@@ -303,14 +388,15 @@ class Figures:
         """Every lap passed and nothing was lost, invalid or left unreadable."""
         return (self.laps_passed == self.laps and self.survived == self.kills and not self.defects
                 and not (self.sessions_lost or self.turns_lost or self.answers_lost or self.rows_lost or self.unreadable
-                         or self.invalid_requests or self.debris))
+                         or self.invalid_requests or self.debris or self.requests_after_kill or self.model_turns_lost
+                         or self.sentences_lost or self.sentences_twice))
 
     def report(self) -> str:
         """The figures, one per line."""
         signals = ", ".join(f"{name} {self.signals[name]}" for name in ("SIGKILL", "SIGTERM", "SIGHUP", "SIGINT"))
         moments = ", ".join(f"{k} {v}" for k, v in sorted(self.moments.items()))
         lines = [
-            f"kills survived   {self.survived}/{self.kills}   ({signals})",
+            f"kills survived   {self.survived}/{self.kills}   ({signals}; {self.alone} of flower alone, not its group)",
             f"moments          {moments}",
             f"laps passed      {self.laps_passed}/{self.laps}   (flower runs {self.runs}, judge failed then passed in "
             f"{self.judge_failed_then_passed}, handoffs {self.handoffs})",
@@ -318,6 +404,9 @@ class Figures:
             f"turns lost       {self.turns_lost}   (of which judge rounds' entries: {self.judge_unmirrored})",
             f"answers lost     {self.answers_lost}   (of {self.answers} model answers acted on in a run a kill ended; "
             f"{self.answers_by_note} carried by flower's note of a cut-off attempt)",
+            f"requests after a kill {self.requests_after_kill}   (from a CLI whose flower was dead)",
+            f"turns lost at the model {self.model_turns_lost}   (an answer acted on, missing from a later request of its session)",
+            f"sentences lost   {self.sentences_lost}   (of {self.sentences} said at a wake; {self.sentences_twice} delivered twice)",
             f"manifest rows lost {self.rows_lost}; unreadable lineage/manifest after a kill {self.unreadable}",
             f"model received   {self.invalid_requests} invalid transcripts, {self.debris} with error debris",
             f"wall time        {self.wall_s:.0f} s",
@@ -427,8 +516,22 @@ class Kill:
     count: int
     delay: float
     sig: signal.Signals
+    alone: bool = False
+    """The flower process alone, as a crashed terminal or the OOM killer does (its CLI is not signalled); else its group."""
     sent: bool = False
-    """Already sent by the model server's arrival hook (kinds `arrival` and `tool`)."""
+    """Already sent by the model server's arrival hook (kinds `arrival`, `tool` and `rederive`)."""
+
+    def send(self, pid: int) -> None:
+        """Signal flower (alone) or its process group."""
+        try:
+            os.kill(pid, self.sig) if self.alone else os.killpg(pid, self.sig)
+        except ProcessLookupError:
+            pass
+
+    @classmethod
+    def rederive(cls, rng: random.Random) -> Kill:
+        """A kill while the goals are re-derived for a sentence said at wake: 0-1 s after such a request arrives (S15)."""
+        return cls("rederive", rng.randint(1, 2), rng.uniform(0.0, 1.0), rng.choice(SIGNALS), rng.random() < 0.5)
 
     @classmethod
     def draw(cls, rng: random.Random, kinds: tuple[str, ...] = KINDS) -> Kill:
@@ -440,7 +543,7 @@ class Kill:
                  "tool": rng.randint(1, 3)}[kind]
         delay = (rng.uniform(0.3, 5.0) if kind == "time" else 0.0 if kind == "arrival" else rng.uniform(0.0, 0.2)
                  if kind == "tool" else rng.choice((0.0, rng.uniform(0.0, 0.5), rng.uniform(0.0, 1.5))))
-        return cls(kind, count, delay, rng.choice(SIGNALS))
+        return cls(kind, count, delay, rng.choice(SIGNALS), rng.random() < 0.5)
 
 
 def _after_tool(body: dict[str, Any]) -> bool:
@@ -450,6 +553,13 @@ def _after_tool(body: dict[str, Any]) -> bool:
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
+def _rederiving(body: dict[str, Any]) -> bool:
+    """Whether a request is the goal setter's, re-deriving the checklist for the sentence."""
+    system = body.get("system", "")
+    system = system if isinstance(system, str) else "\n".join(b.get("text", "") for b in system)
+    return _agent(system) == "goals" and SENTENCE in _user_texts(body.get("messages", []))
+
+
 def _arm(kill: Kill, term: Terminal, model: ChaosModel) -> None:
     """Let the model server send the kill of kind `arrival` / `tool` itself, at its moment."""
     seen = 0
@@ -457,14 +567,13 @@ def _arm(kill: Kill, term: Terminal, model: ChaosModel) -> None:
     def send() -> None:
         if term.proc.returncode is None and not kill.sent:
             kill.sent = True
-            try:
-                os.killpg(term.proc.pid, kill.sig)
-            except ProcessLookupError:
-                pass
+            kill.send(term.proc.pid)
 
     def arrived(body: dict[str, Any]) -> None:
         nonlocal seen
         if kill.kind == "tool" and not _after_tool(body):
+            return
+        if kill.kind == "rederive" and not _rederiving(body):
             return
         seen += 1
         if seen == kill.count:
@@ -480,7 +589,7 @@ def _arm(kill: Kill, term: Terminal, model: ChaosModel) -> None:
 async def _moment(kill: Kill, term: Terminal, model: ChaosModel) -> bool:
     """Wait for the kill's moment; False if flower ended first."""
     requests, lines = len(model.conversation), term.lines
-    if kill.kind in ("arrival", "tool"):
+    if kill.kind in ("arrival", "tool", "rederive"):
         _arm(kill, term, model)
         try:
             while not kill.sent:
@@ -553,6 +662,49 @@ def _answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: l
                                    f"{culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
 
 
+def _turns_lost_at_the_model(n: int, model: ChaosModel, starts: list[int], figures: Figures,
+                             blame: Callable[[int], Kill | None]) -> None:
+    """Turns lost at the model (issue #31): an answer a CLI acted on must be carried by every later request of its session
+    (as transcript, or by flower's note, which stays in the conversation once sent): a second writer on the session
+    (a dead flower's CLI) used to replace a wake's own turn."""
+    conversation = model.conversation
+
+    def run_of(index: int) -> int:
+        return max(i for i, s in enumerate(starts) if s <= index)
+
+    for i, answer in sorted(model.answers.items()):
+        asked = conversation[i]
+        agent, sid = _agent(asked.system), asked.session_id
+        if agent not in ("clarify", "goals", "work") or not answer.blocks or sid is None or i in model.orphans:
+            continue
+        later = [j for j in range(i + 1, len(conversation)) if conversation[j].session_id == sid and j not in model.orphans
+                 and _agent(conversation[j].system) == agent and conversation[j].status != 400]
+        if not any(run_of(j) == run_of(i) for j in later):
+            continue  # not acted on: the kill came before the CLI used it (answers lost judges the next run)
+        missing = next((j for j in later if not _carried(answer, conversation[j])), None)
+        if missing is not None:
+            figures.model_turns_lost += 1
+            culprit = blame(missing)
+            figures.defects.append(f"lap {n}: the {agent} answer to request {i} ({_said(answer)}) is missing from request "
+                                   f"{missing} of the same session (after {culprit.sig.name if culprit else 'no kill'})")
+
+
+def _sentence(n: int, ws: Path, model: ChaosModel, figures: Figures) -> None:
+    """Sentences lost (S15): said once, it must be in the work session, in 需求.md and in the re-derived 目标.md, once."""
+    work = [r for r in model.conversation if _agent(r.system) == "work" and r not in [model.conversation[i] for i in model.orphans]]
+    carried = [sum(SENTENCE in t for t in r.texts("user")) for r in work]
+    requirements = (ws / "需求.md").read_text(encoding="utf-8") if (ws / "需求.md").exists() else ""
+    goals = (ws / "目标.md").read_text(encoding="utf-8") if (ws / "目标.md").exists() else ""
+    places = {"the work session": any(carried), "需求.md": SENTENCE in requirements, "目标.md": SENTENCE_GOAL in goals}
+    if not all(places.values()):
+        figures.sentences_lost += 1
+        figures.defects.append(f"lap {n}: the sentence said at wake is missing from {', '.join(k for k, v in places.items() if not v)}")
+    if max(carried, default=0) > 1 or requirements.count(SENTENCE) > 1:
+        figures.sentences_twice += 1
+        figures.defects.append(f"lap {n}: the sentence was delivered twice (work requests carry it {max(carried, default=0)}x, "
+                               f"需求.md {requirements.count(SENTENCE)}x)")
+
+
 def _said(answer: Reply) -> str:
     return "; ".join(b["text"][:60] if b["type"] == "text" else f"{b['name']} {json.dumps(b['input'])[:60]}"
                      for b in answer.blocks)
@@ -586,21 +738,30 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
     rows_seen: set[tuple[Any, ...]] = set()
     lost_by_kill: set[int] = set()
     previous: Kill | None = None
+    said = False  # the sentence said (S15) in this lap
+    groups: list[int] = []  # each run's process group: what a kill of flower alone left is ended after the lap
     figures.laps += 1
     async with ChaosModel(ws, random.Random(rng.random())) as model:
         env = cli_env(model, config, tmp)
         passed = False
         for attempt in range(kills + 20):
             args = [] if (ws / "需求.md").exists() else [TASK]
+            # Once the goals exist, a wake says one more sentence (S15), killed while the goals are re-derived for it.
+            sentence = not said and not args and (ws / "目标.md").exists() and "rederive" in kinds
+            if sentence:
+                args, said = [SENTENCE], True
             starts.append(len(model.conversation))
             killed_before.append(previous)
             figures.runs += 1
             term = await Terminal.open(args, env, ws)
-            kill = Kill.draw(rng, kinds) if used < kills and time.monotonic() < stop_at else None
+            groups.append(term.proc.pid)
+            model.flower = term.proc.pid
+            kill = ((Kill.rederive(rng) if sentence else Kill.draw(rng, tuple(k for k in kinds if k != "rederive")))
+                    if used < kills and time.monotonic() < stop_at else None)
             try:
                 if kill is not None and await _moment(kill, term, model):
                     if not kill.sent:
-                        os.killpg(term.proc.pid, kill.sig)
+                        kill.send(term.proc.pid)
                 else:
                     kill = None  # flower ended before the moment came
                 try:
@@ -632,6 +793,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             figures.kills += 1
             figures.signals[kill.sig.name] += 1
             figures.moments[kill.kind] += 1
+            figures.alone += kill.alone
             previous = kill
             bad = [p.name for p in (runs / "lineage.json", runs / "manifest.json") if not _readable(p)]
             if bad:
@@ -649,6 +811,12 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
         figures.laps_passed += passed
         if not passed:
             figures.defects.append(f"lap {n}: the work did not finish")
+        model.flower = None
+        for group in groups:  # a CLI that outlived its flower (counted as it spoke) ends with the lap
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
         # -- after the lap: what the model received, and what is on disk --------------------
         conversation = model.conversation
@@ -708,6 +876,15 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
                                            f"for a fresh {sid} at request {index} (after {culprit.sig.name if culprit else 'no kill'})")
             current[agent] = sid
         _answers_lost(n, model, starts, killed_before, figures, blame)
+        _turns_lost_at_the_model(n, model, starts, figures, blame)
+        for index in model.orphans:
+            figures.requests_after_kill += 1
+            culprit = blame(index)
+            figures.defects.append(f"lap {n}: request {index} ({_agent(conversation[index].system)}) came from a CLI whose "
+                                   f"flower was dead (after {culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
+        if said:
+            figures.sentences += 1
+            _sentence(n, ws, model, figures)
         manifest = json.loads((runs / "manifest.json").read_bytes()) if (runs / "manifest.json").exists() else []
         for row in manifest:
             if "·判定#" in str(row.get("step")) and row.get("ok"):
