@@ -516,11 +516,19 @@ class Runtime:
                     self.prefetch = None  # taken or discarded by this resume, never by a later one
                 resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT, prefetched)
             async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step, resumed, spawn)) as client:
-                await client.query(prompt)
-                if resume:  # the session pruned and written is freed by now; the CLI works meanwhile
-                    give_back()
-                async for message in client.receive_response():
-                    self._observe(message, out, texts, seen_usage, step, resume, on_session)
+                try:
+                    await client.query(prompt)
+                    if resume:  # the session pruned and written is freed by now; the CLI works meanwhile
+                        give_back()
+                    async for message in client.receive_response():
+                        self._observe(message, out, texts, seen_usage, step, resume, on_session)
+                except BaseException:
+                    # Cut off (Ctrl-C to flower alone, a stop, an error): nobody answers the CLI's tool calls now, and
+                    # the SDK's close waits 5 s for it to exit, in which it went on refusing itself tools and asking the
+                    # model again (chaos: 18 requests). It ends now (D5); the journal keeps what it did (#22).
+                    if spawn is not None:
+                        spawn.end()  # at once, not awaited: this task may be cancelled again
+                    raise
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
             raise
         except Exception as exc:  # the CLI died or could not start: keep what arrived, report why

@@ -42,6 +42,16 @@ class Spawn:
     env: dict[str, str]
     record: Path
 
+    def end(self) -> None:
+        """End the CLI now (a run cut off: the SDK's close would give it seconds alone, every tool call refused)."""
+        try:
+            info = json.loads(self.record.read_text(encoding="utf-8"))
+            pid, start = int(info["pid"]), info["start"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # not started yet, or not recorded: the SDK's close ends it
+        if start is not None and launch.started(pid) == start:
+            _end(pid, start)
+
     def forget(self) -> None:
         """Remove the record once the CLI has ended (its client closed it); a kill leaves it for the next wake."""
         try:
