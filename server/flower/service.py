@@ -19,6 +19,7 @@ from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock, held
+from .core.records import SENTENCES_FILE
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
 from .core.text import megabytes
@@ -160,7 +161,7 @@ class FlowerService:
     async def say(self, text: str) -> WakeOutcome | None:
         """A sentence for the work session: delivered at its next turn while running (None), else a wake (S15)."""
         if self.running and self._path is not None:
-            self._path.inbox.put_nowait(text.strip())
+            self._path.hear(text.strip())  # pending on disk at once (issue 31), then delivered
             self._emit(Notice(text=texts.text("queued", self.locale, sentence=text.strip())))
             return None
         return await self.wake(text)
@@ -174,7 +175,8 @@ class FlowerService:
             await asyncio.gather(self._task, return_exceptions=True)
         with WorkspaceLock(self.run_dir, self.sessions.records):
             lineage = Lineage.load(self.run_dir, self.workspace, records=self.sessions.records)
-            extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE]
+            # The archived task's pending sentences go with it (issue 31): said to that task, not to the new one.
+            extra = [self.workspace / REQUIREMENTS_FILE, self.workspace / goals.GOALS_FILE, self.run_dir / SENTENCES_FILE]
             into = lineage.archive(self.workspace / "notes" / "archive", extra=extra)
             if isinstance(records := self.sessions.records, taskfiles.TaskFiles):  # or the next wake restores them (D9)
                 taskfiles.archive(records, into.relative_to(self.workspace).as_posix())

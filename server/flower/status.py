@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from .core import goals
 from .core.approvals import Approval
-from .core.lineage import Lineage
+from .core.lineage import Lineage, task_began
 from .core.manifest import Manifest, ManifestRow
 from .core.records import FileRecords, Records
 from .core.requirements import REQUIREMENTS_FILE
@@ -175,11 +175,7 @@ def recorded(workspace: Path, run_dir: Path, records: Records | None = None) -> 
     The task began at the newest archive of `flower --new` (S28), if any: rows before it were another task's.
     A terminal `flower` is one wake per process, so its newest process's rows are the last wake's cost.
     """
-    archive = workspace / "notes" / "archive"
-    try:
-        began = max((d.stat().st_mtime for d in archive.iterdir() if d.is_dir()), default=0.0)
-    except OSError:
-        began = 0.0
+    began = task_began(workspace)
     # The records' own change stamp, not manifest.json's: a shared store never writes that file (D9).
     records = records if records is not None else FileRecords(run_dir)
     key = (records.where, run_dir)

@@ -100,16 +100,17 @@ async def test_S12_deleted_sessions_db_starts_fresh(model, env, workspace, run_d
     assert "first" not in model.last.texts("assistant")
 
 
-async def test_S12_garbage_lineage_starts_fresh_and_is_kept_aside(model, env, workspace, run_dir):
+async def test_S12_garbage_lineage_is_rebuilt_from_the_manifest_and_kept_aside(model, env, workspace, run_dir):
+    # Issue 31: a corrupt lineage.json no longer loses the task while the manifest and sessions.db name and hold it.
     model.push(text("first"), text("second"))
-    await run_program("workflow", args(workspace, run_dir), env, workspace)
+    first = await run_program("workflow", args(workspace, run_dir), env, workspace)
     garbage = b'{"workspace": "/x", "woke": 3, "steps": {"work": '
     (run_dir / "lineage.json").write_bytes(garbage)
     ctx = await run_program("workflow", args(workspace, run_dir), env, workspace)
-    assert ctx["_ok"] and ctx["_woke"] == 1
+    assert ctx["_ok"] and ctx["_woke"] == 2 and ctx["_sessions"] == first["_sessions"]
     kept = list(run_dir.glob("lineage.json.corrupt-*"))
     assert len(kept) == 1 and kept[0].read_bytes() == garbage
-    assert "first" not in model.last.texts("assistant")
+    assert "first" in model.last.texts("assistant")  # the same session resumed: its first answer is on the wire
 
 
 async def test_S9_S29_not_continuous_starts_a_new_session_every_process(model, env, workspace, run_dir):

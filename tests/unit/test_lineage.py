@@ -75,24 +75,70 @@ def test_corrupt_file_loads_fresh_and_is_kept_aside_with_its_bytes(run_dir, ws, 
     garbage = garbage.replace(b"/abs", str(ws).encode())
     (run_dir / "lineage.json").write_bytes(garbage)
     lin = Lineage.load(run_dir, ws)
-    assert (lin.woke, lin.steps) == (0, {})
-    assert not (run_dir / "lineage.json").exists()
+    assert (lin.woke, lin.steps) == (0, {})  # no manifest: nothing to rebuild from
+    assert (run_dir / "lineage.json").read_bytes() == garbage  # loading is reading: nothing moved (issue 31)
+    # The first write keeps it aside, then makes a new, valid file and leaves the kept copy alone.
+    lin.record("干活", SID)
+    assert read(run_dir / "lineage.json")["steps"] == {"干活": SID}
     aside = list(run_dir.glob("lineage.json.corrupt-*"))
     assert len(aside) == 1 and aside[0].read_bytes() == garbage
     assert any("lineage" in r.getMessage() for r in caplog.records)
-    # The next write makes a new, valid file and leaves the kept copy alone.
-    lin.record("干活", SID)
-    assert read(run_dir / "lineage.json")["steps"] == {"干活": SID}
-    assert aside[0].read_bytes() == garbage
+    lin.record("澄清", SID)
+    assert list(run_dir.glob("lineage.json.corrupt-*")) == aside and aside[0].read_bytes() == garbage
 
 
 def test_second_corruption_never_overwrites_the_first_kept_copy(run_dir, ws):
     run_dir.mkdir()
     for garbage in (b"first", b"second", b"third"):
         (run_dir / "lineage.json").write_bytes(garbage)
-        Lineage.load(run_dir, ws)
+        Lineage.load(run_dir, ws).wake()
     kept = sorted(p.read_bytes() for p in run_dir.glob("lineage.json.corrupt-*"))
     assert kept == [b"first", b"second", b"third"]
+
+
+def rows(*specs: tuple[str, str, float, str], retired: dict[str, list[str]] | None = None) -> list[dict]:
+    """Manifest rows (step, session, started_at, run), with `retired` sessions per step name."""
+    return [{"step": step, "session_id": sid, "started_at": at, "ended_at": at + 1, "run": run, "ok": True,
+             "retired": (retired or {}).get(step, [])} for step, sid, at, run in specs]
+
+
+def test_corrupt_file_is_rebuilt_from_the_manifest_newest_live_session_of_each_step(run_dir, ws):
+    from flower.core.records import FileRecords
+
+    run_dir.mkdir()
+    FileRecords(run_dir).save_manifest("r1", rows(("澄清", "c1", 1.0, "r1"), ("目标", "g1", 2.0, "r1"), ("干活", "w1", 3.0, "r1"),
+                                                  ("干活·判定#1", "judge1", 4.0, "r1")))
+    FileRecords(run_dir).save_manifest("r2", rows(
+        ("目标", "g1", 10.0, "r2"), ("干活", "w1", 11.0, "r2"), ("干活·判定#1", "judge2", 12.0, "r2"),
+        ("干活·交接#2", "w1", 13.0, "r2"), ("干活#round2", "w2", 14.0, "r2"), ("干活·判定#2", "judge3", 15.0, "r2"),
+        ("干活#round3#retry1", "w3-gone", 16.0, "r2"), retired={"干活#round2": ["w1"]}))
+    (run_dir / "lineage.json").write_bytes(b"\x00garbage")
+    live = {"c1", "g1", "w1", "w2", "judge1", "judge2", "judge3"}
+    lin = Lineage.load(run_dir, ws, has_session=live.__contains__)
+    # Judges never (S14); the handed-off w1 never again (S26); w3 is gone from the store (S10): its step keeps w2.
+    assert lin.steps == {"澄清": "c1", "目标": "g1", "干活": "w2"} and lin.woke == 2 and lin.lost == {}
+    assert (run_dir / "lineage.json").read_bytes() == b"\x00garbage"
+    assert lin.wake() == 3
+    assert read(run_dir / "lineage.json") == {"workspace": str(ws), "woke": 3, "steps": {"澄清": "c1", "目标": "g1", "干活": "w2"}}
+    assert [p.read_bytes() for p in run_dir.glob("lineage.json.corrupt-*")] == [b"\x00garbage"]
+    # Every session of a step gone from the store: absent, and the newest named is `lost` (its journal is told, #22).
+    (run_dir / "lineage.json").write_bytes(b"{")
+    gone = Lineage.load(run_dir, ws, has_session=lambda sid: sid != "c1")
+    assert "澄清" not in gone.steps and gone.lost == {"澄清": "c1"}
+
+
+def test_rebuild_takes_only_the_rows_of_the_current_task(run_dir, ws):
+    from flower.core.records import FileRecords
+
+    run_dir.mkdir()
+    FileRecords(run_dir).save_manifest("old", rows(("干活", "old-work", 1.0, "old")))
+    archive = ws / "notes" / "archive" / "20260101-000000"
+    archive.mkdir(parents=True)
+    os.utime(archive, (100.0, 100.0))  # `flower --new` archived the old task at t=100 (S28)
+    FileRecords(run_dir).save_manifest("new", rows(("澄清", "new-clarify", 200.0, "new")))
+    (run_dir / "lineage.json").write_bytes(b"not json")
+    lin = Lineage.load(run_dir, ws, has_session=lambda sid: True)
+    assert lin.steps == {"澄清": "new-clarify"} and lin.woke == 1
 
 
 def test_lineage_of_another_workspace_path_is_absent_and_left_untouched(run_dir, ws, tmp_path):

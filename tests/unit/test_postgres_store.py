@@ -341,3 +341,19 @@ def test_a_wake_cut_off_on_one_machine_is_seen_from_the_other(two_machines) -> N
         assert not interrupted(rec_a)
         clear_wake(rec_b)  # B's wake continued and ended
     assert not interrupted(rec_a) and not interrupted(rec_b)
+
+
+def test_a_sentence_pending_on_one_machine_is_pending_on_the_other_until_all_three_places_have_it(two_machines) -> None:
+    # Issue 31: the pending record lives with the task, so a wake on another machine finishes what one cut off left.
+    from flower.core.journal import Journal
+    from flower.core.sentences import Pending
+
+    (run_a, _, rec_a), (run_b, _, rec_b) = two_machines
+    said = Pending.load(rec_a)
+    said.add("also divide", Journal(run_a), None)
+    said.mark(said.lacking("requirements"), "requirements")
+    on_b = Pending.load(rec_b)
+    assert [(s.text, s.requirements, s.goals, s.work) for s in on_b.sentences] == [("also divide", True, False, False)]
+    on_b.mark(on_b.lacking("goals"), "goals")
+    on_b.mark(on_b.lacking("work"), "work")
+    assert on_b.sentences == [] and Pending.load(rec_a).sentences == [] and not (run_a / "sentences.json").exists()

@@ -51,3 +51,32 @@ def test_the_change_stamp_moves_with_each_write_and_only_then(tmp_path: Path) ->
     manifest.add(StepResult("干活", ok=True, cost_usd=0.75, model="m-2"))
     found = recorded(ws, run_dir, records)
     assert (found.task, found.model) == (1.0, "m-2")
+
+
+def test_a_pending_sentence_is_on_disk_until_all_three_places_have_it_and_delivery_is_read_from_the_journal(tmp_path: Path) -> None:
+    # Issue 31: sentences.json is the record; place 1 is what the work session's journal says it was given.
+    import json
+
+    from flower.core.journal import Journal
+    from flower.core.sentences import Pending
+
+    run_dir = tmp_path / "runs"
+    records, journal = FileRecords(run_dir), Journal(run_dir)
+    journal.prompt("work-1", "One more thing: also divide")  # an earlier wake gave the same words once already
+    said = Pending.load(records)
+    said.add("also divide", journal, "work-1")
+    said.add("also multiply", journal, None)
+    rows = json.loads((run_dir / "sentences.json").read_text(encoding="utf-8"))
+    assert [(r["text"], r["requirements"], r["goals"], r["work"]) for r in rows] == [
+        ("also divide", False, False, False), ("also multiply", False, False, False)]
+    said.mark(said.lacking("requirements"), "requirements")
+    said.mark(said.lacking("goals"), "goals")
+    said.settle(journal, "work-1", "One more thing: {sentence}")
+    assert [s.text for s in Pending.load(records).lacking("work")] == ["also divide", "also multiply"]  # offset: not that one
+    journal.prompt("work-1", "Continue.\n\nOne more thing: also divide")
+    said.settle(journal, "work-1", "One more thing: {sentence}")
+    assert [s.text for s in Pending.load(records).sentences] == ["also multiply"]
+    journal.prompt("work-2", "One more thing: also multiply")  # a session that began after it was said: read whole
+    said.settle(journal, "work-2", "One more thing: {sentence}")
+    assert Pending.load(records).sentences == [] and not (run_dir / "sentences.json").exists()
+    journal.close()

@@ -298,7 +298,7 @@ async def test_a_v2_postgres_database_killed_midway_through_v3_resumes_and_every
         assert all(b.startswith(ZSTD_MAGIC) for b in half[:packed]) and all(b.startswith(b"{") for b in half[packed:])
         assert expand(half, data) == raw
         # Marked current (v4): a v2 flower refuses it with "newer flower" (store_too_new: version > the one it knows).
-        assert await conn.fetchval("SELECT value FROM mig.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "4"
+        assert await conn.fetchval("SELECT value FROM mig.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "5"
 
         async with PostgresSessionStore(pg_url, schema="mig") as store:  # the next open resumes
             assert await store.load(KEY) == entries
@@ -369,7 +369,7 @@ async def test_a_v3_postgres_database_becomes_v4_with_nothing_rewritten(pg_url: 
         async with PostgresSessionStore(pg_url, schema="v3") as store:
             assert await store.load(KEY) == entries[:400]
             # Marked v4: a v3 flower refuses it with "newer flower" (store_too_new, test_postgres_store.py).
-            assert await conn.fetchval("SELECT value FROM v3.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "4"
+            assert await conn.fetchval("SELECT value FROM v3.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "5"
             await store.append(KEY, entries[400:])
             assert await store.load(KEY) == entries
         rows = [r[0] for r in await conn.fetch("SELECT body FROM v3.entries ORDER BY seq")]

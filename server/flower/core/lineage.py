@@ -7,8 +7,11 @@ It is the one mapping that used to live only in memory; everything else needed t
 Two invariants shape this module:
 - S11 write at once: `record()` writes before returning, atomically (temp + fsync + replace),
   and a failing disk never raises into the run.
-- S12 mismatch means absent, silently: a missing, corrupt or foreign (other workspace path)
-  file, or a session gone from sessions.db, all load as "start fresh".
+- S12 mismatch means absent, silently: a missing or foreign (other workspace path) file, or a
+  session gone from sessions.db, all load as "start fresh".
+A corrupt file is no reason to lose the task while the manifest and sessions.db still name and hold every
+session (issue 31): it is rebuilt from the manifest's rows, silently, and kept aside by the first write —
+never by a read, so a read-only command (`flower status`) changes no file.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from pathlib import Path
 
 from flower.core.durable import free_name, stamp
 from flower.core.lock import WorkspaceBusy
-from flower.core.records import LINEAGE_FILE, FileRecords, LineageData, Records
+from flower.core.manifest import ManifestRow, parse_name, step_of
+from flower.core.records import LINEAGE_FILE, Damaged, FileRecords, LineageData, Records
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,8 @@ class Lineage:
         """False keeps the lineage in memory only (`continuous=False` must not disturb the file, S29)."""
         self.records: Records = records if records is not None else FileRecords(self.run_dir)
         """Where the lineage is kept: run_dir's lineage.json, or the task's shared store (D9)."""
+        self.damaged: Damaged | None = None
+        """The stored lineage this one was rebuilt from, until the first write keeps it aside (issue 31)."""
 
     @property
     def path(self) -> Path:
@@ -56,7 +62,8 @@ class Lineage:
              has_session: Callable[[str], bool] | None = None, *, records: Records | None = None) -> Lineage:
         """The stored lineage if it is valid and belongs to `workspace`, else a fresh one (S12).
 
-        A corrupt file is moved aside (`lineage.json.corrupt-<ts>`); a file written for another
+        A corrupt file is rebuilt from the manifest (`rebuilt`) and left where it is: the first write keeps it aside
+        (`lineage.json.corrupt-<ts>`), so loading changes no file (issue 31). A file written for another
         workspace path is left as it is (it belongs to that path). `has_session(sid)` keeps only
         the steps whose session is still in sessions.db (S10). Never raises for file problems; a shared
         store that does not answer raises (starting fresh would overwrite the team's lineage, D9).
@@ -65,6 +72,10 @@ class Lineage:
         data = fresh.records.load_lineage(fresh.workspace)
         if data is None:
             return fresh
+        if isinstance(data, Damaged):
+            lineage = rebuilt(fresh, has_session)
+            lineage.damaged = data
+            return lineage
         steps = data["steps"]
         if has_session is not None:
             steps = {step: sid for step, sid in steps.items() if _alive(has_session, step, sid)}
@@ -76,7 +87,7 @@ class Lineage:
     def record(self, step: str, session_id: str) -> None:
         """Map `step` to `session_id` and write to disk before returning (S11); never raises."""
         with self._lock:
-            if self.steps.get(step) == session_id and not self._dirty:
+            if self.steps.get(step) == session_id and not self._dirty and self.damaged is None:
                 return  # already on disk: the runtime reports the same id on every message
             self.steps[step] = session_id
             self.lost.pop(step, None)
@@ -100,6 +111,11 @@ class Lineage:
         if not self.persist:
             return True
         try:
+            if self.damaged is not None:  # kept, never overwritten: the rebuilt lineage goes beside it
+                if not self.records.set_aside(self.damaged):
+                    log.warning("could not keep the damaged lineage in %s aside; not overwriting it", self.records.where)
+                    return False
+                self.damaged = None
             self.records.save_lineage(self._as_dict_locked())
         except WorkspaceBusy:  # a shared lock went to another flower in a database outage: that one drives now (D5)
             raise
@@ -135,6 +151,7 @@ class Lineage:
                         log.warning("could not put %s back to %s: %s", target, src, e)
                 raise
             self.records.archive_lineage(dest, self._as_dict_locked())  # a shared one is archived beside the files (S28)
+            self.damaged = None  # a damaged lineage.json went into the archive as it was
             self.steps.clear()
             self.lost.clear()
             self.woke = 0
@@ -152,6 +169,52 @@ class Lineage:
 
     def __repr__(self) -> str:
         return f"Lineage(workspace={self.workspace!r}, woke={self.woke}, steps={self.steps!r})"
+
+
+def rebuilt(fresh: Lineage, has_session: Callable[[str], bool] | None) -> Lineage:
+    """The lineage as the manifest's rows of the current task tell it, for a stored one that cannot be read (issue 31).
+
+    Each step's session is the newest one its rows name (`<step>`, `#retry<N>`, `#round<N>`; never a judge's round,
+    S14, nor a handoff's note) that no later handoff retired (S26) and that the store still holds (S10); a step whose
+    named sessions are all gone is `lost`, so its fresh session hears what the journal saw. `woke` is the number of
+    wakes that wrote rows (one run mark each, S6): a wake cut off before its first row ended is not counted, so the
+    count can come out lower than it was, never higher. A manifest that cannot be read rebuilds nothing (S12).
+    """
+    try:
+        parsed = [r for r in map(ManifestRow.of, fresh.records.manifest_rows()) if r is not None]
+    except Exception as e:  # noqa: BLE001 - continuity is a bonus: start fresh
+        log.warning("could not read the manifest in %s (%s); starting fresh", fresh.records.where, e)
+        return fresh
+    began = task_began(fresh.workspace)
+    rows = sorted((r for r in parsed if r.started_at >= began), key=lambda r: r.started_at, reverse=True)
+    retired = {sid for r in rows for sid in r.retired}
+    steps: dict[str, str] = {}
+    lost: dict[str, str] = {}
+    for row in rows:  # newest first
+        if row.session_id is None or parse_name(row.step)[1] in ("judge", "handoff") or row.session_id in retired:
+            continue
+        step = step_of(row.step)
+        if step in steps:
+            continue
+        if has_session is None or _alive(has_session, step, row.session_id):
+            steps[step] = row.session_id
+            lost.pop(step, None)
+        else:
+            lost.setdefault(step, row.session_id)
+    lineage = Lineage(fresh.run_dir, fresh.workspace, woke=len({r.run for r in rows if r.run}), steps=steps,
+                      records=fresh.records)
+    lineage.lost = lost
+    log.info("rebuilt the lineage of %s from the manifest: wake %d, %s", fresh.workspace, lineage.woke, steps or "no steps")
+    return lineage
+
+
+def task_began(workspace: str | os.PathLike[str]) -> float:
+    """When the current task began: the newest archive of `flower --new` (S28), else 0; rows before it were another task's."""
+    archive = Path(workspace) / "notes" / "archive"
+    try:
+        return max((d.stat().st_mtime for d in archive.iterdir() if d.is_dir()), default=0.0)
+    except OSError:
+        return 0.0
 
 
 def _alive(has_session: Callable[[str], bool], step: str, sid: str) -> bool:

@@ -73,6 +73,8 @@ class ManifestRow:
     error: str | None = None
     model: str | None = None
     window: int | None = None
+    retired: tuple[str, ...] = ()
+    """The sessions this run's handoff left behind (S26): work moved on to `session_id`."""
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ManifestRow | None:
@@ -80,12 +82,13 @@ class ManifestRow:
         step = row.get("step")
         if not isinstance(step, str):
             return None
-        window = row.get("window")
+        window, retired = row.get("window"), row.get("retired")
         return cls(step=step, run=_str(row.get("run")), session_id=_str(row.get("session_id")), ok=row.get("ok") is True,
                    cost_usd=_number(row.get("cost_usd")), started_at=_number(row.get("started_at")),
                    ended_at=_number(row.get("ended_at")), text=_str(row.get("text")) or "", error=_str(row.get("error")),
                    model=_str(row.get("model")) or None,
-                   window=window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None)
+                   window=window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None,
+                   retired=tuple(r for r in retired if isinstance(r, str)) if isinstance(retired, list) else ())
 
 
 def _str(value: object) -> str | None:
@@ -132,6 +135,15 @@ def parse_name(name: str) -> tuple[str, str, int]:
             if m.group(kind) is not None:
                 return m.group("step"), kind, int(m.group(kind))
     return name, "first", 0
+
+
+def step_of(name: str) -> str:
+    """The step a run's name belongs to (S7): `干活#round2#retry1` → `干活`; a judge's name (`干活·判定#1`) stays itself."""
+    base, kind, _ = parse_name(name)
+    while kind in ("retry", "round"):
+        name = base
+        base, kind, _ = parse_name(name)
+    return name
 
 
 # --- the process mark ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Hashable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
@@ -26,6 +27,8 @@ CLARIFY, GOALS, WORK = "澄清", "目标", "干活"
 
 LINEAGE_FILE = "lineage.json"
 MANIFEST_FILE = "manifest.json"
+SENTENCES_FILE = "sentences.json"
+"""`<run_dir>/sentences.json`: the sentences said at wake not yet in all three places (core/sentences.py, issue 31)."""
 LOCK_TIMEOUT_S = 10.0
 """How long a manifest write waits for another process's read-modify-replace (a stopped holder cannot hang a run)."""
 
@@ -38,17 +41,37 @@ class LineageData(TypedDict):
     steps: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Damaged:
+    """A stored lineage that cannot be read as one: rebuilt from the manifest, and kept aside by the first write (issue 31)."""
+
+    stat: os.stat_result | None = None
+    """The damaged file as it was read: only that file is moved aside, never one another process wrote since."""
+
+
 class Records(Protocol):
     """A task's records, wherever they are kept; every method may raise when the place cannot be read or written."""
 
     where: str
     """Where they are, as messages show it (no password)."""
 
-    def load_lineage(self, workspace: str) -> LineageData | None:
-        """The stored lineage of `workspace` (S5 shape), or None: nothing stored, or it is not that workspace's (S12)."""
+    def load_lineage(self, workspace: str) -> LineageData | Damaged | None:
+        """The stored lineage of `workspace` (S5 shape), None (nothing stored, or not that workspace's, S12), or Damaged.
+
+        Reading never moves, creates or rewrites anything: a read-only command reads too.
+        """
 
     def save_lineage(self, data: LineageData) -> None:
         """Write the lineage durably before returning (S11); raises on failure."""
+
+    def set_aside(self, damaged: Damaged) -> bool:
+        """Keep a damaged lineage aside before a rebuilt one is written; False if it still sits where the write would go."""
+
+    def pending_sentences(self) -> list[dict[str, Any]]:
+        """The sentences said at wake not yet in all three places (core/sentences.py); raises when they cannot be read."""
+
+    def save_pending_sentences(self, rows: list[dict[str, Any]]) -> None:
+        """Replace them durably before returning ([] = none pending); raises on failure."""
 
     def archive_lineage(self, into: Path, data: LineageData) -> None:
         """Keep the lineage in the archive directory `into` (S28): run_dir's lineage.json was moved there already."""
@@ -118,8 +141,9 @@ class FileRecords:
         """`<run_dir>/manifest.json`."""
         return self.run_dir / MANIFEST_FILE
 
-    def load_lineage(self, workspace: str) -> LineageData | None:
-        """lineage.json; a corrupt one is moved aside, one of another workspace path is left as it is (S12)."""
+    def load_lineage(self, workspace: str) -> LineageData | Damaged | None:
+        """lineage.json; a corrupt one is Damaged (left where it is: only a write moves it), one of another
+        workspace path is left as it is (S12)."""
         path = self.lineage_path
         try:
             with open(path, "rb") as f:
@@ -132,9 +156,8 @@ class FileRecords:
             return None
         data = parse_lineage(raw)
         if data is None:
-            log.warning("%s is not a valid lineage; starting fresh", path)
-            move_aside(path, expect=st)
-            return None
+            log.info("%s is not a valid lineage; rebuilding it from the manifest", path)
+            return Damaged(st)
         if os.path.normpath(data["workspace"]) != workspace:
             log.info("lineage in %s belongs to %s, not %s; starting fresh", path, data["workspace"], workspace)
             return None
@@ -144,8 +167,49 @@ class FileRecords:
         """Atomically (temp + fsync + replace): a crash leaves the old file or the new one (S11)."""
         write_atomic(self.lineage_path, lineage_json(data))
 
+    def set_aside(self, damaged: Damaged) -> bool:
+        """Move the damaged lineage.json to `lineage.json.corrupt-<ts>` (never overwriting one kept before)."""
+        path = self.lineage_path
+        if move_aside(path, expect=damaged.stat) is not None:
+            return True
+        try:  # not moved: fine only if that file is gone or was replaced by another writer meanwhile
+            now = os.stat(path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return damaged.stat is not None and (now.st_dev, now.st_ino) != (damaged.stat.st_dev, damaged.stat.st_ino)
+
     def archive_lineage(self, into: Path, data: LineageData) -> None:
         """Nothing: lineage.json itself went into the archive."""
+
+    @property
+    def sentences_path(self) -> Path:
+        """`<run_dir>/sentences.json`."""
+        return self.run_dir / SENTENCES_FILE
+
+    def pending_sentences(self) -> list[dict[str, Any]]:
+        """sentences.json's rows; [] when it is missing; a corrupt one is kept aside (logged) and counts as empty."""
+        path = self.sentences_path
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                raw = f.read()
+        except FileNotFoundError:
+            return []
+        rows = _parse_rows(raw)
+        if rows is None:
+            log.warning("%s is not a list of sentences; keeping it aside", path)
+            move_aside(path, expect=st)
+            return []
+        return [r for r in rows if isinstance(r, dict)]
+
+    def save_pending_sentences(self, rows: list[dict[str, Any]]) -> None:
+        """Written atomically; removed when none is pending."""
+        if rows:
+            write_atomic(self.sentences_path, (json.dumps(rows, ensure_ascii=False, indent=1) + "\n").encode())
+        else:
+            self.sentences_path.unlink(missing_ok=True)
 
     def manifest_rows(self) -> list[dict[str, Any]]:
         """The rows of manifest.json; [] when it is missing or not a JSON list (logged)."""
@@ -275,5 +339,5 @@ def _merge(existing: list[Any], mine: list[dict[str, Any]], run: str) -> list[An
     return out
 
 
-__all__ = ["LINEAGE_FILE", "LOCK_FILE", "MANIFEST_FILE", "FileRecords", "LineageData", "Records", "clear_wake",
+__all__ = ["LINEAGE_FILE", "LOCK_FILE", "MANIFEST_FILE", "SENTENCES_FILE", "Damaged", "FileRecords", "LineageData", "Records", "clear_wake",
            "interrupted", "lineage_of", "mark_wake", "parse_lineage", "records_of", "wake_mark"]

@@ -6,6 +6,8 @@ import re
 import time
 from pathlib import Path
 
+from .durable import write_atomic
+
 REQUIREMENTS_FILE = "需求.md"
 SECTIONS = ("目标 Goal", "范围 Scope", "约束 Constraints", "验收 Acceptance")
 """The four sections the clarify step must fill: what, how far, within which limits, how we know it is done."""
@@ -38,14 +40,21 @@ def record_request(path: str | Path, task: str) -> None:
     Path(path).write_text(f"# 需求\n\n## {REQUEST}\n\n{task.strip()}\n", encoding="utf-8")
 
 
-def add_sentence(path: str | Path, sentence: str) -> None:
-    """Record a wake sentence with the requirements so it is not lost (S15)."""
+def add_sentence(path: str | Path, sentence: str, at: float | None = None) -> bool:
+    """Record a wake sentence said at time `at` with the requirements so it is not lost (S15); False if it is there already.
+
+    Its line is `- <YYYY-mm-dd HH:MM>: <sentence>`: a wake cut off after writing it, before marking it written
+    (core/sentences.py), finds the line and does not add it twice (issue 31).
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
+    line = f"- {time.strftime('%Y-%m-%d %H:%M', time.localtime(at))}: {sentence.strip()}"
+    if line in sections(text).get(ADDITIONS, "").splitlines():
+        return False
     if f"## {ADDITIONS}" not in text:
         text = text.rstrip("\n") + f"\n\n## {ADDITIONS}\n"
-    stamp = time.strftime("%Y-%m-%d %H:%M")
-    path.write_text(text.rstrip("\n") + f"\n- {stamp}: {sentence.strip()}\n", encoding="utf-8")
+    write_atomic(path, (text.rstrip("\n") + f"\n{line}\n").encode())  # a kill mid-write never halves the requirements
+    return True

@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The version of the tables below; a database marked with a higher one was set up by a newer flower.
 
 v2 added `changes`, v3 `task_files` and `task_files_seen` (the task's files travel with it) and `dictionary`
@@ -59,7 +59,8 @@ v2 added `changes`, v3 `task_files` and `task_files_seen` (the task's files trav
 conversion of the rows stored before the dictionary runs after it, a committed batch at a time (`_pack`): resumed at
 the next open if cut short, every row readable meanwhile. v4: new bodies are frames against flower's built-in
 dictionary until the database trains its own (frames name theirs): no table changes, nothing to convert; the version
-makes a v3 flower, which reads no built-in frame, refuse the database."""
+makes a v3 flower, which reads no built-in frame, refuse the database. v5 added `sentences` (a sentence said at wake is
+kept until all three places have it, issue 31)."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
 CONNECT_TIMEOUT_S = 10.0
@@ -144,6 +145,10 @@ CREATE TABLE IF NOT EXISTS {s}.dictionary (
     data       bytea NOT NULL,          -- trained from the database's first entries (stores/bodies.py)
     trained    bigint NOT NULL,         -- the newest seq when it was trained: rows up to it may be raw JSON
     packed     bigint NOT NULL          -- the rows up to it are converted to frames
+);
+CREATE TABLE IF NOT EXISTS {s}.sentences (
+    project    text PRIMARY KEY,        -- v5: the sentences said at wake not yet in all three places (core/sentences.py)
+    data       jsonb NOT NULL
 );
 CREATE TABLE IF NOT EXISTS {s}.wakes (
     project    text PRIMARY KEY,        -- a wake of the identity is under way, or was cut off (the shared wake.json)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.durable import free_name, write_atomic
 from ..core.lock import WorkspaceBusy
-from ..core.records import LINEAGE_FILE, LineageData, lineage_json, lineage_of, parse_lineage
+from ..core.records import LINEAGE_FILE, Damaged, LineageData, lineage_json, lineage_of, parse_lineage
 from ..core.taskfiles import Stored, sha
 from .postgres import Conn, PostgresSessionStore, _Link
 
@@ -84,6 +84,26 @@ class PgRecords:
                         self.identity, self.where, data["woke"], self.run_dir / LINEAGE_FILE, local["woke"])
         return data
 
+    def set_aside(self, damaged: Damaged) -> bool:
+        """Nothing to keep: `load_lineage` never reports a row damaged (jsonb holds what flower wrote, or nothing)."""
+        return True
+
+    def pending_sentences(self) -> list[dict[str, Any]]:
+        """The task's pending sentences, whichever machine heard them (issue 31)."""
+        raw = self._call("SELECT data FROM {s}.sentences WHERE project = $1", self.identity, fetch="fetchval")
+        rows = json.loads(raw) if isinstance(raw, str) else raw
+        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+    def save_pending_sentences(self, rows: list[dict[str, Any]]) -> None:
+        """One statement, committed before returning; none pending removes the row."""
+        self._relock()
+        if rows:
+            self._call("INSERT INTO {s}.sentences (project, data) VALUES ($1, $2::jsonb)"
+                       " ON CONFLICT (project) DO UPDATE SET data = excluded.data",
+                       self.identity, json.dumps(rows, ensure_ascii=False))
+        else:
+            self._call("DELETE FROM {s}.sentences WHERE project = $1", self.identity)
+
     def save_lineage(self, data: LineageData) -> None:
         """One statement, one transaction, committed before returning (S11)."""
         self._relock()
@@ -99,6 +119,7 @@ class PgRecords:
         """
         write_atomic(free_name(into, LINEAGE_FILE), lineage_json(data))
         self.save_lineage({"workspace": data["workspace"], "woke": 0, "steps": {}})
+        self.save_pending_sentences([])  # they were said to the archived task (run_dir's sentences.json goes with it)
 
     def manifest_rows(self) -> list[dict[str, Any]]:
         """Every writer's rows, in the order the writers first wrote."""

@@ -811,8 +811,13 @@ class SqliteSessionStore(SessionStore):
         """``work`` on a read-only connection; ``empty`` while no store was written."""
         if not self.path.exists():
             return empty
-        # mode=ro: never creates the file, never writes to it.
-        uri = self.path.resolve().as_uri() + "?mode=ro"
+        # mode=ro: never creates the file, never writes to it. But on a WAL file with no -wal beside it (no writer has it
+        # open: the last one checkpointed and removed it), a mode=ro reader creates the -wal and -shm and cannot remove
+        # them, so `flower status` left files behind (issue 31: a read-only command creates none). Then the file is
+        # read as immutable, which opens nothing beside it: all it holds is in the main file, and a writer starting
+        # meanwhile writes to a new -wal, not to the main file, until a checkpoint far later than this read.
+        wal = self.path.with_name(self.path.name + "-wal")
+        uri = self.path.resolve().as_uri() + ("?mode=ro" if wal.exists() else "?mode=ro&immutable=1")
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as err:

@@ -13,7 +13,8 @@ from ..core.events import StepEnded, StepStarted
 from ..core.journal import Seen, note
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock
-from ..core.manifest import Manifest, StepResult, parse_name, retry_name
+from ..core.manifest import Manifest, StepResult, retry_name
+from ..core.manifest import step_of as step_of  # where the workflow's users have found it
 from ..core.texts import Said, say
 from ..runtime import AgentSpec, Runtime, Sessions
 from ..status import Judged, at_rest
@@ -85,15 +86,6 @@ class Context(dict[str, Any]):
     def fail(self, said: Said) -> None:
         """Mark the wake failed: `said` for a front-end to show in the person's language, `error` its English (D4)."""
         self["_ok"], self["_error"], self["_said"] = False, str(said), said
-
-
-def step_of(name: str) -> str:
-    """The step a run's name belongs to (S7): `干活#round2#retry1` → `干活`; a judge's name (`干活·判定#1`) stays itself."""
-    base, kind, _ = parse_name(name)
-    while kind in ("retry", "round"):
-        name = base
-        base, kind, _ = parse_name(name)
-    return name
 
 
 @dataclass

@@ -24,6 +24,7 @@ from ..core.records import CLARIFY as CLARIFY
 from ..core.records import GOALS as GOALS
 from ..core.records import WORK as WORK
 from ..core.records import clear_wake, mark_wake
+from ..core.sentences import Pending, Sentence
 from ..core.text import clip
 from ..core.texts import say
 from ..runtime import AgentSpec, Runtime
@@ -136,7 +137,9 @@ class FlowerPath:
     ask: Ask | None = None
     clarify_rounds: int = 6
     inbox: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
-    """Sentences said while running; the work session receives them at its next turn."""
+    """Sentences said while running (each recorded in `said` first); the work session receives them at its next turn."""
+    said: Pending | None = None
+    """The sentences said at a wake or while running, pending until all three places have them (S15, issue 31)."""
     last_words: str = ""
     stopped: bool = False
     """Set when the person stops this wake (cancel, `new`): the cancellation then ends it rather than cutting it off."""
@@ -174,6 +177,9 @@ class FlowerPath:
             used = bool(lineage.steps) or self.requirements_path.exists()  # = FlowerService.status().started
             if not used and not (text or "").strip():
                 raise NothingToDo()
+            self.said = Pending.load(self.rt.records)  # what a wake cut off left to do, before anything of this one
+            if used and text and text.strip():
+                self.said.add(text, self.rt.journal, lineage.steps.get(WORK))  # durable before anything else is done
             mark_wake(self.rt.records)  # removed below when this wake ends; left behind if it is cut off
             try:
                 ctx = await self._wake(lineage, used, text)
@@ -196,19 +202,19 @@ class FlowerPath:
         self.carried = frozenset(lineage.steps)
         self.rt.changes.begin(ctx.woke)  # before-images of what this wake's agents change (issue 25)
         sentence = text.strip() if used and text and text.strip() else None
+        said = self.pending_said()
         if used:
             context = await self.rt.context_size(lineage.steps[WORK]) if WORK in lineage.steps else None
             line = banner(self.locale, self.rt.workspace, len(goals.read(self.goals_path)), context, ctx.woke)
             self.emit(Banner(text=line, woke=ctx.woke, context=context))
         if used:
             self.check_files(lineage)
-        if sentence:
-            requirements.add_sentence(self.requirements_path, sentence)  # S15 place 2
-            self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=sentence)))
+        self.settle(lineage.steps.get(WORK) or lineage.lost.get(WORK))  # a wake cut off after the work session got a sentence: it is not sent again
+        self.record(said.lacking("requirements"))  # S15 place 2
         ctx.task = _read(self.requirements_path, missing=sentence or LOST_REQUEST)
-        ok = (await self.clarify(ctx, lineage, sentence)
-              and await self.derive_goals(ctx, lineage, [sentence] if sentence else [])
-              and await self.work(ctx, lineage, sentence))
+        ok = (await self.clarify(ctx, lineage, [s.text for s in said.lacking("work")])
+              and await self.derive_goals(ctx, lineage, said.lacking("goals"))
+              and await self.work(ctx, lineage))
         ctx["_ok"] = ok and ctx.ok
         return ctx
 
@@ -264,13 +270,14 @@ class FlowerPath:
             ctx.fail(say("step_failed", step=name or step.name, error=result.said or result.error))
         return result
 
-    async def clarify(self, ctx: Context, lineage: Lineage, sentence: str | None) -> bool:
+    async def clarify(self, ctx: Context, lineage: Lineage, said: list[str]) -> bool:
         """Pin down the requirements, asking the person through the front-end; skipped when frozen (S16, S17)."""
         if requirements.complete(self.requirements_path):
             ctx[CLARIFY] = _read(self.requirements_path)  # frozen, still in ctx
             return True
-        # A sentence said while clarification was unfinished goes to the clarify session (S15 place 1).
-        message = f"{CLARIFY_RESUME}\n\n{WAKE_SENTENCE.format(sentence=sentence)}" if sentence and CLARIFY in lineage.steps else None
+        # Sentences said while clarification was unfinished go to the clarify session too (S15 place 1).
+        message = "\n\n".join([CLARIFY_RESUME, *map(WAKE_SENTENCE.format_map, ({"sentence": s} for s in said))]) \
+            if said and CLARIFY in lineage.steps else None
         for _ in range(self.clarify_rounds):
             result = await self.run(ctx, lineage, clarify_step, 1, message)
             if not result.ok:
@@ -284,29 +291,33 @@ class FlowerPath:
         ctx.fail(say("step_failed", step=CLARIFY, error=say("requirements_incomplete", file=requirements.REQUIREMENTS_FILE)))
         return False
 
-    async def derive_goals(self, ctx: Context, lineage: Lineage, said: list[str]) -> bool:
+    async def derive_goals(self, ctx: Context, lineage: Lineage, said: list[Sentence]) -> bool:
         """Write `目标.md`; skipped when it exists, re-derived after sentences `said` (S15 place 3, S17).
 
         A first derivation reads `需求.md` itself; a re-derivation is told what was said and given the current
         `需求.md` and `目标.md` in full, since the resumed goal setter holds an older copy in its context (S18).
+        The sentences have place 3 only once it wrote a checklist: until then they stay pending (issue 31).
         """
         if goals.read(self.goals_path) and not said:
             ctx[GOALS] = _read(self.goals_path)
             return True
-        message = GOALS_AGAIN.format(said="\n".join(f"- {s}" for s in said), requirements=_read(self.requirements_path),
+        message = GOALS_AGAIN.format(said="\n".join(f"- {s.text}" for s in said), requirements=_read(self.requirements_path),
                                      goals=_read(self.goals_path)) if said else GOALS_PROMPT
         result = await self.run(ctx, lineage, goals_step, 2, message)
         if result.ok and not goals.read(self.goals_path):
             ctx.fail(say("step_failed", step=GOALS, error=say("no_goals", file=goals.GOALS_FILE)))
         ctx[GOALS] = result.text
+        if ctx.ok:
+            self.pending_said().mark(said, "goals")
         return ctx.ok
 
-    async def work(self, ctx: Context, lineage: Lineage, sentence: str | None) -> bool:
-        """Work rounds under the judge (S14); the sentence said at wake is the session's next message (S15 place 1)."""
+    async def work(self, ctx: Context, lineage: Lineage) -> bool:
+        """Work rounds under the judge (S14); a sentence said at wake is the session's next message (S15 place 1)."""
+        lacking = self.pending_said().lacking("work")
         if WORK not in lineage.steps:
             first = WORK_PROMPT
-        else:
-            first = WAKE_SENTENCE.format(sentence=sentence) if sentence else WORK_RESUME
+        else:  # the sentences, added to the next message below, are that message (S15 place 1)
+            first = "" if lacking else WORK_RESUME
         manifest = self.workflow.manifest_for(self.rt)
 
         async def one_round(n: int, message: str) -> StepResult:
@@ -325,6 +336,7 @@ class FlowerPath:
                 lineage.steps.pop(WORK)
                 message = HANDOFF_PROMPT.format(path=handoff, document=document) + "\n\n" + message
             result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n))
+            self.settle(result.session_id)
             self.last_words = result.text or self.last_words
             if session and handoff is not None:
                 if result.session_id and result.session_id != session:
@@ -346,16 +358,41 @@ class FlowerPath:
         return gate.passed
 
     async def pending(self, ctx: Context, lineage: Lineage, message: str) -> str:
-        """Sentences said while running (`say`) land in all three places before the next work round (S15)."""
-        said = []
+        """Sentences said at wake or while running (`say`) land in all three places before the next work round (S15).
+
+        The message carries each one the work session has not been given yet; once given (the journal shows it),
+        `settle` marks it and no later round or wake sends it again (issue 31).
+        """
         while not self.inbox.empty():
-            said.append(self.inbox.get_nowait())
-        if not said:
-            return message
-        for sentence in said:
-            requirements.add_sentence(self.requirements_path, sentence)
-        await self.derive_goals(ctx, lineage, said)
-        return "\n\n".join([message] + [WAKE_SENTENCE.format(sentence=s) for s in said])
+            self.inbox.get_nowait()  # each is in `said` already: the queue only wakes the work loop
+        said = self.pending_said()
+        self.record(said.lacking("requirements"))
+        if said.lacking("goals") and not await self.derive_goals(ctx, lineage, said.lacking("goals")):
+            return message  # the failed re-derivation ends the wake (ctx failed); its sentences stay pending
+        lines = [WAKE_SENTENCE.format(sentence=s.text) for s in said.lacking("work")]
+        return "\n\n".join([m for m in [message, *lines] if m])
+
+    def hear(self, sentence: str) -> None:
+        """A sentence said while this wake runs: pending (durably) at once, then delivered before the next round."""
+        self.pending_said().add(sentence, self.rt.journal, self.lineage.steps.get(WORK) if self.lineage else None)
+        self.inbox.put_nowait(sentence)
+
+    def pending_said(self) -> Pending:
+        """This wake's pending sentences (read at wake; an empty record before it)."""
+        if self.said is None:
+            self.said = Pending(self.rt.records, [])
+        return self.said
+
+    def record(self, said: list[Sentence]) -> None:
+        """S15 place 2: the sentences go into `需求.md` (once each, whatever a cut-off wake wrote) and are marked."""
+        for s in said:
+            if requirements.add_sentence(self.requirements_path, s.text, at=s.said_at):
+                self.emit(Notice(text=texts.text("recorded", self.locale, file=requirements.REQUIREMENTS_FILE, sentence=s.text)))
+        self.pending_said().mark(said, "requirements")
+
+    def settle(self, session: str | None) -> None:
+        """S15 place 1: mark the sentences the work session `session` was given (its journal says so)."""
+        self.pending_said().settle(self.rt.journal, session, WAKE_SENTENCE)
 
     @property
     def mark_path(self) -> Path:
