@@ -134,3 +134,18 @@ def test_a_torn_last_line_is_read_again_once_whole(tmp_path):
         f.write('{"k": "said", "te')  # a kill mid-write
     assert j.read_from("s1", 0) == ([{"k": "prompt", "text": "do it"}], whole)
     assert j.read_from("s1", whole) == ([], whole)
+
+
+def test_what_a_stored_note_told_is_not_told_again_after_a_second_kill():
+    # Wake 2 told the lost prompt and call in its note; it was cut off before the model answered, and the store holds
+    # that note's prompt. Wake 3 must not tell them again (chaos --seed 1 found a sentence told twice so, issue #31).
+    records = [{"k": "prompt", "text": "One more thing: also count the words"},
+               {"k": "call", "id": "msg_1", "tool": "t1", "name": "Bash", "input": {"command": "wc -w f"}},
+               {"k": "result", "tool": "t1", "text": "3 f", "error": False}]
+    told = note(records, resumed=True, prompt="Continue the work")
+    assert "also count the words" in told and "wc -w f" in told
+    stored = [{"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": told + "\n\nContinue the work"}]}}]
+    assert missed(records, stored) == []
+    # What the note did not tell is still lacking.
+    later = [*records, {"k": "said", "id": "msg_2", "text": "words counted"}]
+    assert missed(later, stored) == [later[-1]]

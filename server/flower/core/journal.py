@@ -162,6 +162,8 @@ class Seen:
         self.answers: set[str] = set()
         self.results: set[str] = set()
         self.asked: set[str] = set()
+        self.told: set[str] = set()
+        """Lines of flower's notes the store holds: a record told once is not told again after the next kill (#31)."""
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> None:
         """Take in more stored entries (in any order)."""
@@ -180,16 +182,23 @@ class Seen:
                         self.results.add(str(block.get("tool_use_id")))
                     elif isinstance(block.get("text"), str):
                         self.asked.add(block["text"])
+                        for told in _NOTE.finditer(block["text"]):
+                            self.told.update(told.group(1).splitlines())
 
     def lacks(self, records: list[Record]) -> list[Record]:
         """The records none of the entries taken in so far match."""
         out = []
+        calls = {r.get("tool"): r for r in records if r["k"] == "call"}
         for r in records:
             kind = r["k"]
             if (kind in ("said", "call") and r.get("id") not in self.answers
                     or kind == "result" and r.get("tool") not in self.results
                     or kind == "prompt" and r.get("text") not in self.asked):
-                out.append(r)
+                # Told in a note the store holds (a cut-off wake's note, then a second kill): told, not lacking. A
+                # result goes with its call's line; else the same note grew by one copy per kill (chaos --seed 1).
+                told = _line(calls.get(r.get("tool"), r) if kind == "result" else r, calls)
+                if told is None or told not in self.told:
+                    out.append(r)
         return out
 
 
@@ -207,31 +216,52 @@ def note(records: list[Record], *, resumed: bool, prompt: str = "") -> str:
     prompt (a second cut-off in a row) is carried over as it was, so nothing told once is lost.
     """
     lines: list[str] = []
-    calls = {r.get("tool") for r in records if r["k"] == "call"}
+    calls = {r.get("tool"): r for r in records if r["k"] == "call"}
     for r in records:
         kind = r["k"]
         if kind == "prompt":
-            text = str(r.get("text", ""))
-            earlier = _NOTE.search(text)
+            earlier = _NOTE.search(str(r.get("text", "")))
             if earlier:
                 lines.append(earlier.group(1))
-                text = (text[:earlier.start()] + text[earlier.end():]).strip()
-            if text and text.strip() != prompt.strip():
-                lines.append(f"- You were asked: {json.dumps(clip(text, 600, count=True), ensure_ascii=False)}")
-        elif kind == "said" and str(r.get("text", "")).strip():
-            lines.append(f"- You said: {json.dumps(r['text'], ensure_ascii=False)}")
+            line = _line(r, calls)
+            if line and _asked(r).strip() != prompt.strip():
+                lines.append(line)
         elif kind == "call":
-            lines.append(f"- You called {r.get('name')} with {json.dumps(r.get('input', {}), ensure_ascii=False)}")
+            lines.append(str(_line(r, calls)))
             result = next((x for x in records if x["k"] == "result" and x.get("tool") == r.get("tool")), None)
             if result is None:
                 lines.append("  Its result was not recorded: the attempt was cut off while it ran, so check its effect.")
             else:
                 lines.append(f"  {_returned(result)}")
-        elif kind == "result" and r.get("tool") not in calls:  # its call is in the conversation, its result is not
-            lines.append(f"- Your tool call {r.get('tool')} above: {_returned(r)}")
+        elif kind != "result" or r.get("tool") not in calls:  # a result's call is in the conversation, the result not
+            line = _line(r, calls)
+            if line:
+                lines.append(line)
     if not lines:
         return ""
     return "\n".join([NOTE_HEAD.format(why=WHY_SHORT if resumed else WHY_LOST), *lines, NOTE_END])
+
+
+def _asked(prompt: Record) -> str:
+    """A prompt's own words, without the note of an earlier cut-off it carried (that note is carried over as it was)."""
+    text = str(prompt.get("text", ""))
+    earlier = _NOTE.search(text)
+    return (text[:earlier.start()] + text[earlier.end():]).strip() if earlier else text
+
+
+def _line(r: Record, calls: Mapping[Any, Record]) -> str | None:
+    """The line a note tells record `r` with (None: it tells nothing of it); also how a stored note is recognised."""
+    kind = r["k"]
+    if kind == "prompt":
+        text = _asked(r)
+        return f"- You were asked: {json.dumps(clip(text, 600, count=True), ensure_ascii=False)}" if text else None
+    if kind == "said":
+        return f"- You said: {json.dumps(r['text'], ensure_ascii=False)}" if str(r.get("text", "")).strip() else None
+    if kind == "call":
+        return f"- You called {r.get('name')} with {json.dumps(r.get('input', {}), ensure_ascii=False)}"
+    if kind == "result" and r.get("tool") not in calls:
+        return f"- Your tool call {r.get('tool')} above: {_returned(r)}"
+    return None
 
 
 def _returned(result: Record) -> str:
