@@ -26,6 +26,7 @@ test: lint test-python test-editor
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache --no-logo  # D3's layers ([tool.importlinter] in pyproject.toml; issue 33)
 
 test-python: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 --durations=25

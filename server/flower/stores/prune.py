@@ -41,8 +41,8 @@ from .transcript import (
 )
 
 __all__ = [
-    "EPHEMERAL_COMMANDS", "INTERRUPTED_NOTE", "INTERRUPTED_REPLY", "PruneResult", "PruningSessionStore", "is_ephemeral", "prune",
-    "write_jsonl",
+    "EPHEMERAL_COMMANDS", "INTERRUPTED_NOTE", "INTERRUPTED_REPLY", "PruneResult", "PruningSessionStore", "implements",
+    "is_ephemeral", "prune", "write_jsonl",
 ]
 
 _OPTIONAL = ("list_sessions", "list_session_summaries", "delete", "list_subkeys")
@@ -52,8 +52,8 @@ class PruningSessionStore(SessionStore):
     """Wraps a SessionStore; rewrites only what `load()` returns, never what is stored (S23, D2)."""
 
     def __new__(cls, inner: Store, *args: Any, **kwargs: Any) -> PruningSessionStore:
-        # The SDK probes optional methods on the class (`_store_implements`): offer exactly the inner's.
-        missing = tuple(m for m in _OPTIONAL if not _implements(inner, m))
+        # The SDK probes optional methods on the class (as `implements` does): offer exactly the inner's.
+        missing = tuple(m for m in _OPTIONAL if not implements(inner, m))
         if missing:
             cls = _without(cls, missing)
         return super().__new__(cls)
@@ -160,7 +160,8 @@ class PruningSessionStore(SessionStore):
         return getattr(self.inner, name)
 
 
-def _implements(store: Any, method: str) -> bool:
+def implements(store: Any, method: str) -> bool:
+    """Whether `store` offers the Protocol's optional `method`: its class overrides the default (which raises)."""
     impl = getattr(type(store), method, None)
     return impl is not None and impl is not getattr(SessionStore, method)
 

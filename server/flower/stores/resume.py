@@ -5,8 +5,10 @@ store and write every entry again with the stdlib's `json.dumps` (its `materiali
 62 MB session that write alone took longer than loading and pruning it (benchmarks/wake.py). flower lays out the same
 dir itself, and the transcript is decoded once (by the store) and encoded once (by orjson, in the thread that prunes
 it). The layout is the SDK's, which reconcile knows a killed resume's leftover by:
-`<tmp>/claude-resume-*/projects/<project key>/<session>.jsonl`, beside the caller's auth files and the subagents'
-transcripts (both written by the SDK's own helpers, so they stay exactly what the CLI expects). The CLI runs with
+`<tmp>/claude-resume-*/projects/<project key>/<session>.jsonl`, beside the caller's auth files (stores/credentials.py)
+and the subagents' transcripts, `<session>/subagents/agent-<id>.jsonl` with their `.meta.json`, where the CLI looks for
+them when an agent is continued. Both are flower's own code over the SessionStore protocol: the SDK's helpers for them
+are private and may move in its next release (D3, issue 33). The CLI runs with
 `CLAUDE_CONFIG_DIR` there and the dir is removed when it ends; a kill leaves it to the sweep (stores/reconcile.py).
 The SDK is handed a `Mirror` of the store: it mirrors the CLI's new entries and, loading nothing, leaves the resume
 to the CLI as it is.
@@ -15,24 +17,35 @@ to the CLI as it is.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from claude_agent_sdk._internal.session_resume import _copy_auth_files, _materialize_subkeys
-from claude_agent_sdk._internal.session_store_validation import _store_implements
-from claude_agent_sdk._internal.sessions import _validate_uuid
 from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
 
 from .base import Store
+from .credentials import copy_auth_files
+from .jsonl import write_jsonl
 from .prefetch import Prefetch
-from .prune import PruningSessionStore
+from .prune import PruningSessionStore, implements
 from .reconcile import RESUME_PREFIX
 
-__all__ = ["Mirror", "Resume", "materialize"]
+__all__ = ["Mirror", "Resume", "is_session_id", "materialize"]
+
+log = logging.getLogger("flower")
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+METADATA = "agent_metadata"  # how a subagent's `.meta.json` travels in its transcript's entries (the SDK's mirror)
+
+
+def is_session_id(text: str) -> bool:
+    """Whether `text` is a session id the CLI would name a transcript by (a uuid): nothing else becomes a path."""
+    return _UUID.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,7 @@ async def materialize(view: PruningSessionStore, project_key: str, session_id: s
     `timeout` bounds each store read, as the SDK's `load_timeout_ms` does. `prefetched`: this session's view prepared
     by a worker (stores/prefetch.py), taken when it is still the store's; it is discarded either way.
     """
-    if _validate_uuid(session_id) is None:  # it becomes a path component: nothing else is written under its name
+    if not is_session_id(session_id):  # it becomes a path component: nothing else is written under its name
         if prefetched is not None:
             prefetched.discard()
         return None
@@ -71,9 +84,9 @@ async def materialize(view: PruningSessionStore, project_key: str, session_id: s
         elif not await asyncio.wait_for(view.write(key, jsonl), timeout):
             shutil.rmtree(config, ignore_errors=True)
             return None
-        _copy_auth_files(config, dict(env))
-        if _store_implements(view, "list_subkeys"):
-            await _materialize_subkeys(view, config, project, project_key, session_id, timeout)
+        copy_auth_files(config, env)
+        if implements(view, "list_subkeys"):
+            await _subagents(view, project / session_id, key, timeout)
     except BaseException:  # also a cancellation: the dir may hold the credentials already
         shutil.rmtree(config, ignore_errors=True)
         raise
@@ -81,6 +94,34 @@ async def materialize(view: PruningSessionStore, project_key: str, session_id: s
         if prefetched is not None:
             prefetched.discard()
     return Resume(config)
+
+
+async def _subagents(view: PruningSessionStore, into: Path, key: SessionKey, timeout: float) -> None:
+    """Write each subkey stored under the session (`subagents/agent-<id>`) to `into/<subpath>.jsonl`, as the CLI
+    wrote it: the transcript pruned like the session's, its metadata entry as the `.meta.json` beside it."""
+    for subpath in await asyncio.wait_for(view.list_subkeys(key), timeout):
+        if not _inside(subpath):
+            log.warning("resume: subkey %r of %s skipped: not a path inside the session", subpath, key["session_id"])
+            continue
+        entries = await asyncio.wait_for(view.load({**key, "subpath": subpath}), timeout)
+        # The last metadata entry is the sidecar as the CLI last wrote it; every other entry is a transcript line.
+        meta = [e for e in entries or () if e.get("type") == METADATA]
+        lines = [e for e in entries or () if e.get("type") != METADATA]
+        path = into.joinpath(*PurePosixPath(subpath).parts)
+        if lines or meta:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        if lines:
+            await asyncio.to_thread(write_jsonl, path.with_name(path.name + ".jsonl"), lines)
+        if meta:
+            sidecar = {k: v for k, v in meta[-1].items() if k != "type"}
+            write_jsonl(path.with_name(path.name + ".meta.json"), [sidecar])
+
+
+def _inside(subpath: str) -> bool:
+    """Whether a store's subpath names a file inside the session's dir: relative, `/`-separated, no `.`/`..` part, no
+    drive, backslash or NUL (a shared store's rows come from other machines; none of flower's or the CLI's do this)."""
+    parts = subpath.split("/")
+    return bool(subpath) and all(p not in ("", ".", "..") for p in parts) and not any(c in subpath for c in "\\:\0")
 
 
 class Mirror(SessionStore):
