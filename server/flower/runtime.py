@@ -525,9 +525,10 @@ class Runtime:
                 except BaseException:
                     # Cut off (Ctrl-C to flower alone, a stop, an error): nobody answers the CLI's tool calls now, and
                     # the SDK's close waits 5 s for it to exit, in which it went on refusing itself tools and asking the
-                    # model again (chaos: 18 requests). It ends now (D5); the journal keeps what it did (#22).
+                    # model again (chaos: 18 requests). It is interrupted now (D5); the journal keeps what it did (#22).
+                    # In a thread: cancelled again, this await ends but the thread still ends the CLI.
                     if spawn is not None:
-                        spawn.end()  # at once, not awaited: this task may be cancelled again
+                        await asyncio.to_thread(spawn.end)
                     raise
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
             raise

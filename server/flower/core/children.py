@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 CLIS_DIR = "clis"
 """`<run_dir>/clis/`: one record per running CLI, and the launcher script."""
 SCRIPT = "launch"
-END_WAIT = 5.0
-"""Seconds a wake waits for an ended CLI to be gone before it goes on (SIGKILL is not caught: milliseconds)."""
+END_WAIT = 3.0
+"""Seconds given to an interrupted CLI to end before it is killed, and to a killed one to be gone (milliseconds, as a rule)."""
 
 _counter = itertools.count(1)
 
@@ -43,14 +43,18 @@ class Spawn:
     record: Path
 
     def end(self) -> None:
-        """End the CLI now (a run cut off: the SDK's close would give it seconds alone, every tool call refused)."""
+        """Interrupt the CLI as Ctrl-C would, then kill it if it has not ended within END_WAIT (a run cut off).
+
+        Left to the SDK's close it went on alone for seconds, refusing itself every tool call and asking the model
+        again. SIGINT stops its turn at once and still lets it write its own last entries (a kill would lose them).
+        """
         try:
             info = json.loads(self.record.read_text(encoding="utf-8"))
             pid, start = int(info["pid"]), info["start"]
         except (OSError, ValueError, KeyError, TypeError):
             return  # not started yet, or not recorded: the SDK's close ends it
         if start is not None and launch.started(pid) == start:
-            _end(pid, start)
+            _end(pid, start, signal.SIGINT)
 
     def forget(self) -> None:
         """Remove the record once the CLI has ended (its client closed it); a kill leaves it for the next wake."""
@@ -123,12 +127,16 @@ def end_strays(run_dir: str | os.PathLike[str]) -> list[Stray]:
     return ended
 
 
-def _end(pid: int, start: str) -> None:
-    """SIGKILL `pid` and wait until it is gone (or is another process now); bounded by END_WAIT."""
-    try:
-        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))  # Windows has no SIGKILL (and no records yet)
-    except OSError:
-        return
-    deadline = time.monotonic() + END_WAIT
-    while launch.started(pid) == start and time.monotonic() < deadline:
-        time.sleep(0.005)
+def _end(pid: int, start: str, first: int | None = None) -> None:
+    """Signal `pid` (`first`, then SIGKILL after END_WAIT; else SIGKILL at once) until it is gone or another process."""
+    kill = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL (and no records yet)
+    for sig in ([first] if first is not None else []) + [kill]:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            return
+        deadline = time.monotonic() + END_WAIT
+        while launch.started(pid) == start and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if launch.started(pid) != start:
+            return
