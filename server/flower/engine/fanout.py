@@ -83,12 +83,13 @@ class FanProtocol:
             connection.protocol.notify(method, params)
 
     async def send_request_async(self, method: str, params: Any = None) -> Any:
-        """Ask every attached client (`flower/ask`, `flower/approve`): the first answer wins.
+        """Ask every attached client that declared it answers `method` (`flower/ask`, `flower/approve`): the first answer wins.
 
-        A client that answers with an error (a terminal has no approval card) or leaves first does not count;
-        when none is left to answer, the last error goes to the folder, as a stdio client's would.
+        A client that answers with an error or leaves first does not count; when none is left to answer, or none
+        declared it can (issue 31: asking one that cannot left the question to nobody), an error goes to the folder,
+        as a stdio client's would, and the rule for nobody applies.
         """
-        asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live()}
+        asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live() if method in c.answers}
         refused: JsonRpcException | None = None
         try:
             for done in asyncio.as_completed(asking):
@@ -102,7 +103,7 @@ class FanProtocol:
         finally:
             for task in asking:
                 task.cancel()
-        raise refused or JsonRpcException(message=f"no client is attached to answer {method}")
+        raise refused or JsonRpcException(message=f"no client attached declared that it answers {method}")
 
     async def _ask(self, connection: Connection, method: str, params: Any) -> tuple[bool, Any]:
         """(True, its answer), or (False, None) when the client left before answering."""
