@@ -127,6 +127,37 @@ async def test_unattended_wait_with_nobody_able_says_waiting_for_you_and_a_termi
     assert AWAY.format(tool="Bash") not in result_text(result_for(model, asked))
 
 
+async def test_a_terminal_leaving_with_the_question_open_leaves_it_open_for_the_next_one(place, model, workspace):
+    """Asked, then gone (Ctrl-C here, a window's reload) is not "nobody can answer": the question waits for them."""
+    marker = workspace / "ran.txt"
+    env = await detached(place, model, workspace, NO_BASH, fs.tool("Bash", {"command": touch(marker)}),
+                         fs.text("touched"), *fs.judge())
+    first = await Terminal.open(env=env, cwd=workspace)
+    try:
+        await first.expect("attached to the run in the flower engine")
+        model.release()
+        await first.expect(f"Allow Bash: {touch(marker)}? [y]es/[a]lways/[N]o:")
+        first.ctrl_c()
+        await first.expect("detached: the run goes on in the flower engine")
+        assert await first.wait() == 0
+    finally:
+        first.close()
+    observer = await place.client(workspace)
+    status = await status_until(observer, workspace, lambda s: (s["waitingFor"] or {}).get("what") == "approval")
+    assert status["running"] is True  # still open: not denied when its only asker left
+    second = await Terminal.open(env=env, cwd=workspace)
+    try:
+        await second.expect(f"Allow Bash: {touch(marker)}? [y]es/[a]lways/[N]o:")
+        second.type("y")
+        await second.expect("done")
+        assert await second.wait() == 0
+    finally:
+        second.close()
+    assert marker.exists()
+    [asked] = bash_ids(model)
+    assert AWAY.format(tool="Bash") not in result_text(result_for(model, asked))
+
+
 async def test_status_ps_and_stop_agree_on_a_foreground_run_and_name_its_pid(place, model, workspace):
     model.push(*held(*fs.first_run(workspace)))
     env = terminal_env(place)

@@ -408,7 +408,7 @@ async def _stop_process(pid: int | None, run_dir: Path | None, console: Console)
     except ProcessLookupError:  # it ended on its own meanwhile
         pass
     except PermissionError:
-        console.error(console.text("stop_slow", pid=pid, seconds=0))
+        console.error(console.text("stop_denied", pid=pid))
         return EXIT_FAILED
     deadline = time.monotonic() + STOP_WAIT
     while (held := holder(run_dir)) is not None and held.get("pid") == pid:

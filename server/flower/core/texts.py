@@ -129,6 +129,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "pid {pid} has not stopped within {seconds} s; press Ctrl-C in its terminal",
         "zh": "pid {pid} 在 {seconds} 秒内没有停下;在它的终端里按 Ctrl-C",
     },
+    "stop_denied": {
+        "en": "pid {pid} runs here but is not yours to stop; stop it in its own terminal (Ctrl-C)",
+        "zh": "pid {pid} 在这里运行,但不归你停;在它自己的终端里按 Ctrl-C",
+    },
     "running_engine": {
         "en": "running now in the flower engine (pid {pid}): `flower` here attaches to it, `flower stop` stops it",
         "zh": "正在 flower 引擎(pid {pid})里运行:在这里运行 `flower` 连上它,`flower stop` 停下它",
