@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,45 +59,62 @@ async def status_until(observer: Any, workspace: Path, ok: Any, timeout: float =
         await asyncio.sleep(0.1)
 
 
-async def test_a_terminal_attached_to_an_engine_run_answers_its_tool_question_inline(place, model, workspace):
-    marker = workspace / "ran.txt"
-    env = await detached(place, model, workspace, NO_BASH, fs.tool("Bash", {"command": touch(marker)}),
-                         fs.text("carried on without it"), *fs.judge())
+async def at_a_terminal(env: dict[str, str], workspace: Path, marker: Path, answer: str | None,
+                        then: Callable[[], None] = lambda: None) -> None:
+    """`flower` at a terminal in `workspace`, attaching to the engine's run: `then()` once attached, the tool question
+    about `touch(marker)` shown with the foreground run's own prompt, `answer` typed (None: Ctrl-C, leaving), to the end."""
     term = await Terminal.open(env=env, cwd=workspace)
     try:
         await term.expect("attached to the run in the flower engine")
-        model.release()
-        await term.expect(f"Allow Bash: {touch(marker)}? [y]es/[a]lways/[N]o:")  # the foreground run's own prompt
-        term.type("n not in this folder")
-        await term.expect("done")
+        then()
+        await term.expect(f"Allow Bash: {touch(marker)}? [y]es/[a]lways/[N]o:")
+        if answer is None:
+            term.ctrl_c()
+            await term.expect("detached: the run goes on in the flower engine")
+        else:
+            term.type(answer)
+            await term.expect("done")
         assert await term.wait() == 0
     finally:
         term.close()
-    assert not marker.exists()
+
+
+def touching(marker: Path) -> list[Reply]:
+    """The work step asks for a Bash call that touches `marker`, then ends; the judge passes."""
+    return [fs.tool("Bash", {"command": touch(marker)}), fs.text("carried on"), *fs.judge()]
+
+
+def result_of_the_call(model: ScriptedModel) -> str:
+    """The tool result the model received for its one Bash call."""
     [asked] = bash_ids(model)
-    assert "not in this folder" in result_text(result_for(model, asked))  # the sentence typed there reached the model
+    return result_text(result_for(model, asked))
+
+
+async def test_a_terminal_attached_to_an_engine_run_answers_its_tool_question_inline(place, model, workspace):
+    marker = workspace / "ran.txt"
+    env = await detached(place, model, workspace, NO_BASH, *touching(marker))
+    await at_a_terminal(env, workspace, marker, "n not in this folder", then=model.release)
+    assert not marker.exists()
+    assert "not in this folder" in result_of_the_call(model)  # the sentence typed there reached the model
 
 
 async def test_with_no_client_able_to_answer_the_rule_applies_at_once(place, model, workspace):
     marker = workspace / "ran.txt"
-    await detached(place, model, workspace, NO_BASH, fs.tool("Bash", {"command": touch(marker)}),
-                   fs.text("carried on without it"), *fs.judge())
+    await detached(place, model, workspace, NO_BASH, *touching(marker))
     observer = await place.client(workspace)  # attached, but it declared no answers: it is not asked
     await observer.request(p.ATTACH, {"folder": uri(workspace)})
     model.release()
     end = await observer.ended(timeout=TIMEOUT)
     assert end["ok"] is True
     assert not marker.exists()
-    [asked] = bash_ids(model)
-    assert AWAY.format(tool="Bash") in result_text(result_for(model, asked))
+    assert AWAY.format(tool="Bash") in result_of_the_call(model)
     assert observer.seen(p.APPROVED)[-1]["by"] == "unattended"
 
 
 async def test_unattended_wait_with_nobody_able_says_waiting_for_you_and_a_terminal_attaching_answers(
         place, model, workspace):
     marker = workspace / "ran.txt"
-    env = await detached(place, model, workspace, NO_BASH + '[approvals]\nunattended = "wait"\n',
-                         fs.tool("Bash", {"command": touch(marker)}), fs.text("touched"), *fs.judge())
+    env = await detached(place, model, workspace, NO_BASH + '[approvals]\nunattended = "wait"\n', *touching(marker))
     model.release()
     engine = place.pid()
     observer = await place.client(workspace)
@@ -113,49 +131,22 @@ async def test_unattended_wait_with_nobody_able_says_waiting_for_you_and_a_termi
     shown = json.loads((await flower("status", "--json", env=env, cwd=workspace, timeout=TIMEOUT)).out)
     assert shown["held_by"] == {"pid": engine, "engine": True, "waiting_for": "approval"}, shown["held_by"]
 
-    term = await Terminal.open(env=env, cwd=workspace)  # attaching now: the open question is put to it
-    try:
-        await term.expect("attached to the run in the flower engine")
-        await term.expect(f"Allow Bash: {touch(marker)}? [y]es/[a]lways/[N]o:")
-        term.type("y")
-        await term.expect("done")
-        assert await term.wait() == 0
-    finally:
-        term.close()
+    await at_a_terminal(env, workspace, marker, "y")  # attaching now: the open question is put to it
     assert marker.exists()
-    [asked] = bash_ids(model)
-    assert AWAY.format(tool="Bash") not in result_text(result_for(model, asked))
+    assert AWAY.format(tool="Bash") not in result_of_the_call(model)
 
 
 async def test_a_terminal_leaving_with_the_question_open_leaves_it_open_for_the_next_one(place, model, workspace):
     """Asked, then gone (Ctrl-C here, a window's reload) is not "nobody can answer": the question waits for them."""
     marker = workspace / "ran.txt"
-    env = await detached(place, model, workspace, NO_BASH, fs.tool("Bash", {"command": touch(marker)}),
-                         fs.text("touched"), *fs.judge())
-    first = await Terminal.open(env=env, cwd=workspace)
-    try:
-        await first.expect("attached to the run in the flower engine")
-        model.release()
-        await first.expect(f"Allow Bash: {touch(marker)}? [y]es/[a]lways/[N]o:")
-        first.ctrl_c()
-        await first.expect("detached: the run goes on in the flower engine")
-        assert await first.wait() == 0
-    finally:
-        first.close()
+    env = await detached(place, model, workspace, NO_BASH, *touching(marker))
+    await at_a_terminal(env, workspace, marker, None, then=model.release)
     observer = await place.client(workspace)
     status = await status_until(observer, workspace, lambda s: (s["waitingFor"] or {}).get("what") == "approval")
     assert status["running"] is True  # still open: not denied when its only asker left
-    second = await Terminal.open(env=env, cwd=workspace)
-    try:
-        await second.expect(f"Allow Bash: {touch(marker)}? [y]es/[a]lways/[N]o:")
-        second.type("y")
-        await second.expect("done")
-        assert await second.wait() == 0
-    finally:
-        second.close()
+    await at_a_terminal(env, workspace, marker, "y")
     assert marker.exists()
-    [asked] = bash_ids(model)
-    assert AWAY.format(tool="Bash") not in result_text(result_for(model, asked))
+    assert AWAY.format(tool="Bash") not in result_of_the_call(model)
 
 
 async def test_status_ps_and_stop_agree_on_a_foreground_run_and_name_its_pid(place, model, workspace):
