@@ -86,30 +86,27 @@ class FanProtocol:
     async def send_request_async(self, method: str, params: Any = None) -> Any:
         """Ask every attached client that declared it answers `method` (`flower/ask`, `flower/approve`): the first answer wins.
 
-        A client that answers with an error does not count. None declared it can (issue 31: asking one that cannot
-        left the question to nobody): an error goes to the folder, as a stdio client's would, and the rule for nobody
-        applies. Every client asked left before answering (a window reloading, a terminal's Ctrl-C): `Left`, and a
-        tool question stays open for whoever attaches next (`FolderStatus.waitingFor`, `flower/answer`).
+        None declared it can (issue 31: asking one that cannot left the question to nobody): an error goes to the
+        folder, as a stdio client's would, and the rule for nobody applies. Every client asked withdrew without an
+        answer (a window reloading answers with an error, a terminal's Ctrl-C leaves): `Left`, and a tool question
+        stays open for whoever attaches next (`FolderStatus.waitingFor`, `flower/answer`).
         """
         asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live() if method in c.answers}
-        refused: JsonRpcException | None = None
-        left = False
+        if not asking:
+            raise JsonRpcException(message=f"no client attached declared that it answers {method}")
         try:
             for done in asyncio.as_completed(asking):
                 try:
                     answered, value = await done
                 except JsonRpcException as exc:
-                    refused = exc
+                    log.info("a client withdrew %s: %s", method, exc.message)
                     continue
                 if answered:
                     return value
-                left = True
         finally:
             for task in asking:
                 task.cancel()
-        if left:
-            raise Left(message=f"every client asked {method} left before answering")
-        raise refused or JsonRpcException(message=f"no client attached declared that it answers {method}")
+        raise Left(message=f"every client asked {method} withdrew without an answer")
 
     async def _ask(self, connection: Connection, method: str, params: Any) -> tuple[bool, Any]:
         """(True, its answer), or (False, None) when the client left before answering."""

@@ -102,7 +102,7 @@ class Peer(Protocol):
 
 
 class Left(JsonRpcException):
-    """Every client asked a question left before answering it (a reload, a terminal's Ctrl-C): the person may come back."""
+    """Every client asked a question withdrew without an answer (a reload, a terminal's Ctrl-C): the person may come back."""
 
 
 OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
@@ -429,7 +429,7 @@ class Folder:
         try:
             raw = await self.ls.protocol.send_request_async(p.APPROVE, p.to_wire(self._approve_params(approval)))
         except Left:  # asked, then gone: not "nobody can answer" (issue 31); open until answered by id or by the rule
-            log.info("the clients asked about %s left before answering: it stays open (flower/answer)", approval.tool)
+            log.info("the clients asked about %s withdrew: it stays open for the next one (flower/answer)", approval.tool)
             await asyncio.Event().wait()  # cancelled by the approvals once the question closes
             return None
         except JsonRpcException as exc:
