@@ -381,9 +381,11 @@ class FlowerService:
             workspace=str(self.workspace), run_dir=str(self.run_dir), woke=0, started=False, steps={}, goals=[])
         if rest is not None and rest.window and not self._window_seen:
             self.window, self._window_seen = rest.window, True
-        reading = self._reading is not None and not self._reading.done()
+        # In flight only once begun: a read `snapshot()` just scheduled has not set `_read_since` yet, and measuring it
+        # from the previous read's start made every status > SLOW_S after a read say the store is down (issue 31).
+        in_flight = self._reading is not None and not self._reading.done() and self._read_since > self._read_at
         unreachable = self._unreachable or (
-            self._not_answering(None) if reading and time.monotonic() - self._read_since > SLOW_S else None)
+            self._not_answering(None) if in_flight and time.monotonic() - self._read_since > SLOW_S else None)
         lineage = self._path.lineage if self._path is not None and self.running else None
         if lineage is not None:  # a wake runs here: its lineage in memory is the record (D5), newer than any snapshot
             st = dataclasses.replace(st, woke=lineage.woke, steps=dict(lineage.steps), started=True)

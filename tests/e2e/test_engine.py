@@ -71,8 +71,8 @@ class Place:
             return None
         return int(text) if text.isdigit() else None
 
-    async def client(self, folder: Path | None = None, version: str | None = None) -> Recorder:
-        """A connected, initialized client (serving `folder` if given)."""
+    async def client(self, folder: Path | None = None, version: str | None = None, answers: tuple[str, ...] = ()) -> Recorder:
+        """A connected, initialized client (serving `folder` if given; declaring it answers the requests `answers`)."""
         rec = Recorder()
         client = await EngineClient.connect(self.sock, rec)
         rec.client = client
@@ -82,7 +82,7 @@ class Place:
             await client.request("initialize", {"processId": os.getpid(), "rootUri": uri(folder) if folder else None,
                                                 "capabilities": {}, "initializationOptions": options})
         else:
-            await client.initialize(folder)
+            await client.initialize(folder, answers=answers)
         return rec
 
     async def close(self) -> None:
@@ -564,7 +564,7 @@ async def test_a_tool_question_goes_to_every_window_the_first_answer_wins_and_a_
                fs.text("both"), *fs.judge())
     assert (await place.serve()).returncode == 0
     folder = uri(workspace)
-    a, b = await place.client(workspace), await place.client(workspace)
+    a, b = await place.client(workspace, answers=(p.APPROVE,)), await place.client(workspace, answers=(p.APPROVE,))
     asked: dict[str, list[dict]] = {"a": [], "b": []}
     answer_a: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
 

@@ -73,6 +73,40 @@ async def test_a_front_end_that_fails_or_cannot_ask_leaves_it_to_the_rule() -> N
     assert (await asyncio.wait_for(approvals.decide(approval()), 5)).by == "unattended"
 
 
+async def test_with_no_wait_set_a_question_nobody_can_be_asked_gets_the_rule_at_once() -> None:
+    """Issue 31: no wait set meant waiting forever for nobody (an engine run with only a terminal attached hung)."""
+    assert (await asyncio.wait_for(Approvals().decide(approval()), 5)) == Decision("deny", by="unattended")
+    cannot = Approvals()
+
+    async def terminal_without_a_person(a: Approval) -> Decision | None:
+        await asyncio.sleep(0)
+        return None
+
+    cannot.askers.append(terminal_without_a_person)
+    assert (await asyncio.wait_for(cannot.decide(approval()), 5)).by == "unattended"
+    waits = Approvals(unattended="wait")  # "wait": the question stays open for someone who attaches later
+    task = asyncio.create_task(waits.decide(approval(2)))
+    await asyncio.sleep(0.1)
+    assert not task.done() and waits.waiting() is not None
+    assert waits.answer("toolu_2", Decision("allow"))
+    assert await asyncio.wait_for(task, 5) == Decision("allow")
+
+
+async def test_with_no_wait_set_a_person_being_asked_takes_as_long_as_it_takes() -> None:
+    approvals = Approvals()
+    person: asyncio.Future[Decision | None] = asyncio.get_running_loop().create_future()
+
+    async def window(a: Approval) -> Decision | None:
+        return await person
+
+    approvals.askers.append(window)
+    task = asyncio.create_task(approvals.decide(approval()))
+    await asyncio.sleep(0.1)
+    assert not task.done()
+    person.set_result(Decision("allow"))
+    assert await asyncio.wait_for(task, 5) == Decision("allow")
+
+
 def test_what_a_front_end_shows(tmp_path: Path) -> None:
     assert describe("Bash", {"command": "npm test\n  --watch"}) == ("npm test --watch", "command", "npm test\n  --watch")
     old = tmp_path / "calc.py"

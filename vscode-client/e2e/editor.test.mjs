@@ -74,6 +74,29 @@ async function start(/** @type {Editor} */ ed, task = TASK, locale = '') {
 }
 const TIME = { timeout: secs(150) };
 
+/**
+ * From now on, across Reload Window (the tab's sessionStorage), record every moment the gauge says the store is
+ * unreachable: the falsely red gauge of issue 31 showed after an approval answer or a window attach, for as long as
+ * the next status took to come, so it is watched on every change of the page, not sampled.
+ */
+async function watchUnreachable(/** @type {Editor} */ ed) {
+  const watch = () => {
+    const seen = () => {
+      const gauge = document.querySelector('.statusbar-item[id$="flower.gauge"]');
+      const shown = gauge?.textContent ?? '';
+      if (shown.includes('store unreachable')) sessionStorage.setItem('flower-e2e-unreachable', shown);
+    };
+    new MutationObserver(seen).observe(document, { subtree: true, childList: true, characterData: true });
+  };
+  await ed.page.addInitScript(watch);
+  await ed.page.evaluate(watch);
+}
+
+/** What the gauge said when it last said the store is unreachable since `watchUnreachable`, or ''. */
+async function unreachableShown(/** @type {Editor} */ ed) {
+  return await ed.page.evaluate(() => sessionStorage.getItem('flower-e2e-unreachable') ?? '');
+}
+
 test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge tokens, goals tree; a trusted workspace runs its .mcp.json', TIME, async () => {
   const ws = tempDir('ws-start');
   // The folder's own MCP server: VS Code's workspace trust is flower's (D10), so it runs for the agents.
@@ -672,6 +695,7 @@ test('16 a tool outside flower.allow: the card in the transcript → Allow → t
 test('17 shared engine, a tool question open across Reload Window: the new window shows the same card, answering it runs the tool; the model is not asked again', TIME, async () => {
   const ws = tempDir('ws-engine-approve');
   await scenario('17-engine-approve', 'approve', [ws], async (ed, model) => {
+    await watchUnreachable(ed);
     await showTranscript(ed);
     await start(ed);
     const open = () => ed.view().locator('[data-testid="approval"][data-state="open"]').first();
@@ -697,6 +721,8 @@ test('17 shared engine, a tool question open across Reload Window: the new windo
     // One conversation, never cut: no retried call, no wake #2.
     assert.ok(!model.requests.some((r) => r.text.includes('Trying that check again')), 'the model was never asked to retry a call');
     assert.equal(await ed.view().locator('[data-testid="row"][data-kind="banner"]', { hasText: /wake #2/ }).count(), 0, 'no second wake');
+    // Nothing was wrong with the store: after the reload and both answers the gauge never said it was unreachable.
+    assert.equal(await unreachableShown(ed), '', 'the gauge said the store is unreachable while it answered');
     await ed.shot('17-engine-approve-done');
   }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'], 'flower.resumeOnStartup': 'always' } });
 });

@@ -253,6 +253,8 @@ export interface RunInfo {
     since: number;
     /** Connections attached to it now. */
     clients: number;
+    /** What its run waits for now (`FolderStatus.waitingFor`): the person, or the API; null: nothing. */
+    waitingFor: WaitingFor | null;
 }
 export interface RunsResult {
     runs: RunInfo[];

@@ -387,11 +387,15 @@ export class FolderServer implements vscode.Disposable {
             traceOutputChannel: redacting(this.log),
             // VS Code's workspace trust is flower's for the folder (D10): its own hooks and .mcp.json servers may
             // run. Not a setting (protocol.md, `trusted`), so it rides beside the options.
-            // The engine is told the client's flower version (another one restarts it when idle, D11); neither is a setting.
+            // The engine is told the client's flower version (another one restarts it when idle, D11), and that this
+            // window answers flower/approve and flower/ask (the engine asks only clients that say so, issue 31);
+            // none is a setting.
             initializationOptions: {
                 ...options,
                 trusted: vscode.workspace.isTrusted,
-                ...(this.mode === 'shared' ? { flowerVersion: String(this.ctx.extension.packageJSON.version) } : {}),
+                ...(this.mode === 'shared'
+                    ? { flowerVersion: String(this.ctx.extension.packageJSON.version), answers: [p.approve.method, p.ask.method] }
+                    : {}),
             },
             errorHandler: {
                 error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),

@@ -160,12 +160,14 @@ def trust_parser(locale: str, yes: bool) -> Parser:
 def stop_parser(locale: str) -> Parser:
     """`flower stop`."""
     return Parser(locale=locale, prog="flower stop",
-                  description="Stop the run the flower engine holds in this directory (the next `flower` here continues it).")
+                  description="Stop the run in this directory, in the flower engine or in another flower process "
+                              "(the next `flower` here continues it).")
 
 
 def ps_parser(locale: str) -> Parser:
     """`flower ps [--json]`."""
-    made = Parser(locale=locale, prog="flower ps", description="The folders the flower engine holds, running or idle.")
+    made = Parser(locale=locale, prog="flower ps",
+                  description="The folders the flower engine holds, running, waiting for you or idle, and a run here outside it.")
     made.add_argument("--json", action="store_true", help="print them as JSON (flower/runs)")
     return made
 

@@ -26,6 +26,7 @@ from .trust import settle
 if TYPE_CHECKING:
     from ..runtime import Sessions
     from ..service import FlowerService
+    from .running import Running
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -139,6 +140,14 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
     return EXIT_FAILED
 
 
+def said_running(held: Running, console: Console) -> str:
+    """Who runs the wake here, by pid; a run waiting for the person says so, with the command that attaches."""
+    if held.engine is not None and held.for_you:
+        return console.text("waiting_for_you", what=console.text(f"waiting_{held.waiting_for}"), pid=held.pid,
+                            where=Path.cwd())
+    return console.text("running_engine" if held.engine is not None else "running_pid", pid=held.pid if held.pid else "?")
+
+
 def unattended(svc: FlowerService, settings: Settings, console: Console) -> None:
     """Without a terminal nobody can answer a tool question: the unattended rule applies at once, said in one line.
 
@@ -217,6 +226,10 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
         st: dict[str, Any] = to_json(svc.status())
     finally:
         await svc.close()
+    from .running import running_here  # the engine's side (lsprotocol) only for status, not for a wake's imports
+
+    held = None if st["running"] else await running_here(Path.cwd(), svc.run_dir, locale)
+    st["held_by"] = held.to_json() if held is not None else None  # who runs a wake here: the engine or a pid (issue 31)
     st["identity"] = workspace_identity(Path.cwd(), settings.project)
     st["store"] = svc.sessions.raw.path if is_postgres_url(settings.store) else "sqlite"
     st["trust"] = {"trusted": trust.trusted, "why": trust.why, "where": str(trust.where) if trust.where else None,
@@ -241,7 +254,9 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
             console.line(f"  {step}  {sid}")
     else:
         console.line(console.text("status_nothing"))
-    if st["interrupted"]:
+    if held is not None:
+        console.line(said_running(held, console))
+    elif st["interrupted"]:
         console.line(console.text("status_interrupted"))
     if st["goals"]:
         done = sum(1 for g in st["goals"] if g["done"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -14,12 +15,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.approvals import Approval, Decision
 from ..core.events import AssistantText, Banner, Event, Handoff, Header, Notice, Question, StepEnded, ToolCall, Verdict, Waiting
 from ..lsp import protocol as p
 from .args import UsageError
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .console import Console, first_line
 from .keyboard import Asker, Keyboard, listen
+from .running import PERSON, engine_runs, held_in, run_dir_of, running_here
 from .trust import settle
 
 if TYPE_CHECKING:
@@ -93,33 +96,8 @@ def default_idle() -> float:
 # -- the terminal's side of a run the engine holds -------------------------------------------------
 async def held_here(workspace: Path, locale: str) -> Path | None:
     """The engine's socket if an engine answers and runs a wake in `workspace`; None otherwise (nothing is started)."""
-    from ..engine.place import existing_socket
-
-    sock = existing_socket()
-    if sock is None:
-        return None
-    # Only now: the client imports the language server (pygls, lsprotocol, cattrs, and the service with the SDK
-    # behind it), which a wake with no engine running has no use for before its own imports.
-    from ..engine.client import EngineClient, EngineError, Gone
-
-    try:
-        client = await EngineClient.connect(sock, timeout=2.0)
-    except (OSError, TimeoutError):
-        return None
-    try:
-        await client.initialize(locale=locale)
-        runs = await client.request(p.RUNS, None, timeout=10.0)
-    except (EngineError, Gone, TimeoutError, OSError):
-        return None
-    finally:
-        await client.close()
-    here = same_path(workspace)
-    return sock if any(r["running"] and same_path(Path(r["workspace"])) == here for r in runs["runs"]) else None
-
-
-def same_path(path: Path) -> str:
-    """A folder as the engine compares it."""
-    return os.path.normcase(os.path.abspath(path))
+    found = held_in(await engine_runs(locale), workspace, None)
+    return found.engine if found is not None else None
 
 
 def event_of(method: str, params: dict[str, Any]) -> Event | None:
@@ -164,12 +142,15 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     interactive = sys.stdin.isatty()
     end: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
     folder: str | None = None
+    answers: Answers | None = None
 
     def on(method: str, params: Any) -> None:
         if not isinstance(params, dict) or params.get("folder") != folder:
             return
         if method == p.STATE and not params["running"] and not end.done():
             end.set_result(params)
+        elif method == p.APPROVED and answers is not None:
+            answers.closed(params["id"], params["decision"])
         elif (event := event_of(method, params)) is not None:
             console(event)
 
@@ -182,10 +163,17 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     loop.add_signal_handler(signal.SIGINT, leave)  # Ctrl-C: this terminal leaves; the run goes on
     keyboard = Keyboard() if interactive else None
     typing: asyncio.Task[None] | None = None
+    answers = Answers(client, Asker(keyboard, console), console) if keyboard is not None else None
     try:
-        await client.initialize(workspace, locale)
+        # A person at this terminal answers the run's questions here, with the foreground run's prompts (issue 31);
+        # declared, so that the engine asks this terminal (a piped `flower` declares nothing and is never asked).
+        await client.initialize(workspace, locale, answers=(p.APPROVE, p.ASK) if answers is not None else ())
+        if answers is not None:
+            client.answerer = answers
         attached = await client.request(p.ATTACH, {"folder": uri_of(workspace)})
         folder = attached["folder"]
+        if answers is not None:
+            answers.folder = folder
         page = await client.request(p.HISTORY, {"folder": folder, "limit": RECENT_SHOWN})
         known = {e["uuid"] for e in page["entries"] if e["uuid"]}
         shown = page["entries"] + [e for e in attached["recent"] if e["uuid"] and e["uuid"] not in known]
@@ -196,12 +184,13 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         env = travelling()
         if text:
             await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
-        if keyboard is not None:
-            asker = Asker(keyboard, console)
+        if keyboard is not None and answers is not None:
             console.interactive = True
-            client.answerer = functools.partial(_ask, asker)
             say = functools.partial(_say, client, folder, env)
-            typing = asyncio.create_task(listen(keyboard, say, asker))
+            typing = asyncio.create_task(listen(keyboard, say, answers.asker))
+            waiting = attached["status"]["waitingFor"]
+            if waiting is not None and waiting["approval"] is not None:  # asked before this terminal attached
+                answers.late(waiting["approval"])
         gone: asyncio.Future[Any] = asyncio.ensure_future(_closed(client))
         await asyncio.wait({end, gone}, return_when=asyncio.FIRST_COMPLETED)
         gone.cancel()
@@ -210,6 +199,8 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         return EXIT_FAILED
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+        if answers is not None:
+            answers.close()
         if typing is not None:
             typing.cancel()
         if keyboard is not None:
@@ -235,11 +226,75 @@ async def _say(client: EngineClient, folder: str, env: dict[str, str], text: str
     return await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
 
 
-async def _ask(asker: Asker, method: str, params: Any) -> Any:
-    """The engine's `flower/ask`, answered at this terminal (S16)."""
-    if method != p.ASK or not isinstance(params, dict):
+class Answers:
+    """The engine's questions to the person at this terminal, asked with the foreground run's own prompts (issue 31).
+
+    `flower/ask` and `flower/approve` are answered as the engine asks them; a tool question already open when the
+    terminal attached (its status) is answered with `flower/answer`. One prompt per question, however it came; a
+    question answered elsewhere first (another window, the rule) closes its prompt here.
+    """
+
+    def __init__(self, client: EngineClient, asker: Asker, console: Console) -> None:
+        self.client, self.asker, self.console = client, asker, console
+        self.folder = ""
+        self.open: dict[str, asyncio.Task[Decision]] = {}
+        """Approval id → its prompt at this terminal."""
+        self._late: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, method: str, params: Any) -> Any:
+        """The engine's request, answered here (LookupError: MethodNotFound, for anything else)."""
+        if not isinstance(params, dict):
+            raise LookupError(method)
+        if method == p.ASK:
+            return {"answer": await self.asker(str(params.get("question", "")))}
+        if method == p.APPROVE:
+            decision = await self._prompt(params)
+            return {"decision": decision.choice, "message": decision.message}
         raise LookupError(method)
-    return {"answer": await asker(str(params.get("question", "")))}
+
+    def late(self, params: dict[str, Any]) -> None:
+        """Ask about a question that was open before this terminal attached, and answer it by id."""
+        task = asyncio.ensure_future(self._answer_late(params))
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
+
+    async def _answer_late(self, params: dict[str, Any]) -> None:
+        from ..engine.client import EngineError, Gone
+
+        decision = await self._prompt(params)
+        with contextlib.suppress(EngineError, Gone, TimeoutError):  # answered elsewhere meanwhile, or the engine left
+            await self.client.request(p.ANSWER, {"folder": self.folder, "id": params["id"], "decision": decision.choice,
+                                                 "message": decision.message})
+
+    async def _prompt(self, params: dict[str, Any]) -> Decision:
+        approval = approval_of(params)
+        task = self.open.get(approval.id)
+        if task is None:
+            task = self.open[approval.id] = asyncio.ensure_future(self.asker.approve(approval))
+        return await asyncio.shield(task)
+
+    def closed(self, approval_id: str, decision: str) -> None:
+        """`flower/approved`: the question is closed; a prompt still open for it here goes."""
+        task = self.open.pop(approval_id, None)
+        if task is not None and not task.done():
+            task.cancel()
+            self.console.line("")
+            self.console.note(self.console.text("approval_elsewhere", decision=decision))
+
+    def close(self) -> None:
+        """The terminal leaves: its prompts go (the questions stay open in the engine for another client)."""
+        for task in [*self.open.values(), *self._late]:
+            task.cancel()
+        self.open.clear()
+
+
+def approval_of(params: dict[str, Any]) -> Approval:
+    """A `flower/approve` payload (`ApproveParams`) as the Approval the terminal's prompt shows."""
+    detail = params.get("detail") or {}
+    return Approval(id=str(params["id"]), step=str(params.get("step", "")), tool=str(params.get("tool", "")),
+                    input=params.get("input") or {}, summary=str(params.get("summary", "")),
+                    detail_kind=detail.get("kind", "input"), detail=str(detail.get("text", "")),
+                    suggestions=list(params.get("suggestions") or []), since=float(params.get("since") or time.time()))
 
 
 async def _closed(client: EngineClient) -> None:
@@ -303,19 +358,29 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
     return {wire: getattr(args, name) for name, wire in names.items() if getattr(args, name, None) is not None}
 
 
+STOP_WAIT = 30.0
+"""Bound on how long `flower stop` waits for another flower process to let the folder go."""
+
+
 async def stop_command(args: argparse.Namespace, locale: str) -> int:
-    """`flower stop`: cancel the run the engine holds here (it resumes at the next wake)."""
+    """`flower stop`: stop the wake under way here, in the engine or in another flower process (it resumes at the next wake).
+
+    The engine's run is cancelled through it; another process (a terminal's `flower`) gets SIGINT, its Ctrl-C, and
+    the command waits (bounded) until it has let the folder's lock go (issue 31: stop, status and ps agree).
+    """
     from ..engine.client import EngineClient, EngineError, Gone
     from ..engine.place import socket_path
 
     workspace = Path.cwd()
     console = Console(locale, workspace=workspace)
-    sock = await held_here(workspace, locale)
-    if sock is None:
-        console.error(console.text("engine_nothing_here", where=workspace) if socket_path().exists()
-                      else console.text("engine_none"))
+    run_dir = run_dir_of(workspace)
+    found = await running_here(workspace, run_dir, locale)
+    if found is None:
+        console.error(console.text("engine_nothing_here" if socket_path().exists() else "stop_nothing", where=workspace))
         return EXIT_FAILED
-    client = await EngineClient.connect(sock)
+    if found.engine is None:
+        return await _stop_process(found.pid, run_dir, console)
+    client = await EngineClient.connect(found.engine)
     try:
         await client.initialize(workspace, locale)
         done = await client.request(p.CANCEL, {"folder": uri_of(workspace)})
@@ -327,37 +392,65 @@ async def stop_command(args: argparse.Namespace, locale: str) -> int:
     if not done["cancelled"]:
         console.error(console.text("engine_nothing_here", where=workspace))
         return EXIT_FAILED
-    console.line(console.text("engine_stopped"))
+    console.line(console.text("engine_stopped", pid=found.pid))
+    return EXIT_OK
+
+
+async def _stop_process(pid: int | None, run_dir: Path | None, console: Console) -> int:
+    """SIGINT to the flower process holding the folder (as Ctrl-C in its terminal), then wait until it let go."""
+    from ..core.lock import holder
+
+    if pid is None or run_dir is None:
+        console.error(console.text("stop_unknown"))
+        return EXIT_FAILED
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:  # it ended on its own meanwhile
+        pass
+    except PermissionError:
+        console.error(console.text("stop_denied", pid=pid))
+        return EXIT_FAILED
+    deadline = time.monotonic() + STOP_WAIT
+    while (held := holder(run_dir)) is not None and held.get("pid") == pid:
+        if time.monotonic() > deadline:
+            console.error(console.text("stop_slow", pid=pid, seconds=int(STOP_WAIT)))
+            return EXIT_FAILED
+        await asyncio.sleep(0.1)
+    console.line(console.text("stopped_pid", pid=pid))
     return EXIT_OK
 
 
 async def ps_command(args: argparse.Namespace, locale: str) -> int:
-    """`flower ps`: the folders the engine holds, running or idle."""
+    """`flower ps`: the folders the engine holds, running, waiting for the person or idle, and a run here outside it."""
     from ..core.banner import kilo
-    from ..engine.client import EngineClient, EngineError, Gone
-    from ..engine.place import socket_path
 
     console = Console(locale)
-    try:
-        client = await EngineClient.connect(socket_path(), timeout=2.0)
-    except (OSError, TimeoutError):
-        console.line(console.text("engine_none"))
-        return EXIT_OK
-    try:
-        await client.initialize(locale=locale)
-        runs = await client.request(p.RUNS, None)
-    except (EngineError, Gone) as exc:
-        console.error(getattr(exc, "message", str(exc)))
-        return EXIT_FAILED
-    finally:
-        await client.close()
+    found = await engine_runs(locale)
+    workspace = Path.cwd()
+    here = held_in(found, workspace, run_dir_of(workspace))
+    # A run in this folder outside the engine (a terminal's `flower`): the engine cannot list it, this command can.
+    elsewhere = here if here is not None and here.engine is None else None
     if args.json:
-        console.line(json.dumps(runs, ensure_ascii=False, indent=2))
+        shown = dict(found[1]) if found is not None else {"runs": [], "version": None, "pid": None}
+        shown["here"] = None if elsewhere is None else {"workspace": str(workspace), **elsewhere.to_json()}
+        console.line(json.dumps(shown, ensure_ascii=False, indent=2))
         return EXIT_OK
-    console.note(f"flower engine {runs['version']} · pid {runs['pid']}")
-    for run in runs["runs"]:
-        since = time.strftime("%H:%M", time.localtime(run["since"]))
-        context = kilo(run["context"]) if run["context"] is not None else "-"
-        state = "running" if run["running"] else "idle"
-        console.line(f"{state:<8} {run['step'] or '-':<12} {context:>7}  {run['clients']} attached  since {since}  {run['workspace']}")
+    if found is None:
+        console.line(console.text("engine_none"))
+    else:
+        runs = found[1]
+        console.note(f"flower engine {runs['version']} · pid {runs['pid']}")
+        for run in runs["runs"]:
+            since = time.strftime("%H:%M", time.localtime(run["since"]))
+            context = kilo(run["context"]) if run["context"] is not None else "-"
+            waiting = (run.get("waitingFor") or {}).get("what") in PERSON
+            state = "waiting" if waiting else "running" if run["running"] else "idle"
+            pid = f"pid {runs['pid']}  " if run["running"] else ""
+            line = f"{state:<8} {run['step'] or '-':<12} {context:>7}  {run['clients']} attached  since {since}  {pid}{run['workspace']}"
+            if waiting:
+                line += "  (" + console.text("ps_waiting", where=run["workspace"]) + ")"
+            console.line(line)
+    if elsewhere is not None:
+        pid = f"pid {elsewhere.pid}" if elsewhere.pid is not None else "pid ?"
+        console.line(f"{'running':<8} {pid} ({console.text('ps_elsewhere')})  {workspace}")
     return EXIT_OK

@@ -3,7 +3,9 @@
 The Runtime turns the CLI's permission prompt (the SDK's `can_use_tool`) into an `Approval`; `Approvals`
 puts it to every front-end that can answer, takes the first answer, and applies the rule for when nobody
 does: wait `wait` seconds (None: as long as it takes), then `unattended` = "deny" (the model is told the
-person was away) or "wait" (go on waiting). A timeout never allows. Pure Python: no SDK, no front-end.
+person was away) or "wait" (go on waiting). When nobody can even be asked (no front-end, or every one said
+it cannot ask) and no `wait` is set, `unattended` applies at once (issue 31). A timeout never allows.
+Pure Python: no SDK, no front-end.
 """
 
 from __future__ import annotations
@@ -105,25 +107,49 @@ class Approvals:
         return True
 
     async def decide(self, approval: Approval) -> Decision:
-        """Ask everyone who can answer and wait by the rules; the first answer wins, a timeout never allows."""
+        """Ask everyone who can answer and wait by the rules; the first answer wins, a timeout never allows.
+
+        With no `wait` set, a question nobody can be asked (no front-end, or each said it cannot ask: a terminal
+        with no person at it, no attached client that declared it answers) gets the `unattended` rule at once, as a
+        run nobody watches does, instead of waiting forever for nobody (issue 31). A `wait` the person set is theirs:
+        they expect an answer from elsewhere (a window or terminal attaching meanwhile answers it by id).
+        """
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self.pending[approval.id] = (approval, future)
         self._tell(approval, None)
         asks = [asyncio.create_task(self._ask(asker, approval)) for asker in list(self.askers)]
         try:
             if self.wait is None:
-                return await future
+                if await self._nobody(asks, future):
+                    self._unattended(approval)
+                return await future  # "wait", or someone may answer: as long as it takes
             try:
                 return await asyncio.wait_for(asyncio.shield(future), self.wait)
             except TimeoutError:
-                if self.unattended == "deny":
-                    self.answer(approval.id, Decision("deny", by="unattended"))
+                self._unattended(approval)
                 return await future  # "wait": go on waiting for the person, however long
         finally:
             for task in asks:
                 task.cancel()
             self.pending.pop(approval.id, None)
             self._tell(approval, future.result() if future.done() and not future.cancelled() else Decision("deny"))
+
+    @staticmethod
+    async def _nobody(asks: list[asyncio.Task[None]], future: asyncio.Future[Decision]) -> bool:
+        """Wait until the question is answered (False) or every front-end has said it cannot ask (True)."""
+        if asks:
+            everyone: asyncio.Future[Any] = asyncio.gather(*asks)
+            try:
+                await asyncio.wait([future, everyone], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not everyone.done():
+                    everyone.cancel()
+        return not future.done()
+
+    def _unattended(self, approval: Approval) -> None:
+        """The rule for nobody: "deny" answers now (the model is told the person was away); "wait" leaves it open."""
+        if self.unattended == "deny":
+            self.answer(approval.id, Decision("deny", by="unattended"))
 
     async def _ask(self, asker: Asker, approval: Approval) -> None:
         try:

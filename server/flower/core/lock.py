@@ -221,6 +221,26 @@ def held(run_dir: str | os.PathLike[str]) -> bool:
     return False
 
 
+def holder(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The live process holding `<run_dir>/flower.lock` now, as it recorded itself (`pid`, `started_at`, either may be
+    missing for an instant after it took the lock); None when nobody holds it.
+
+    Read-only (issue 31: `flower status`, `ps` and `stop` name who runs a wake): the same instant's probe as `held`.
+    """
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_info(fd)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read_info(fd: int) -> dict[str, Any]:
     """The holder's `{"pid", "started_at"}`, or {} if it has not written it (yet) or it is garbled."""
     try:

@@ -113,7 +113,45 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "started in the flower engine: `flower` here attaches to it, `flower stop` stops it, `flower ps` lists runs",
         "zh": "已在 flower 引擎里开始:在这里运行 `flower` 连上它,`flower stop` 停下,`flower ps` 列出运行",
     },
-    "engine_stopped": {"en": "stopped; `flower` here continues where it stopped", "zh": "已停下;在这里运行 `flower` 就接着做"},
+    "engine_stopped": {
+        "en": "stopped the run in the flower engine (pid {pid}); `flower` here continues where it stopped",
+        "zh": "已停下 flower 引擎(pid {pid})里的这次运行;在这里运行 `flower` 就接着做",
+    },
+    # -- who runs a folder's wake: status, ps and stop agree (issue 31) ---------------------------
+    "stopped_pid": {
+        "en": "stopped the run in pid {pid}; `flower` here continues where it stopped",
+        "zh": "已停下 pid {pid} 里的这次运行;在这里运行 `flower` 就接着做",
+    },
+    "stop_nothing": {"en": "nothing runs here ({where})", "zh": "这里({where})没有在跑的事"},
+    "stop_unknown": {
+        "en": "a flower process runs here but has not written its pid yet; try `flower stop` again in a moment",
+        "zh": "这里有个 flower 进程在跑,但还没写下它的 pid;稍等再运行 `flower stop`",
+    },
+    "stop_slow": {
+        "en": "pid {pid} has not stopped within {seconds} s; press Ctrl-C in its terminal",
+        "zh": "pid {pid} 在 {seconds} 秒内没有停下;在它的终端里按 Ctrl-C",
+    },
+    "stop_denied": {
+        "en": "pid {pid} runs here but is not yours to stop; stop it in its own terminal (Ctrl-C)",
+        "zh": "pid {pid} 在这里运行,但不归你停;在它自己的终端里按 Ctrl-C",
+    },
+    "running_engine": {
+        "en": "running now in the flower engine (pid {pid}): `flower` here attaches to it, `flower stop` stops it",
+        "zh": "正在 flower 引擎(pid {pid})里运行:在这里运行 `flower` 连上它,`flower stop` 停下它",
+    },
+    "running_pid": {
+        "en": "running now in pid {pid}: `flower stop` stops it",
+        "zh": "正在 pid {pid} 里运行:`flower stop` 停下它",
+    },
+    "waiting_for_you": {
+        "en": "waiting for you ({what}) in the flower engine (pid {pid}): `cd {where} && flower` attaches and asks you",
+        "zh": "在等你({what}),在 flower 引擎(pid {pid})里:`cd {where} && flower` 连上并问你",
+    },
+    "waiting_approval": {"en": "a tool question", "zh": "一个工具调用待批准"},
+    "waiting_question": {"en": "a question", "zh": "一个问题"},
+    "ps_waiting": {"en": "waiting for you: cd {where} && flower", "zh": "在等你: cd {where} && flower"},
+    "ps_elsewhere": {"en": "not in the engine", "zh": "不在引擎里"},
+    "approval_elsewhere": {"en": "(answered elsewhere: {decision})", "zh": "(已在别处回答: {decision})"},
     "engine_nothing_here": {
         "en": "nothing runs here in the flower engine ({where})",
         "zh": "flower 引擎在这里({where})没有在跑的事",

@@ -8,14 +8,14 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from pygls.uris import from_fs_path
 
 from ..lsp.server import VERSION
-from .connection import VERSION_OPTION
+from .connection import ANSWERS_OPTION, VERSION_OPTION
 from .stream import bodies, frame
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class Gone(Exception):
 
 Listener = Callable[[str, Any], None]
 Answerer = Callable[[str, Any], Awaitable[Any]]
-"""Answers a request from the engine (`flower/ask`): its result, or raises to answer MethodNotFound."""
+"""Answers a request from the engine (`flower/ask`, `flower/approve`): its result, or raises to answer MethodNotFound."""
 
 
 class EngineClient:
@@ -48,7 +48,7 @@ class EngineClient:
         self.reader, self.writer = reader, writer
         self.listener = listener
         self.answerer: Answerer | None = None
-        """Set to answer the engine's requests (the terminal answers `flower/ask`); None: MethodNotFound to all."""
+        """Set to answer the engine's requests (a terminal answers `flower/ask` and `flower/approve`); None: MethodNotFound to all."""
         self._answering: set[asyncio.Task[None]] = set()
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
@@ -60,10 +60,15 @@ class EngineClient:
         reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(sock), limit=2**20), timeout)
         return cls(reader, writer, listener)
 
-    async def initialize(self, root: Path | None = None, locale: str = "en", options: dict[str, Any] | None = None) -> Any:
-        """`initialize` with this flower's version, serving `root` (if given) as the only folder."""
+    async def initialize(self, root: Path | None = None, locale: str = "en", options: dict[str, Any] | None = None,
+                         answers: Iterable[str] = ()) -> Any:
+        """`initialize` with this flower's version, serving `root` (if given) as the only folder.
+
+        `answers`: the questions (`flower/approve`, `flower/ask`) `answerer` puts to a person here; none are sent otherwise.
+        """
+        declared = {ANSWERS_OPTION: list(answers)} if answers else {}
         params = {"processId": os.getpid(), "rootUri": from_fs_path(str(root)) if root else None, "capabilities": {},
-                  "locale": locale, "initializationOptions": {**(options or {}), VERSION_OPTION: VERSION}}
+                  "locale": locale, "initializationOptions": {**(options or {}), **declared, VERSION_OPTION: VERSION}}
         if root is not None:
             params["workspaceFolders"] = [{"uri": from_fs_path(str(root)), "name": root.name}]
         result = await self.request("initialize", params)

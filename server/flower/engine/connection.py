@@ -37,6 +37,9 @@ BACKLOG = 64 * 2**20
 """Bytes sent to a client and not yet read by it after which the engine lets it go (its window hung, say)."""
 VERSION_OPTION = "flowerVersion"
 """`initializationOptions.flowerVersion`: the client's flower version; another than the engine's asks it to restart when idle."""
+ANSWERS_OPTION = "answers"
+"""`initializationOptions.answers`: the questions the client puts to its person (`flower/approve`, `flower/ask`), issue 31."""
+ANSWERABLE = frozenset({p.APPROVE, p.ASK})
 
 
 @functools.cache
@@ -67,6 +70,8 @@ class Connection(FlowerServer):
         """Set when the socket has closed (the peer left, or `exit`)."""
         self.attached: set[str] = set()
         """Keys of the folders whose notifications this connection receives."""
+        self.answers: frozenset[str] = frozenset()
+        """The questions this client declared it puts to its person at `initialize`: only those are sent to it (issue 31)."""
         self.protocol.set_writer(BoundedWriter(self))
         register(self)
 
@@ -170,6 +175,7 @@ def initialize(ls: Connection, params: types.InitializeParams) -> None:
     """Serve the client's folders through the engine; its locale and options apply to folders it is the first to serve."""
     raw = params.initialization_options
     theirs = raw.pop(VERSION_OPTION, None) if isinstance(raw, dict) else None
+    ls.answers = answers_of(raw.pop(ANSWERS_OPTION, None) if isinstance(raw, dict) else None)
     ls.locale = locale_from(params.locale)
     ls.options, ls.editor_trust = options_from(raw), editor_trust(raw)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
@@ -181,6 +187,19 @@ def initialize(ls: Connection, params: types.InitializeParams) -> None:
         if ls.engine.update_when_idle(theirs):
             ls.window_show_message(types.ShowMessageParams(
                 types.MessageType.Warning, text("engine_busy_update", ls.locale, version=VERSION)))
+
+
+def answers_of(raw: object) -> frozenset[str]:
+    """The questions a client declared it answers; anything else than a list of their method names is none (logged)."""
+    if raw is None:
+        return frozenset()
+    if isinstance(raw, list) and all(isinstance(m, str) for m in raw):
+        unknown = set(raw) - ANSWERABLE
+        if unknown:
+            log.info("initializationOptions.%s: ignoring %s (known: %s)", ANSWERS_OPTION, sorted(unknown), sorted(ANSWERABLE))
+        return frozenset(raw) & ANSWERABLE
+    log.warning("initializationOptions.%s is not a list of method names (%r): the client is asked nothing", ANSWERS_OPTION, raw)
+    return frozenset()
 
 
 async def attach(ls: Connection, params: Any) -> Any:

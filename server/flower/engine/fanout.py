@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ..lsp import protocol as p
+from ..lsp.folders import Left
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -83,26 +84,29 @@ class FanProtocol:
             connection.protocol.notify(method, params)
 
     async def send_request_async(self, method: str, params: Any = None) -> Any:
-        """Ask every attached client (`flower/ask`, `flower/approve`): the first answer wins.
+        """Ask every attached client that declared it answers `method` (`flower/ask`, `flower/approve`): the first answer wins.
 
-        A client that answers with an error (a terminal has no approval card) or leaves first does not count;
-        when none is left to answer, the last error goes to the folder, as a stdio client's would.
+        None declared it can (issue 31: asking one that cannot left the question to nobody): an error goes to the
+        folder, as a stdio client's would, and the rule for nobody applies. Every client asked withdrew without an
+        answer (a window reloading answers with an error, a terminal's Ctrl-C leaves): `Left`, and a tool question
+        stays open for whoever attaches next (`FolderStatus.waitingFor`, `flower/answer`).
         """
-        asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live()}
-        refused: JsonRpcException | None = None
+        asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live() if method in c.answers}
+        if not asking:
+            raise JsonRpcException(message=f"no client attached declared that it answers {method}")
         try:
             for done in asyncio.as_completed(asking):
                 try:
                     answered, value = await done
                 except JsonRpcException as exc:
-                    refused = exc
+                    log.info("a client withdrew %s: %s", method, exc.message)
                     continue
                 if answered:
                     return value
         finally:
             for task in asking:
                 task.cancel()
-        raise refused or JsonRpcException(message=f"no client is attached to answer {method}")
+        raise Left(message=f"every client asked {method} withdrew without an answer")
 
     async def _ask(self, connection: Connection, method: str, params: Any) -> tuple[bool, Any]:
         """(True, its answer), or (False, None) when the client left before answering."""

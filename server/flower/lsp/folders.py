@@ -101,6 +101,10 @@ class Peer(Protocol):
         """`create_async(token)`, `begin`, `report`, `end` of `$/progress`."""
 
 
+class Left(JsonRpcException):
+    """Every client asked a question withdrew without an answer (a reload, a terminal's Ctrl-C): the person may come back."""
+
+
 OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
 """Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
 
@@ -424,6 +428,10 @@ class Folder:
         """Put a tool question to the person through `flower/approve`; None when the client cannot ask (issue 24)."""
         try:
             raw = await self.ls.protocol.send_request_async(p.APPROVE, p.to_wire(self._approve_params(approval)))
+        except Left:  # asked, then gone: not "nobody can answer" (issue 31); open until answered by id or by the rule
+            log.info("the clients asked about %s withdrew: it stays open for the next one (flower/answer)", approval.tool)
+            await asyncio.Event().wait()  # cancelled by the approvals once the question closes
+            return None
         except JsonRpcException as exc:
             log.info("flower/approve not answered by the client (%s): the approvals rule decides", exc.message)
             return None

@@ -581,6 +581,8 @@ class RunInfo:
     """Unix time the folder began running, or became idle (or began being served)."""
     clients: int
     """Connections attached to it now."""
+    waiting_for: WaitingFor | None = None
+    """What its run waits for now (`FolderStatus.waitingFor`): the person, attaching (`flower` there) answers (issue 31)."""
 
 
 @attrs.define
