@@ -44,6 +44,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import PermissionRuleValue
 
 from .core.approvals import Approval, Approvals, describe, tool_of
+from .core.background import AGENT, STATE_EVENTS, Background, Task, ceiling
 from .core.changes import WRITE_TOOLS, ChangeLog
 from .core.context import tail_pages, tokens_of
 from .core.errors import FlowerError, MissingCredentials
@@ -111,6 +112,8 @@ class _Attempt:
     """sessions.db refused a write during this attempt (a full disk, read-only): what to tell the person."""
     prompt: str = ""
     """What this attempt asks: journaled once its session id is known."""
+    background: Background = field(default_factory=Background)
+    """The background work the CLI reported and its session state: when the attempt may stop reading (issue 32)."""
 
 
 @dataclass
@@ -276,6 +279,9 @@ class Runtime:
         """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
         self.prefetch = prefetch
         """A session's pruned view a worker is preparing (stores/prefetch.py): the first resume of that session takes it."""
+        self.delegated: dict[str, Task] = {}
+        """Every subagent and background shell the CLI reported, by task id (a subagent's is its agent id, as the
+        permission prompt and the hooks name it): who asks, who wrote (issue 32)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -392,7 +398,9 @@ class Runtime:
 
         async def before(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
             if data["hook_event_name"] == "PreToolUse":
-                await _quietly(changes.before_tool, data["tool_name"], data["tool_input"], tool_use_id or data["tool_use_id"])
+                # A subagent's write is attributed to it (issue 32): the hook names its agent id.
+                await _quietly(changes.before_tool, data["tool_name"], data["tool_input"], tool_use_id or data["tool_use_id"],
+                               self._subagent(data.get("agent_id")))
             return {}
 
         async def after(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
@@ -495,12 +503,16 @@ class Runtime:
                 if prefetched is not None:
                     self.prefetch = None  # taken or discarded by this resume, never by a later one
                 resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT, prefetched)
-            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step, resumed)) as client:
+            options = self.options(agent, resume, stderr.append, step, resumed)
+            # Issue 32: the CLI says when it owes no other turn (background work ended and told), as `claude -p` waits.
+            options.env = {**options.env, STATE_EVENTS: "1"}
+            async with ClaudeSDKClient(options) as client:
                 await client.query(prompt)
                 if resume:  # the session pruned and written is freed by now; the CLI works meanwhile
                     give_back()
-                async for message in client.receive_response():
-                    self._observe(message, out, texts, seen_usage, step, resume, on_session)
+                await self._receive(client, out, functools.partial(
+                    self._observe, out=out, texts=texts, seen_usage=seen_usage, step=step, resume=resume,
+                    on_session=on_session))
         except WorkspaceBusy:  # a shared lock lost to another flower (D9): no retry, this wake stops
             raise
         except Exception as exc:  # the CLI died or could not start: keep what arrived, report why
@@ -523,6 +535,28 @@ class Runtime:
             out.text = "\n".join(texts)
         return out
 
+    async def _receive(self, client: ClaudeSDKClient, out: _Attempt, observe: Callable[[Any], None]) -> None:
+        """Read the CLI's messages until its turn ended and the background work the step started ended and was told
+        to the model (core/background.py). The first ResultMessage is not the end: stopping there left a background
+        subagent's tool calls refused (its hooks unanswered) and its result untold (issue 32)."""
+        bound = ceiling({**os.environ, **self.env})
+        work = out.background
+        messages = client.receive_messages().__aiter__()
+        while not work.done:
+            # The wait between turns is bounded, as the CLI bounds its own; never while the main agent works, a person
+            # is asked, or a subagent runs (its model calls are bounded themselves).
+            between = work.results and not work.turn and work.state != "requires_action" and not any(
+                t.type == AGENT for t in work.running)
+            try:
+                message = await asyncio.wait_for(anext(messages), bound if between else None)
+            except StopAsyncIteration:  # the CLI ended: what it ran in the background ended with it
+                return
+            except TimeoutError:
+                log.info("background work still running %.0f s after the last turn, ended with the CLI: %s",
+                         bound or 0, ", ".join(t.description or t.id for t in work.running))
+                return
+            observe(message)
+
     async def _can_use_tool(self, step: str, tool: str, tool_input: dict[str, Any],
                             context: ToolPermissionContext) -> PermissionResult:
         """The CLI's permission prompt, put to the person through the approvals (issue 24); never allowed by a timeout."""
@@ -531,7 +565,8 @@ class Runtime:
         suggested = [r for u in context.suggestions if u.type == "addRules" and u.behavior == "allow" for r in u.rules or []]
         rules = [r.tool_name + (f"({r.rule_content})" if r.rule_content else "") for r in suggested]
         approval = Approval(id=context.tool_use_id or f"{tool}-{time.time()}", step=step, tool=tool, input=tool_input,
-                            summary=summary, detail_kind=kind, detail=detail, suggestions=rules)
+                            summary=summary, detail_kind=kind, detail=detail, suggestions=rules,
+                            agent=self._subagent(context.agent_id))
         decision = await self.approvals.decide(approval)
         if decision.choice == "deny":
             return PermissionResultDeny(message=decision.reason(tool))
@@ -565,8 +600,21 @@ class Runtime:
         except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
 
+    def _subagent(self, agent_id: str | None) -> str | None:
+        """Who a subagent is, for the person: its `Agent` call's description and type (None: the main agent)."""
+        if not agent_id:
+            return None
+        task = self.delegated.get(agent_id)
+        return task.label if task is not None else agent_id
+
     def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str,
                  resume: str | None, on_session: Callable[[str], None] | None) -> None:
+        if isinstance(message, SystemMessage) and message.subtype != "init":
+            task = out.background.see(message.subtype, message.data)
+            if task is not None:
+                self.delegated[task.id] = task
+        elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
+            out.background.turn = True  # the main agent works: no wait between turns runs meanwhile
         if isinstance(message, SystemMessage) and message.subtype == "init":
             sid = message.data.get("session_id")
             if isinstance(message.data.get("model"), str):
@@ -606,11 +654,15 @@ class Runtime:
             # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
             raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")
         elif isinstance(message, ResultMessage):
+            # One per turn of the main agent: a later one (after background work woke it) is the step's answer;
+            # its cost is the CLI's total so far, its turns are its own (issue 32).
+            out.background.result()
             out.session_id = message.session_id or out.session_id
             out.ok = not message.is_error and message.subtype == "success"
             out.text = message.result or ""
             out.cost_usd = message.total_cost_usd or 0.0
-            out.num_turns = message.num_turns
+            out.num_turns += message.num_turns
+            out.failure = None
             windows = [u.get("contextWindow") or 0 for u in (message.model_usage or {}).values()]
             self.window = max(windows, default=0) or self.window
             if not out.ok:

@@ -289,6 +289,8 @@ export interface ChangedFile {
     /** The before-image's bytes on disk (the diff editor's left side). */
     beforePath: string | null;
     tool: string;
+    /** The subagent whose tool call changed it (its description and type); null for the main agent. */
+    agent?: string | null;
 }
 export interface ChangedWake {
     wake: number;
@@ -340,6 +342,8 @@ export interface ApproveParams {
     /** Rules the CLI suggests keeping for "always", e.g. `Bash(npm test:*)`. */
     suggestions: string[];
     since: number;
+    /** A subagent's tool call: the subagent (its `Agent` call's description and type); null when the main agent asks. */
+    agent?: string | null;
 }
 export interface ApproveResult {
     decision: 'allow' | 'allowAlways' | 'deny';

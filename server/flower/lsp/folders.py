@@ -261,7 +261,7 @@ class Folder:
         running = self.svc.running
         wakes = [p.ChangedWake(w.wake, running and w.wake == log_.wake, [
             p.ChangedFile(f.path, f.change, f.added, f.removed, f.before,
-                          str(log_.object_path(f.before)) if f.before else None, f.tool) for f in w.files])
+                          str(log_.object_path(f.before)) if f.before else None, f.tool, f.agent) for f in w.files])
             for w in await self.svc.changes() if w.files]
         return p.ChangesResult(self.uri, wakes)
 
@@ -418,7 +418,7 @@ class Folder:
 
     def _approve_params(self, a: Approval) -> p.ApproveParams:
         return p.ApproveParams(self.uri, a.id, a.step, a.tool, a.input, a.summary, p.ApprovalDetail(a.detail_kind, a.detail),
-                               list(a.suggestions), a.since)
+                               list(a.suggestions), a.since, a.agent)
 
     async def _approve(self, approval: Approval) -> Decision | None:
         """Put a tool question to the person through `flower/approve`; None when the client cannot ask (issue 24)."""

@@ -281,6 +281,8 @@ class ApproveParams:
     """The rules the CLI suggests keeping for "always" (Claude Code syntax, e.g. `Bash(npm test:*)`)."""
     since: float
     """Unix time the question was asked."""
+    agent: str | None = None
+    """The subagent asking (its `Agent` call's description and type); null when the main agent asks (issue 32)."""
 
 
 @attrs.define
@@ -461,6 +463,8 @@ class ChangedFile:
     """Where the before-image's bytes are on disk (under `<runDir>/changes/objects/`), for a diff editor; null with `before`."""
     tool: str
     """The tool that first changed it in the wake: `Write`, `Edit`, `MultiEdit`, `NotebookEdit` or `Bash`."""
+    agent: str | None = None
+    """The subagent whose tool call that was (its description and type); null for the main agent (issue 32)."""
 
 
 @attrs.define
