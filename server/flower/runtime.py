@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import json
 import logging
 import os
+import tempfile
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable
@@ -61,7 +63,7 @@ from .stores.base import Store
 from .stores.opener import open_store
 from .stores.prefetch import Prefetch
 from .stores.prune import PruningSessionStore
-from .stores.reconcile import reconcile, sweep
+from .stores.reconcile import RESUME_PREFIX, config_dir, reconcile, sweep
 from .stores.resume import Mirror, Resume, materialize
 
 log = logging.getLogger("flower")
@@ -291,6 +293,22 @@ class Runtime:
     async def entries(self, session_id: str) -> list[SessionStoreEntry] | None:
         """The raw stored transcript of a session, unpruned."""
         return await self.sessions.entries(self.workspace, session_id)
+
+    async def sidechain(self, session_id: str, agent_id: str) -> list[Any]:
+        """A subagent's transcript (the SDK's subkey `subagents/agent-<id>`, D12) as sessions.db stores it, then what
+        only the CLI's own file of it holds (a kill can land before the mirror got it; the file is only read)."""
+        key: Any = {"project_key": self.project_key, "session_id": session_id, "subpath": f"subagents/agent-{agent_id}"}
+        stored: list[Any] = list(await self.raw_store.load(key) or [])
+        known = {e.get("uuid") for e in stored if isinstance(e, dict)}
+        name = Path(self.project_key) / session_id / "subagents" / f"agent-{agent_id}.jsonl"
+        files = [config_dir({**os.environ, **self.env}) / "projects" / name,
+                 *Path(tempfile.gettempdir()).glob(f"{RESUME_PREFIX}*/projects/{name}")]
+        for path in files:
+            for line in await asyncio.to_thread(_lines, path):
+                if isinstance(line, dict) and line.get("uuid") not in known:
+                    known.add(line.get("uuid"))
+                    stored.append(line)
+        return stored
 
     async def entry_count(self, session_id: str) -> int:
         """How many entries the session's main transcript stores."""
@@ -600,6 +618,27 @@ class Runtime:
         except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
 
+    def _sidechain(self, message: AssistantMessage | UserMessage, out: _Attempt, step: str) -> None:
+        """A subagent's message: journaled and shown with the `Agent` call it works for (issue 32), as the main agent's are."""
+        sid, parent = out.session_id, message.parent_tool_use_id
+        if not sid or not isinstance(message.content, list):
+            return
+        if isinstance(message, AssistantMessage):
+            if message.model == "<synthetic>":  # API-error filler is never journaled (S23)
+                return
+            for block in message.content:
+                if isinstance(block, TextBlock) and block.text:
+                    self.journal.said(sid, message.message_id, block.text, parent)
+                    self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step, parent=parent))
+                elif isinstance(block, ToolUseBlock):
+                    self.journal.call(sid, message.message_id, block.id, block.name, block.input, parent)
+                    self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id, session_id=sid,
+                                       uuid=message.uuid, step=step, parent=parent))
+            return
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                self.journal.result(sid, block.tool_use_id, block.content, block.is_error, parent)
+
     def _subagent(self, agent_id: str | None) -> str | None:
         """Who a subagent is, for the person: its `Agent` call's description and type (None: the main agent)."""
         if not agent_id:
@@ -611,9 +650,14 @@ class Runtime:
                  resume: str | None, on_session: Callable[[str], None] | None) -> None:
         if isinstance(message, SystemMessage) and message.subtype != "init":
             task = out.background.see(message.subtype, message.data)
-            if task is not None:
+            if task is not None:  # started or ended: journaled, so a wake after a kill can say what a kill ended
                 self.delegated[task.id] = task
-        elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
+                if out.session_id:
+                    self.journal.task(out.session_id, task.id, task.tool_use_id, task.type, task.description,
+                                      task.background, task.status)
+        elif isinstance(message, (AssistantMessage, UserMessage)) and message.parent_tool_use_id is not None:
+            self._sidechain(message, out, step)
+        elif isinstance(message, AssistantMessage):
             out.background.turn = True  # the main agent works: no wait between turns runs meanwhile
         if isinstance(message, SystemMessage) and message.subtype == "init":
             sid = message.data.get("session_id")
@@ -669,6 +713,21 @@ class Runtime:
                 detail = message.result or "; ".join(message.errors or []) or message.subtype
                 out.failure = Failure.of(detail, status=message.api_error_status, category=out.category,
                                          reason=message.terminal_reason)
+
+
+def _lines(path: Path) -> list[Any]:
+    """The JSON lines of a CLI transcript file ([] when it cannot be read; a torn line is skipped)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    out = []
+    for line in raw.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 async def _quietly(fn: Callable[..., None], *args: Any) -> None:

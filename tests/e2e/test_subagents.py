@@ -4,14 +4,21 @@ what it delegates as `claude` does."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
 
 import pytest
+from test_cli import flower, lineage, seed_frozen, start
 
 from conftest import until
 from flower import AgentSpec, Runtime
 from flower.core.approvals import Approval, Approvals, Decision
-from flower.testing import background_bash, delegate, for_main, for_subagent, reply, text, tool
+from flower.core.journal import NOTE_END
+from flower.history import History
+from flower.runtime import Sessions, project_key
+from flower.testing import MAIN, SUBAGENT, Reply, background_bash, delegate, for_main, for_subagent, reply, say, text, tool
+from flowerscript import judge
 
 TOOLS = ["Agent", "Write", "Read", "Bash"]
 
@@ -98,9 +105,11 @@ async def test_a_subagents_tool_calls_go_through_the_approvals_and_the_changes_l
                *for_subagent(write(written, "by the subagent\n", delay=1.0), tool("Bash", {"command": f'sh -c "touch {made}"'}),
                              text("SUB: made them")))
     asked: list[Approval] = []
+    running: list[list[str]] = []
 
     async def person(approval: Approval) -> Decision:
         asked.append(approval)
+        running.append([t.label for t in rt.delegated.values() if t.running])  # what `flower status` names (issue 32)
         return Decision("allow")
 
     approvals = Approvals()
@@ -113,8 +122,117 @@ async def test_a_subagents_tool_calls_go_through_the_approvals_and_the_changes_l
     assert result.ok, result.error
     assert made.exists() and written.read_text() == "by the subagent\n"
     assert [(a.tool, a.agent) for a in asked] == [("Bash", "make files (general-purpose)")]
+    assert running == [["make files (general-purpose)"]] and not [t for t in rt.delegated.values() if t.running]
     assert {(f.path, f.tool, f.agent) for f in wakes[0].files} == {
         ("sub.txt", "Write", "make files (general-purpose)"), ("made.txt", "Bash", "make files (general-purpose)")}
     assert not any(REFUSED in r.text for r in model.conversation)
     assert "SUB: made them" in model.main[-1].last_user_text
 
+
+
+async def forget_subagents(run_dir, workspace) -> None:
+    """Drop every subagent transcript from sessions.db: the state a kill before the mirror's write leaves."""
+    async with Sessions.open(run_dir) as sessions:
+        for sid in {lineage(run_dir)["steps"]["干活"]}:
+            key = {"project_key": project_key(workspace), "session_id": sid}
+            for sub in await sessions.raw.list_subkeys(key):
+                await sessions.raw.delete({**key, "subpath": sub})
+            assert await sessions.raw.list_subkeys(key) == []
+
+
+def pgroup(pgid: int) -> list[int]:
+    """The live processes of a process group (the CLI a kill of flower alone leaves running, and its children)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    out.append(int(entry))
+            except ProcessLookupError:
+                continue
+    return out
+
+
+@pytest.mark.parametrize("mirrored", [True, False], ids=["as-killed", "store-lacks-the-sidechain"])
+async def test_a_wake_after_a_kill_inside_a_foreground_subagent_tells_what_the_subagent_had_done(
+        model, env, workspace, run_dir, mirrored):
+    # The subagent wrote sub.txt and said so; flower is killed (kill -9, the process alone) while the model holds
+    # the subagent's second reply. The next wake's main request carries what the subagent did (its Write with the
+    # input, the head of its result, its last words), so the model goes on from there: no subagent runs again.
+    seed_frozen(workspace)
+    target = workspace / "sub.txt"
+    call = write(target, "from the subagent\n")
+    model.push(*for_main(delegate("write sub.txt", description="write the file", background=False)),
+               *for_subagent(reply(say("SUB: writing sub.txt now"), call.blocks[0]), Reply(blocks=[say("never sent")], hold=True)))
+    proc = await start("-r", str(run_dir), env=env, cwd=workspace)
+    try:
+        await model.wait_for_requests(2, timeout=90, agent=SUBAGENT)  # the Write ran: its result is in this request
+        os.kill(proc.pid, signal.SIGKILL)  # flower alone; its CLI is left to itself
+        await asyncio.wait_for(proc.wait(), 30)
+        assert target.read_text() == "from the subagent\n"
+        if not mirrored:  # the kill landed before the mirror stored the subagent (timing): its words are in the CLI's file
+            await forget_subagents(run_dir, workspace)
+        subagent_requests = len(model.subagents)
+        before = len(model.main)
+        model.push(*for_main(text("the subagent had written sub.txt"), *judge()))
+        done = await flower("-r", str(run_dir), env=env, cwd=workspace, timeout=120)
+        assert done.code == 0, done.err
+    finally:
+        for pid in pgroup(proc.pid):  # the orphaned CLI of the killed flower
+            os.kill(pid, signal.SIGKILL)
+        model.release()
+    woken = model.main[before]
+    told = woken.last_user_text
+    assert NOTE_END in told, told[-3000:]
+    assert f"called Write with {json.dumps(call.blocks[0]['input'], ensure_ascii=False)}" in told
+    assert "File created successfully" in told and "SUB: writing sub.txt now" in told and "write the file" in told
+    assert len(model.subagents) == subagent_requests  # the delegation was not redone
+
+
+async def test_a_wake_after_a_kill_names_the_background_shell_the_kill_ended(model, env, workspace, run_dir):
+    # The model must not wait on a shell id that no longer exists: the next wake tells it the shell was ended.
+    seed_frozen(workspace)
+    call = reply(background_bash("exec sleep 1000", description="serve the app"))
+    model.push(*for_main(call, Reply(blocks=[say("never sent")], hold=True)))
+    proc = await start("-r", str(run_dir), env=env, cwd=workspace)
+    try:
+        await model.wait_for_requests(2, timeout=90, agent=MAIN)  # the shell runs: the model was told its id
+        os.kill(proc.pid, signal.SIGKILL)
+        await asyncio.wait_for(proc.wait(), 30)
+        for pid in pgroup(proc.pid):  # what a kill of the whole machine would leave: nothing of the old run
+            os.kill(pid, signal.SIGKILL)
+        before = len(model.main)
+        model.push(*for_main(text("the server is not running any more; starting it again is not needed"), *judge()))
+        done = await flower("-r", str(run_dir), env=env, cwd=workspace, timeout=120)
+        assert done.code == 0, done.err
+    finally:
+        for pid in pgroup(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        model.release()
+    told = model.main[before].last_user_text
+    assert NOTE_END in told
+    assert (f'Your background shell "serve the app" (your Bash call {call.blocks[0]["id"]}, shell id ' in told
+            and "was ended by the interruption" in told), told
+
+
+async def test_history_shows_a_subagents_prompt_and_tool_calls_nested_under_its_agent_call(model, env, workspace, run_dir):
+    seed_frozen(workspace)
+    target = workspace / "sub.txt"
+    model.push(*for_main(delegate("write sub.txt", background=False), text("delegated and done"), *judge()),
+               *for_subagent(reply(say("SUB: writing"), write(target, "x\n").blocks[0]), text("SUB: wrote sub.txt")))
+    done = await flower("-r", str(run_dir), env=env, cwd=workspace, timeout=120)
+    assert done.code == 0, done.err
+    history = History(workspace, run_dir)
+    try:
+        page = await history.page()
+    finally:
+        history.close()
+    items = page.items
+    at = next(i for i, item in enumerate(items) if item.tool_name == "Agent")
+    call = items[at]
+    nested = [i for i in items if i.parent == call.tool_use_id]
+    assert nested and items[at + 1:at + 1 + len(nested)] == nested  # right after the call
+    assert [(i.role, i.kind) for i in nested][:1] == [("user", "text")] and nested[0].text == "write sub.txt"
+    assert ("tool", "Write") in [(i.kind, i.tool_name) for i in nested]
+    assert "SUB: writing" in [i.text for i in nested] and all(i.seq == call.seq for i in nested)
+    assert not any(i.parent is None and i.text == "SUB: writing" for i in items)  # not also in the main conversation

@@ -84,6 +84,8 @@ export interface FolderStatus {
     unreachable: string | null;
     /** What the task's store takes on disk in bytes (sessions.db with -wal/-shm, or the shared schema's tables); null until read. */
     storeBytes: number | null;
+    /** The subagents and background shells the running wake's CLI runs now (issue 32). */
+    background?: string[];
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */
@@ -253,6 +255,8 @@ export interface RunInfo {
     since: number;
     /** Connections attached to it now. */
     clients: number;
+    /** The subagents and background shells its running wake runs now (issue 32). */
+    background?: string[];
 }
 export interface RunsResult {
     runs: RunInfo[];
@@ -437,6 +441,8 @@ export interface TranscriptNotification {
     prunedText: string | null;
     /** Live: the folder's notification counter; history: the position in sessions.db. */
     seq: number;
+    /** A subagent's entry: the `toolUseId` of the `Agent` call it works for; null/absent for the main conversation. */
+    parent?: string | null;
 }
 export const transcript = new NotificationType<TranscriptNotification>('flower/transcript');
 

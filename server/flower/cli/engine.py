@@ -360,4 +360,6 @@ async def ps_command(args: argparse.Namespace, locale: str) -> int:
         context = kilo(run["context"]) if run["context"] is not None else "-"
         state = "running" if run["running"] else "idle"
         console.line(f"{state:<8} {run['step'] or '-':<12} {context:>7}  {run['clients']} attached  since {since}  {run['workspace']}")
+        for work in run.get("background") or []:  # what its wake runs in the background (issue 32)
+            console.line(f"{'':<8} {console.text('ps_background', what=work)}")
     return EXIT_OK

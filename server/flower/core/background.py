@@ -85,7 +85,7 @@ class Background:
         """A task ended since the CLI last reported its state: a turn may be owed that it has not said yet."""
 
     def see(self, subtype: str, data: Mapping[str, Any]) -> Task | None:
-        """Take in one system message (its subtype and raw data); the task it started or changed, if any."""
+        """Take in one system message (its subtype and raw data); the task it started or ended, if any."""
         if subtype == "session_state_changed":
             self.state = str(data.get("state"))
             self._stale = False
@@ -103,12 +103,13 @@ class Background:
         elif subtype == "task_updated":
             patch = data.get("patch")
             status = patch.get("status") if isinstance(patch, Mapping) else None
-            if isinstance(status, str):
-                self._set(task, status)
             if isinstance(patch, Mapping) and patch.get("is_backgrounded"):
                 task.background = True
+            return task if isinstance(status, str) and self._set(task, status) else None
         elif subtype == "task_notification":
-            self._set(task, str(data.get("status") or "completed"))
+            return task if self._set(task, str(data.get("status") or "completed")) else None
+        else:
+            return None
         return task
 
     def result(self) -> None:
@@ -129,11 +130,14 @@ class Background:
             return False
         return self.state == "idle" or self.state is None
 
-    def _set(self, task: Task, status: str) -> None:
+    def _set(self, task: Task, status: str) -> bool:
+        """Set a task's status; whether that ended it."""
         was = task.running
         task.status = status
         if was and not task.running:
             self._stale = self.state is not None
+            return True
+        return False
 
 
 def _str(value: Any) -> str | None:

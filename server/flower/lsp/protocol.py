@@ -357,6 +357,9 @@ class FolderStatus:
     store_bytes: int | None = None
     """What the task's store takes on disk in bytes (sessions.db with its -wal/-shm, or the shared schema's tables);
     null until the server read it."""
+    background: list[str] = attrs.field(factory=list)
+    """The subagents and background shells the running wake's CLI runs now (issue 32), e.g. `write the docs
+    (general-purpose)`; empty when none runs."""
 
 
 @attrs.define
@@ -585,6 +588,8 @@ class RunInfo:
     """Unix time the folder began running, or became idle (or began being served)."""
     clients: int
     """Connections attached to it now."""
+    background: list[str] = attrs.field(factory=list)
+    """The subagents and background shells its running wake runs now (issue 32)."""
 
 
 @attrs.define
@@ -780,6 +785,8 @@ class TranscriptNotification:
     """History only: for `rewritten` the text the model gets instead, for `added` the synthesized result; else null."""
     seq: int
     """Live: the folder's notification counter (above every history seq known). History: the position in sessions.db."""
+    parent: str | None = None
+    """A subagent's entry: the `toolUseId` of the `Agent` call it works for (issue 32); null for the main conversation."""
 
 
 @attrs.define
