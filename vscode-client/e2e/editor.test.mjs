@@ -792,6 +792,7 @@ test('18 a subagent: its rows are a folded section nested under its Agent call, 
     };
     const live = await open('live');
     await live.filter({ hasText: 'Writing docs.md now.' }).first().waitFor({ state: 'visible', timeout: secs(10) });
+    await call.scrollIntoViewIfNeeded();
     await ed.shot('18-subagent-live');
     await ed.reload();
     await ed.view().locator('#say-input').waitFor({ timeout: secs(40) });
@@ -799,6 +800,14 @@ test('18 a subagent: its rows are a folded section nested under its Agent call, 
     // From history: its prompt, its words, its Write (and its result), nested under the call.
     await stored.filter({ hasText: 'Write docs.md describing calc.py.' }).first().waitFor({ state: 'visible', timeout: secs(10) });
     await stored.filter({ hasText: 'Writing docs.md now.' }).first().waitFor({ state: 'visible', timeout: secs(10) });
+    await call.scrollIntoViewIfNeeded();
     await ed.shot('18-subagent-history');
+    // The Changes view (in the flower side bar, open already) names the subagent as the writer of docs.md.
+    const pane = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Changes/ }) });
+    const docs = pane.locator('.monaco-list-row', { hasText: 'docs.md' }).first();
+    await docs.waitFor({ timeout: secs(30) });
+    assert.match(await docs.innerText(), /by the subagent write the docs \(general-purpose\)/);
+    assert.doesNotMatch(await pane.locator('.monaco-list-row', { hasText: '目标.md' }).first().innerText(), /subagent/);
+    await ed.shot('18-subagent-changes');
   });
 });
