@@ -192,27 +192,30 @@ async def test_a_wake_after_a_kill_inside_a_foreground_subagent_tells_what_the_s
 async def test_a_wake_after_a_kill_names_the_background_shell_the_kill_ended(model, env, workspace, run_dir):
     # The model must not wait on a shell id that no longer exists: the next wake tells it the shell was ended.
     seed_frozen(workspace)
-    call = reply(background_bash("exec sleep 1000", description="serve the app"))
+    pid = workspace / "shell.pid"
+    call = reply(background_bash(f"echo $$ > {pid}; exec sleep 1000", description="serve the app"))
     model.push(*for_main(call, Reply(blocks=[say("never sent")], hold=True)))
     proc = await start("-r", str(run_dir), env=env, cwd=workspace)
     try:
         await model.wait_for_requests(2, timeout=90, agent=MAIN)  # the shell runs: the model was told its id
         os.kill(proc.pid, signal.SIGKILL)
         await asyncio.wait_for(proc.wait(), 30)
-        for pid in pgroup(proc.pid):  # what a kill of the whole machine would leave: nothing of the old run
-            os.kill(pid, signal.SIGKILL)
+        for leftover in pgroup(proc.pid):  # its CLI too, as a crash of the machine's session would: no CLI answers any more
+            os.kill(leftover, signal.SIGKILL)
         before = len(model.main)
         model.push(*for_main(text("the server is not running any more; starting it again is not needed"), *judge()))
         done = await flower("-r", str(run_dir), env=env, cwd=workspace, timeout=120)
         assert done.code == 0, done.err
     finally:
-        for pid in pgroup(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        for leftover in pgroup(proc.pid):
+            os.kill(leftover, signal.SIGKILL)
+        if pid.exists() and alive(int(pid.read_text())):  # the shell runs in its own session: a CLI killed outright
+            os.kill(int(pid.read_text()), signal.SIGKILL)   # leaves it running (the note says to check)
         model.release()
     told = model.main[before].last_user_text
     assert NOTE_END in told
     assert (f'Your background shell "serve the app" (your Bash call {call.blocks[0]["id"]}, shell id ' in told
-            and "was ended by the interruption" in told), told
+            and "was cut off by the interruption" in told), told
 
 
 async def test_history_shows_a_subagents_prompt_and_tool_calls_nested_under_its_agent_call(model, env, workspace, run_dir):

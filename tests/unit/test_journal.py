@@ -158,7 +158,7 @@ def test_a_sidechain_is_told_under_its_agent_call_until_the_store_has_its_hand_b
     assert '- The subagent "write it" that your Agent call ag1 started was ended by the interruption' in told
     assert '  - It said: "writing a.py"' in told and '  - It called Write with {"file_path": "a.py"}' in told
     assert '    It returned: "File created"' in told
-    assert 'Your background shell "serve" (your Bash call sh1, shell id b1) was ended by the interruption' in told
+    assert 'Your background shell "serve" (your Bash call sh1, shell id b1) was cut off by the interruption' in told
     # The hand-back (foreground) and the notification (background, even one told mid-turn) are the work told.
     handed = {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "ag1", "content": "done"}]}}
     notified = {"type": "attachment", "attachment": {"type": "queued_command", "prompt":

@@ -340,9 +340,10 @@ def _delegated(records: list[Record]) -> dict[Any, list[str]]:
         name = json.dumps(str(task.get("description") or "") if task else "", ensure_ascii=False)
         ended = task is None or task.get("status") == "running"
         if task is not None and task.get("type") == "local_bash":
-            out[tool] = [f"- Your background shell {name} (your Bash call {tool}, shell id {task.get('id')}) was ended "
-                         "by the interruption: it is not running now and will not report back, so do not wait for it; "
-                         "start it again if you still need it."]
+            # The CLI ends its shells when it exits; a CLI killed outright leaves them running in their own session.
+            out[tool] = [f"- Your background shell {name} (your Bash call {tool}, shell id {task.get('id')}) was cut off "
+                         "by the interruption: it will not report back and its id is gone, so do not wait for it; check "
+                         "whether it still runs or what it left before you start it again."]
             continue
         how = "was ended by the interruption before it finished" if ended else "finished, but its report was lost"
         lines = [f"- The subagent {name} that your Agent call {tool} started {how}. What it had already done:"]
