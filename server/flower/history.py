@@ -66,6 +66,8 @@ class Item:
     tool_use_id: str | None = None
     pruned: Pruned | None = None
     pruned_text: str | None = None
+    parent: str | None = None
+    """A subagent's entry: the `Agent` call it works for (issue 32); None for the main conversation's."""
 
 
 @dataclass
@@ -135,12 +137,13 @@ def _result_text(content: Any) -> str | None:
     return None
 
 
-def items_of(entry: dict[str, Any]) -> list[Block]:
-    """The blocks of a stored entry a transcript shows (text, tool calls, tool results), one uuid each."""
+def items_of(entry: dict[str, Any], sidechain: bool = False) -> list[Block]:
+    """The blocks of a stored entry a transcript shows (text, tool calls, tool results), one uuid each; a subagent's
+    entries (`isSidechain`) only when reading its own transcript (`sidechain`)."""
     kind, message, uuid = entry.get("type"), entry.get("message"), entry.get("uuid")
     if kind not in ("user", "assistant") or not isinstance(message, dict) or not isinstance(uuid, str):
         return []
-    if entry.get("isMeta") or entry.get("isSidechain"):
+    if entry.get("isMeta") or bool(entry.get("isSidechain")) != sidechain:
         return []
     content = message.get("content")
     blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
@@ -402,7 +405,34 @@ class History:
                 ready[sid] = future.result()
             else:
                 pending[sid] = future
-        return Page(apply(items, ready), next_before, sessions, pending)
+        return Page(await self.nest(apply(items, ready)), next_before, sessions, pending)
+
+    async def nest(self, items: list[Item]) -> list[Item]:
+        """Each `Agent` call's subagent (its stored transcript `subagents/agent-<id>`, D12) right after the call: its
+        prompt, tool calls, results and words, with `parent` = the call's id and the call's seq (issue 32)."""
+        calls = {i.tool_use_id: i for i in items if i.kind == "tool" and i.tool_name == "Agent" and i.tool_use_id}
+        nested: dict[str, list[Item]] = {}
+        for sid in dict.fromkeys(i.session_id for i in calls.values()):
+            key: Any = {"project_key": self.project_key, "session_id": sid}
+            try:
+                subpaths = [s for s in await self.store.list_subkeys(key) if s.startswith("subagents/")]
+                for sub in subpaths:
+                    sub_key: Any = {**key, "subpath": sub}
+                    entries: list[dict[str, Any]] = [dict(e) for e in await self.store.load(sub_key) or []]
+                    meta: dict[str, Any] = next((e for e in entries if e.get("type") == "agent_metadata"), {})
+                    call = calls.get(str(meta.get("toolUseId")))
+                    if call is not None and call.tool_use_id is not None:
+                        nested[call.tool_use_id] = [
+                            Item(call.seq, sid, call.step, uuid, role, kind, text, name, cut(data) if data is not None else None,
+                                 use, parent=call.tool_use_id)
+                            for e in entries for uuid, role, kind, text, name, data, use in items_of(e, sidechain=True)]
+            except Exception:  # a store not answering now: the page goes out without its subagents
+                continue
+        out: list[Item] = []
+        for item in items:
+            out.append(item)
+            out.extend(nested.pop(item.tool_use_id or "", []) if item.kind == "tool" and item.parent is None else [])
+        return out
 
 
 def apply(items: Iterable[Item], ready: dict[str, Verdicts]) -> list[Item]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import json
 import logging
 import os
 import shutil
+import tempfile
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable
@@ -47,6 +49,7 @@ from claude_agent_sdk.types import PermissionRuleValue
 
 from .core import children
 from .core.approvals import Approval, Approvals, describe, tool_of
+from .core.background import AGENT, STATE_EVENTS, Background, Task, ceiling
 from .core.changes import WRITE_TOOLS, ChangeLog
 from .core.context import tail_pages, tokens_of
 from .core.errors import FlowerError, MissingCredentials
@@ -63,7 +66,7 @@ from .stores.base import Store
 from .stores.opener import open_store
 from .stores.prefetch import Prefetch
 from .stores.prune import PruningSessionStore
-from .stores.reconcile import reconcile, sweep
+from .stores.reconcile import RESUME_PREFIX, config_dir, reconcile, sweep
 from .stores.resume import Mirror, Resume, materialize
 
 log = logging.getLogger("flower")
@@ -124,6 +127,8 @@ class _Attempt:
     """sessions.db refused a write during this attempt (a full disk, read-only): what to tell the person."""
     prompt: str = ""
     """What this attempt asks: journaled once its session id is known."""
+    background: Background = field(default_factory=Background)
+    """The background work the CLI reported and its session state: when the attempt may stop reading (issue 32)."""
 
 
 @dataclass
@@ -289,6 +294,9 @@ class Runtime:
         """What agents change in the workspace, with before-images; records only while a wake set its number (issue #25)."""
         self.prefetch = prefetch
         """A session's pruned view a worker is preparing (stores/prefetch.py): the first resume of that session takes it."""
+        self.delegated: dict[str, Task] = {}
+        """Every subagent and background shell the CLI reported, by task id (a subagent's is its agent id, as the
+        permission prompt and the hooks name it): who asks, who wrote (issue 32)."""
 
     # -- sessions.db -----------------------------------------------------------------------
     def has_session(self, session_id: str) -> bool:
@@ -298,6 +306,22 @@ class Runtime:
     async def entries(self, session_id: str) -> list[SessionStoreEntry] | None:
         """The raw stored transcript of a session, unpruned."""
         return await self.sessions.entries(self.workspace, session_id)
+
+    async def sidechain(self, session_id: str, agent_id: str) -> list[Any]:
+        """A subagent's transcript (the SDK's subkey `subagents/agent-<id>`, D12) as sessions.db stores it, then what
+        only the CLI's own file of it holds (a kill can land before the mirror got it; the file is only read)."""
+        key: Any = {"project_key": self.project_key, "session_id": session_id, "subpath": f"subagents/agent-{agent_id}"}
+        stored: list[Any] = list(await self.raw_store.load(key) or [])
+        known = {e.get("uuid") for e in stored if isinstance(e, dict)}
+        name = Path(self.project_key) / session_id / "subagents" / f"agent-{agent_id}.jsonl"
+        files = [config_dir({**os.environ, **self.env}) / "projects" / name,
+                 *Path(tempfile.gettempdir()).glob(f"{RESUME_PREFIX}*/projects/{name}")]
+        for path in files:
+            for line in await asyncio.to_thread(_lines, path):
+                if isinstance(line, dict) and line.get("uuid") not in known:
+                    known.add(line.get("uuid"))
+                    stored.append(line)
+        return stored
 
     async def entry_count(self, session_id: str) -> int:
         """How many entries the session's main transcript stores."""
@@ -410,7 +434,9 @@ class Runtime:
 
         async def before(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
             if data["hook_event_name"] == "PreToolUse":
-                await _quietly(changes.before_tool, data["tool_name"], data["tool_input"], tool_use_id or data["tool_use_id"])
+                # A subagent's write is attributed to it (issue 32): the hook names its agent id.
+                await _quietly(changes.before_tool, data["tool_name"], data["tool_input"], tool_use_id or data["tool_use_id"],
+                               self._subagent(data.get("agent_id")))
             return {}
 
         async def after(data: HookInput, tool_use_id: str | None, _: HookContext) -> HookJSONOutput:
@@ -515,13 +541,17 @@ class Runtime:
                 if prefetched is not None:
                     self.prefetch = None  # taken or discarded by this resume, never by a later one
                 resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT, prefetched)
-            async with ClaudeSDKClient(self.options(agent, resume, stderr.append, step, resumed, spawn)) as client:
+            options = self.options(agent, resume, stderr.append, step, resumed, spawn)
+            # Issue 32: the CLI says when it owes no other turn (background work ended and told), as `claude -p` waits.
+            options.env = {**options.env, STATE_EVENTS: "1"}
+            async with ClaudeSDKClient(options) as client:
                 try:
                     await client.query(prompt)
                     if resume:  # the session pruned and written is freed by now; the CLI works meanwhile
                         give_back()
-                    async for message in client.receive_response():
-                        self._observe(message, out, texts, seen_usage, step, resume, on_session)
+                    await self._receive(client, out, functools.partial(
+                        self._observe, out=out, texts=texts, seen_usage=seen_usage, step=step, resume=resume,
+                        on_session=on_session))
                 except BaseException:
                     # Cut off (Ctrl-C to flower alone, a stop, an error): nobody answers the CLI's tool calls now, and
                     # the SDK's close waits 5 s for it to exit, in which it went on refusing itself tools and asking the
@@ -554,6 +584,28 @@ class Runtime:
             out.text = "\n".join(texts)
         return out
 
+    async def _receive(self, client: ClaudeSDKClient, out: _Attempt, observe: Callable[[Any], None]) -> None:
+        """Read the CLI's messages until its turn ended and the background work the step started ended and was told
+        to the model (core/background.py). The first ResultMessage is not the end: stopping there left a background
+        subagent's tool calls refused (its hooks unanswered) and its result untold (issue 32)."""
+        bound = ceiling({**os.environ, **self.env})
+        work = out.background
+        messages = client.receive_messages().__aiter__()
+        while not work.done:
+            # The wait between turns is bounded, as the CLI bounds its own; never while the main agent works, a person
+            # is asked, or a subagent runs (its model calls are bounded themselves).
+            between = work.results and not work.turn and work.state != "requires_action" and not any(
+                t.type == AGENT for t in work.running)
+            try:
+                message = await asyncio.wait_for(anext(messages), bound if between else None)
+            except StopAsyncIteration:  # the CLI ended: what it ran in the background ended with it
+                return
+            except TimeoutError:
+                log.info("background work still running %.0f s after the last turn, ended with the CLI: %s",
+                         bound or 0, ", ".join(t.description or t.id for t in work.running))
+                return
+            observe(message)
+
     async def _can_use_tool(self, step: str, tool: str, tool_input: dict[str, Any],
                             context: ToolPermissionContext) -> PermissionResult:
         """The CLI's permission prompt, put to the person through the approvals (issue 24); never allowed by a timeout."""
@@ -562,7 +614,8 @@ class Runtime:
         suggested = [r for u in context.suggestions if u.type == "addRules" and u.behavior == "allow" for r in u.rules or []]
         rules = [r.tool_name + (f"({r.rule_content})" if r.rule_content else "") for r in suggested]
         approval = Approval(id=context.tool_use_id or f"{tool}-{time.time()}", step=step, tool=tool, input=tool_input,
-                            summary=summary, detail_kind=kind, detail=detail, suggestions=rules)
+                            summary=summary, detail_kind=kind, detail=detail, suggestions=rules,
+                            agent=self._subagent(context.agent_id))
         decision = await self.approvals.decide(approval)
         if decision.choice == "deny":
             return PermissionResultDeny(message=decision.reason(tool))
@@ -610,8 +663,47 @@ class Runtime:
         except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
 
+    def _sidechain(self, message: AssistantMessage | UserMessage, out: _Attempt, step: str) -> None:
+        """A subagent's message: journaled and shown with the `Agent` call it works for (issue 32), as the main agent's are."""
+        sid, parent = out.session_id, message.parent_tool_use_id
+        if not sid or not isinstance(message.content, list):
+            return
+        if isinstance(message, AssistantMessage):
+            if message.model == "<synthetic>":  # API-error filler is never journaled (S23)
+                return
+            for block in message.content:
+                if isinstance(block, TextBlock) and block.text:
+                    self.journal.said(sid, message.message_id, block.text, parent)
+                    self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step, parent=parent))
+                elif isinstance(block, ToolUseBlock):
+                    self.journal.call(sid, message.message_id, block.id, block.name, block.input, parent)
+                    self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id, session_id=sid,
+                                       uuid=message.uuid, step=step, parent=parent))
+            return
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                self.journal.result(sid, block.tool_use_id, block.content, block.is_error, parent)
+
+    def _subagent(self, agent_id: str | None) -> str | None:
+        """Who a subagent is, for the person: its `Agent` call's description and type (None: the main agent)."""
+        if not agent_id:
+            return None
+        task = self.delegated.get(agent_id)
+        return task.label if task is not None else agent_id
+
     def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str,
                  resume: str | None, on_session: Callable[[str], None] | None) -> None:
+        if isinstance(message, SystemMessage) and message.subtype != "init":
+            task = out.background.see(message.subtype, message.data)
+            if task is not None:  # started or ended: journaled, so a wake after a kill can say what a kill ended
+                self.delegated[task.id] = task
+                if out.session_id:
+                    self.journal.task(out.session_id, task.id, task.tool_use_id, task.type, task.description,
+                                      task.background, task.status)
+        elif isinstance(message, (AssistantMessage, UserMessage)) and message.parent_tool_use_id is not None:
+            self._sidechain(message, out, step)
+        elif isinstance(message, AssistantMessage):
+            out.background.turn = True  # the main agent works: no wait between turns runs meanwhile
         if isinstance(message, SystemMessage) and message.subtype == "init":
             sid = message.data.get("session_id")
             if isinstance(message.data.get("model"), str):
@@ -651,17 +743,36 @@ class Runtime:
             # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
             raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")
         elif isinstance(message, ResultMessage):
+            # One per turn of the main agent: a later one (after background work woke it) is the step's answer;
+            # its cost is the CLI's total so far, its turns are its own (issue 32).
+            out.background.result()
             out.session_id = message.session_id or out.session_id
             out.ok = not message.is_error and message.subtype == "success"
             out.text = message.result or ""
             out.cost_usd = message.total_cost_usd or 0.0
-            out.num_turns = message.num_turns
+            out.num_turns += message.num_turns
+            out.failure = None
             windows = [u.get("contextWindow") or 0 for u in (message.model_usage or {}).values()]
             self.window = max(windows, default=0) or self.window
             if not out.ok:
                 detail = message.result or "; ".join(message.errors or []) or message.subtype
                 out.failure = Failure.of(detail, status=message.api_error_status, category=out.category,
                                          reason=message.terminal_reason)
+
+
+def _lines(path: Path) -> list[Any]:
+    """The JSON lines of a CLI transcript file ([] when it cannot be read; a torn line is skipped)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    out = []
+    for line in raw.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 async def _quietly(fn: Callable[..., None], *args: Any) -> None:

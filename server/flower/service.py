@@ -402,7 +402,9 @@ class FlowerService:
             # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
             cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
             settings=self._shown, unreachable=unreachable,
-            store_bytes=rest.store_bytes if rest is not None else None)
+            store_bytes=rest.store_bytes if rest is not None else None,
+            background=[t.label for t in self._runtime.delegated.values() if t.running]  # issue 32
+            if self._runtime is not None and self.running else [])
 
     def _stored_context(self, session_id: str) -> int | None:
         """The session's last context size in the store; None (logged) if it cannot be read: the gauge is a bonus (S12)."""

@@ -108,6 +108,8 @@ class Status:
     """The task's store is not answering: the rest of this status is what was read before (D9)."""
     store_bytes: int | None = None
     """What the task's store takes on disk (sessions.db, or the shared schema's tables); None until read (#26)."""
+    background: list[str] = field(default_factory=list)
+    """The subagents and background shells the running wake's CLI runs now, as the person knows them (issue 32)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,7 @@ from test_lsp import Client, stop, uri
 
 from flower.core.approvals import AWAY
 from flower.lsp import protocol as p
-from flower.testing import ScriptedModel, text, tool
+from flower.testing import ScriptedModel, delegate, for_main, for_subagent, text, tool
 from flowerscript import judge
 
 NO_BASH = 'allow = ["Read", "Write", "Edit", "Glob", "Grep"]\n'
@@ -264,3 +264,26 @@ async def test_the_terminal_asks_inline_and_piped_runs_deny_at_once_in_one_line(
     [line] = [ln for ln in piped.err.splitlines() if "denied Bash" in ln]
     assert "nobody here to approve it" in line and "allow" in line
     assert AWAY.format(tool="Bash") in result_text(result_for(model, bash_ids(model)[-1]))
+
+
+async def test_a_subagents_question_is_put_to_the_editor_naming_it_and_the_answer_runs_its_tool(
+        clients: list, model: ScriptedModel, env: dict[str, str], workspace: Path) -> None:
+    # Issue 32: a background subagent's Bash outside `allow` is a `flower/approve` that names the subagent; while it
+    # waits, the status names the subagent running; Allow runs the tool and the subagent's result reaches the work agent.
+    marker = workspace / "ran.txt"
+    model.push(*for_main(delegate("touch the marker", description="touch it"), text("waiting for the subagent"),
+                         text("the subagent touched it"), *judge()),
+               *for_subagent(tool("Bash", {"command": touch(marker)}), text("SUB: touched")))
+    client = await approver(env, folder(workspace))
+    clients.append(client)
+    await client.request(p.WAKE, {"folder": uri(workspace)})
+    asked, answer = await client.question()
+    assert (asked["tool"], asked["agent"], asked["step"]) == ("Bash", "touch it (general-purpose)", "干活")
+    [status] = (await client.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
+    assert status["background"] == ["touch it (general-purpose)"]
+    assert not marker.exists()
+    answer.set_result({"decision": "allow"})
+    ended = await client.ended(uri(workspace))
+    assert ended["ok"] is True, ended
+    assert marker.exists() and not result_for(model, asked["id"]).get("is_error")
+    assert any("SUB: touched" in r.text for r in model.main)  # its result reached the main conversation

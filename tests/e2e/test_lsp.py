@@ -147,6 +147,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         "trusted": False, "trust": "nobody trusted it yet; its own hooks, env and MCP servers do not run",
         "unreachable": None, "waitingFor": None,
         "storeBytes": 0,  # no sessions.db yet, and asking made none
+        "background": [],  # no subagent or background shell runs (issue 32)
     }
     assert not (workspace / "runs" / "sessions.db").exists()
     # Without a folder: every folder; the same payload with null params.
@@ -257,7 +258,7 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
     transcript = client.seen(p.TRANSCRIPT, folder)
     assert transcript[0] | {"folder": None, "seq": None} == {
         "folder": None, "step": None, "sessionId": None, "uuid": None, "role": "user", "kind": "text", "text": TASK,
-        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None}
+        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None, "parent": None}
     seqs = [t["seq"] for t in transcript]
     assert seqs == sorted(set(seqs)) and seqs[0] >= 1  # strictly increasing per folder
     writes = [t for t in transcript if t["kind"] == "tool"]

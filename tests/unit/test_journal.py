@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from flower.core.journal import NOTE_END, WHY_LOST, WHY_SHORT, Journal, missed, note
+from flower.core.journal import NOTE_END, WHY_LOST, WHY_SHORT, Journal, missed, note, sidechain, with_stored
 
 
 def test_records_survive_a_torn_last_line_and_keep_no_api_key(tmp_path, monkeypatch):
@@ -149,3 +149,55 @@ def test_what_a_stored_note_told_is_not_told_again_after_a_second_kill():
     # What the note did not tell is still lacking.
     later = [*records, {"k": "said", "id": "msg_2", "text": "words counted"}]
     assert missed(later, stored) == [later[-1]]
+
+
+def test_a_sidechain_is_told_under_its_agent_call_until_the_store_has_its_hand_back_or_notification():
+    # Issue 32: a subagent's records carry its Agent call; a task that never ended is named as ended.
+    agent_call = {"k": "call", "id": "m1", "tool": "ag1", "name": "Agent", "input": {"prompt": "write a.py"}}
+    records = [agent_call,
+               {"k": "task", "id": "a1", "tool": "ag1", "type": "local_agent", "description": "write it",
+                "background": False, "status": "running"},
+               {"k": "said", "id": "s1", "text": "writing a.py", "parent": "ag1"},
+               {"k": "call", "id": "s1", "tool": "w1", "name": "Write", "input": {"file_path": "a.py"}, "parent": "ag1"},
+               {"k": "result", "tool": "w1", "text": "File created", "error": False, "parent": "ag1"},
+               {"k": "call", "id": "m2", "tool": "sh1", "name": "Bash", "input": {"command": "serve"}},
+               {"k": "task", "id": "b1", "tool": "sh1", "type": "local_bash", "description": "serve",
+                "background": True, "status": "running"}]
+    launched = {"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "sh1", "content": "Command running in background with ID: b1."}]}}
+    answered = [{"type": "assistant", "message": {"id": "m1", "content": []}},
+                {"type": "assistant", "message": {"id": "m2", "content": []}}, launched]
+    lacking = missed(records, answered)
+    assert [r["k"] for r in lacking] == ["task", "said", "call", "result", "task"]  # the calls are stored, not the work
+    told = note(lacking, resumed=True)
+    assert '- The subagent "write it" that your Agent call ag1 started was ended by the interruption' in told
+    assert '  - It said: "writing a.py"' in told and '  - It called Write with {"file_path": "a.py"}' in told
+    assert '    It returned: "File created"' in told
+    assert 'Your background shell "serve" (your Bash call sh1, shell id b1) was cut off by the interruption' in told
+    # The hand-back (foreground) and the notification (background, even one told mid-turn) are the work told.
+    handed = {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "ag1", "content": "done"}]}}
+    notified = {"type": "attachment", "attachment": {"type": "queued_command", "prompt":
+                "<task-notification>\n<task-id>b1</task-id>\n<tool-use-id>sh1</tool-use-id>\n</task-notification>"}}
+    assert missed(records, [*answered, handed, notified]) == []
+    # A background agent's "launched" result is not its work: that needs its notification.
+    bg = [agent_call, {**records[1], "background": True}, records[2]]
+    launch = {"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "ag1", "content": [{"type": "text", "text": "Async agent launched successfully."}]}]}}
+    assert [r["k"] for r in missed(bg, [answered[0], launch])] == ["task", "said"]
+    woke = {"type": "user", "message": {"content": "<task-notification><tool-use-id>ag1</tool-use-id></task-notification>"}}
+    assert missed(bg, [answered[0], launch, woke]) == []
+
+
+def test_a_stored_sidechain_gives_the_words_the_stream_did_not_carry():
+    journaled = [{"k": "call", "id": "s1", "tool": "w1", "name": "Write", "input": {}, "parent": "ag1"},
+                 {"k": "result", "tool": "w1", "text": "ok", "error": False, "parent": "ag1"},
+                 {"k": "call", "id": "s2", "tool": "w2", "name": "Bash", "input": {}, "parent": "ag1"}]
+    stored = sidechain([{"type": "user", "message": {"content": "write a.py"}},
+                        {"type": "assistant", "message": {"id": "s1", "content": [{"type": "text", "text": "on it"}]}},
+                        {"type": "assistant", "message": {"id": "s1", "content": [
+                            {"type": "tool_use", "id": "w1", "name": "Write", "input": {}}]}},
+                        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "w1", "content": "ok"}]}}],
+                       "ag1")
+    merged = with_stored([{"k": "prompt", "text": "go"}, *journaled], stored)
+    assert [(r["k"], r.get("tool")) for r in merged] == [
+        ("prompt", None), ("said", None), ("call", "w1"), ("result", "w1"), ("call", "w2")]  # the newest from the journal

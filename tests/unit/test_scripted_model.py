@@ -9,10 +9,16 @@ import aiohttp
 import pytest
 
 from flower.testing import (
+    SUBAGENT,
     InvalidRequest,
     Reply,
     ScriptedModel,
+    agent_call,
+    background_bash,
+    delegate,
     dropped,
+    for_main,
+    for_subagent,
     overloaded,
     reply,
     say,
@@ -131,6 +137,41 @@ async def test_hold_waits_for_release_and_match_routes_requests(model):
     model.release()
     status, _ = await asyncio.wait_for(held, 10)
     assert status == 200
+
+
+SUB_SYSTEM = [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332.0e6; cc_is_subagent=true;"},
+              {"type": "text", "text": "You are an agent for Claude Code"}]
+
+
+def sub_body(prompt: str) -> dict:
+    """A request as a subagent started with `prompt` sends it (CLI 2.1.332, testing/agents.py)."""
+    return {**body(user({"type": "text", "text": "<system-reminder>x</system-reminder>"}, {"type": "text", "text": prompt})),
+            "system": SUB_SYSTEM}
+
+
+async def test_replies_scripted_for_the_main_agent_or_a_subagent_answer_only_its_requests(model):
+    model.push(*for_main(text("main 1"), text("main 2")), *for_subagent(text("the tests sub"), prompt="run the tests"),
+               *for_subagent(text("any sub")))
+    _, raw = await asyncio.wait_for(post(model, sub_body("please run the tests now")), 10)
+    assert "the tests sub" in raw  # the first reply that fits, not the main agent's before it
+    _, raw = await asyncio.wait_for(post(model, body(user(T))), 10)
+    assert "main 1" in raw
+    _, raw = await asyncio.wait_for(post(model, sub_body("write docs")), 10)
+    assert "any sub" in raw  # not the main agent's "main 2", still first in the script
+    _, raw = await asyncio.wait_for(post(model, body(user(T))), 10)
+    assert "main 2" in raw
+    assert [r.subagent for r in model.conversation] == [True, False, True, False]
+    assert model.subagents[0].agent_prompt == "please run the tests now" and model.main[0].agent_prompt is None
+    assert (await model.wait_for_requests(2, agent=SUBAGENT)).agent_prompt == "write docs"
+    assert Reply.from_json(for_subagent(text("x"))[0].to_json()).agent == SUBAGENT  # kept in a JSON script
+
+
+def test_delegation_blocks_say_background_only_when_asked():
+    assert "run_in_background" not in delegate("p").blocks[0]["input"]  # the CLI's default
+    assert delegate("p", background=False, description="d").blocks[0]["input"] == {
+        "description": "d", "prompt": "p", "subagent_type": "general-purpose", "run_in_background": False}
+    assert agent_call("p", background=True)["name"] == "Agent"
+    assert background_bash("sleep 1")["input"]["run_in_background"] is True
 
 
 async def test_count_tokens(model):

@@ -791,3 +791,49 @@ test('15 the run\'s changes: the Changes view lists the written and the edited f
     await ed.shot('15-changes-reverted');
   });
 });
+
+test('18 a subagent: its rows are a folded section nested under its Agent call, live and after Reload Window (from history)', { timeout: secs(300) }, async () => {
+  const ws = tempDir('ws-subagent');
+  await scenario('18-subagent', 'subagent', [ws], async (ed, model) => {
+    await showTranscript(ed);
+    await start(ed);
+    await row(ed, '[data-kind="verdict"]', undefined, secs(150));
+    assert.equal(fs.readFileSync(path.join(ws, 'docs.md'), 'utf8'), '# calc\n\nAdds and subtracts.\n', 'the subagent wrote docs.md');
+    // The work agent heard the subagent's result (the CLI's task notification) in a later request.
+    assert.ok(model.requests.some((r) => r.text.includes('docs.md is written.') && r.text.includes('task-notification')),
+      "the subagent's result reached the main conversation");
+    const call = ed.rows().filter({ has: ed.view().locator('[data-testid="subagent-head"]') }).first();
+    const open = async (/** @type {string} */ when) => {
+      await call.waitFor({ timeout: secs(30) });
+      const head = call.locator('[data-testid="subagent-head"]');
+      await until(async () => /subagent · write the docs · 1 tool call/.test((await head.innerText()) ?? ''), `the subagent's head (${when})`, secs(30));
+      const nested = ed.view().locator('[data-testid="row"][data-parent]');
+      assert.ok(await nested.count() >= 2, `the subagent's rows are there (${when})`);
+      if ((await head.getAttribute('aria-expanded')) !== 'true') {  // folded until opened (the page remembers it)
+        assert.equal(await nested.evaluateAll((els) => els.filter((e) => getComputedStyle(e).display !== 'none').length), 0, `folded (${when})`);
+        await head.click();
+      }
+      await nested.filter({ hasText: 'docs.md' }).first().waitFor({ state: 'visible', timeout: secs(10) });
+      return nested;
+    };
+    const live = await open('live');
+    await live.filter({ hasText: 'Writing docs.md now.' }).first().waitFor({ state: 'visible', timeout: secs(10) });
+    await call.scrollIntoViewIfNeeded();
+    await ed.shot('18-subagent-live');
+    await ed.reload();
+    await ed.view().locator('#say-input').waitFor({ timeout: secs(40) });
+    const stored = await open('from history');
+    // From history: its prompt, its words, its Write (and its result), nested under the call.
+    await stored.filter({ hasText: 'Write docs.md describing calc.py.' }).first().waitFor({ state: 'visible', timeout: secs(10) });
+    await stored.filter({ hasText: 'Writing docs.md now.' }).first().waitFor({ state: 'visible', timeout: secs(10) });
+    await call.scrollIntoViewIfNeeded();
+    await ed.shot('18-subagent-history');
+    // The Changes view (in the flower side bar, open already) names the subagent as the writer of docs.md.
+    const pane = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Changes/ }) });
+    const docs = pane.locator('.monaco-list-row', { hasText: 'docs.md' }).first();
+    await docs.waitFor({ timeout: secs(30) });
+    assert.match(await docs.innerText(), /by the subagent write the docs \(general-purpose\)/);
+    assert.doesNotMatch(await pane.locator('.monaco-list-row', { hasText: '目标.md' }).first().innerText(), /subagent/);
+    await ed.shot('18-subagent-changes');
+  });
+});

@@ -23,7 +23,19 @@ from typing import Any
 
 from aiohttp import web
 
-from flower.testing import Reply, ScriptedModel, overloaded, reply, say, text, tool, tool_use
+from flower.testing import (
+    MAIN,
+    Reply,
+    ScriptedModel,
+    agent_call,
+    for_subagent,
+    overloaded,
+    reply,
+    say,
+    text,
+    tool,
+    tool_use,
+)
 
 REQUIREMENTS = (
     "# 需求\n\n## 目标 Goal\nA calculator CLI.\n\n## 范围 Scope\nAdd and subtract.\n\n"
@@ -155,10 +167,27 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
             *finish(ws, big),
         ]
         return path(ws, work=work)
+    if name == "subagent":
+        # Issue 32: the work agent delegates docs.md to a subagent in the background (the CLI's default) and goes
+        # on; the subagent says what it does, writes the file and reports; its result wakes the work agent, which
+        # ticks the goals. Every reply says whose request it answers (the main agents' or the subagent's).
+        work = [
+            reply(say("Delegating the docs to a subagent."),
+                  agent_call("Write docs.md describing calc.py.", description="write the docs"), **big),
+            text("The subagent is writing the docs; waiting for it.", **big),
+            *finish(ws, big, "The docs are written; ticking the goals."),
+        ]
+        main = path(ws, work=work)
+        for r in main:
+            r.agent = MAIN
+        sub = for_subagent(
+            reply(say("Writing docs.md now."), tool_use("Write", {"file_path": str(ws / "docs.md"), "content": "# calc\n\nAdds and subtracts.\n"})),
+            text("docs.md is written."))
+        return main + sub
     if name in ("bench", "settings"):  # settings: a bad setting refuses every wake, the model is never asked
         return []
     raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, store, "
-                     "approve, changes, bench, settings")
+                     "approve, changes, subagent, bench, settings")
 
 
 class RecordingModel(ScriptedModel):

@@ -84,6 +84,8 @@ export interface FolderStatus {
     unreachable: string | null;
     /** What the task's store takes on disk in bytes (sessions.db with -wal/-shm, or the shared schema's tables); null until read. */
     storeBytes: number | null;
+    /** The subagents and background shells the running wake's CLI runs now (issue 32). */
+    background?: string[];
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */
@@ -255,6 +257,8 @@ export interface RunInfo {
     clients: number;
     /** What its run waits for now (`FolderStatus.waitingFor`): the person, or the API; null: nothing. */
     waitingFor: WaitingFor | null;
+    /** The subagents and background shells its running wake runs now (issue 32). */
+    background?: string[];
 }
 export interface RunsResult {
     runs: RunInfo[];
@@ -291,6 +295,8 @@ export interface ChangedFile {
     /** The before-image's bytes on disk (the diff editor's left side). */
     beforePath: string | null;
     tool: string;
+    /** The subagent whose tool call changed it (its description and type); null for the main agent. */
+    agent?: string | null;
 }
 export interface ChangedWake {
     wake: number;
@@ -342,6 +348,8 @@ export interface ApproveParams {
     /** Rules the CLI suggests keeping for "always", e.g. `Bash(npm test:*)`. */
     suggestions: string[];
     since: number;
+    /** A subagent's tool call: the subagent (its `Agent` call's description and type); null when the main agent asks. */
+    agent?: string | null;
 }
 export interface ApproveResult {
     decision: 'allow' | 'allowAlways' | 'deny';
@@ -435,6 +443,8 @@ export interface TranscriptNotification {
     prunedText: string | null;
     /** Live: the folder's notification counter; history: the position in sessions.db. */
     seq: number;
+    /** A subagent's entry: the `toolUseId` of the `Agent` call it works for; null/absent for the main conversation. */
+    parent?: string | null;
 }
 export const transcript = new NotificationType<TranscriptNotification>('flower/transcript');
 

@@ -36,6 +36,9 @@ test("a card: one summary line, the CLI's first suggestion for Always, none with
     assert.equal(c.always, 'Bash(rm:*)');
     assert.equal(c.state, 'open');
     assert.equal(card(approval({ suggestions: [] })).always, null);
+    // Issue 32: a subagent's question names the subagent; the main agent's names none.
+    assert.equal(card(approval({ agent: 'write the docs (general-purpose)' })).agent, 'write the docs (general-purpose)');
+    assert.equal(card(approval()).agent, null);
 });
 
 test('a question opens one card; answering it sends once; flower/approved closes it with the decision that won', () => {

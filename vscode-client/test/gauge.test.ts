@@ -210,3 +210,10 @@ test('a store that does not answer: the gauge says store unreachable in the erro
     delete (old as Partial<FolderStatus>).unreachable;
     assert.equal(gauge({ status: old, server: 'running' }).text, 'flower 80.2K / 200K · 40%');
 });
+
+test('the tooltip names the subagents and background shells the run has going (issue 32)', () => {
+    const g = gauge({ server: 'running', status: status({ running: true, step: '干活', background: ['write the docs (general-purpose)', 'npm run dev'] }) });
+    assert.deepEqual(g.tooltip.filter((l) => l.startsWith('in the background')), [
+        'in the background: write the docs (general-purpose)', 'in the background: npm run dev']);
+    assert.ok(!gauge({ server: 'running', status: status({}) }).tooltip.some((l) => l.startsWith('in the background')));
+});

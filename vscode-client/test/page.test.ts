@@ -425,3 +425,24 @@ test('the hidden badge sits above the text it marks, never over it', { skip }, a
     assert.ok(m.y + m.height <= b.y + 0.5, `badge ${JSON.stringify(m)} overlaps the text ${JSON.stringify(b)}`);
     await page.close();
 });
+
+test('a subagent is a folded section nested under its Agent call; its head opens it', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([
+        row(1, { kind: 'tool', text: 'Agent(write the docs)', toolName: 'Agent', toolUseId: 'ag1', toolInput: { description: 'write the docs', prompt: 'write docs' } }),
+        row(1.2, { kind: 'user', text: 'write docs', parent: 'ag1' }),
+        row(1.4, { kind: 'tool', text: 'Write(docs.md)', toolName: 'Write', toolUseId: 'w1', toolInput: { file_path: 'docs.md', content: 'x' }, parent: 'ag1' }),
+        row(2, { text: 'the main agent goes on' }),
+    ]));
+    const head = page.locator('[data-testid="subagent-head"]');
+    await head.waitFor();
+    assert.equal(await head.textContent(), '▸subagent · write the docs · 1 tool call');
+    const nested = page.locator('[data-testid="row"][data-parent="ag1"]');
+    assert.equal(await nested.count(), 2);
+    assert.deepEqual(await nested.evaluateAll((els) => els.map((e) => getComputedStyle(e).display)), ['none', 'none']);
+    await head.click();
+    assert.equal(await head.getAttribute('aria-expanded'), 'true');
+    assert.deepEqual(await nested.evaluateAll((els) => els.map((e) => getComputedStyle(e).display === 'none')), [false, false]);
+    assert.equal(await page.locator('[data-testid="row"]').nth(3).textContent(), 'the main agent goes on'); // the main agent's rows stay where they are
+    await page.close();
+});

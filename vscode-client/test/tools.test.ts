@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { countsLabel } from '../src/model/changes';
+import { byLabel, countsLabel } from '../src/model/changes';
 import { parseGoals } from '../src/model/goals';
 import { cost, duration, ENGLISH, parseStep, stepFacts, stepTitle } from '../src/model/steps';
 import { relative, relativeText, replacement, tokens, toolView } from '../src/model/tools';
@@ -56,6 +56,9 @@ test('step names, heads and facts', () => {
 test('the Changes tree counts and the client-side 目标.md reader', () => {
     assert.equal(countsLabel({ added: 3, removed: 1 }), '+3 −1');
     assert.equal(countsLabel({ added: null, removed: null }), 'binary');
+    // Issue 32: a subagent's write names it; the main agent's says nothing more.
+    assert.equal(byLabel({ agent: 'write the docs (general-purpose)' }, 'by the subagent {0}'), ' · by the subagent write the docs (general-purpose)');
+    assert.equal(byLabel({ agent: null }, 'by the subagent {0}'), '');
     assert.deepEqual(parseGoals('# 目标\n\n- [ ] adds\n* [x] subtracts\nnot an item\n'), [
         { text: 'adds', done: false },
         { text: 'subtracts', done: true },

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { rowView } from '../src/model/rows';
+import { ENGLISH } from '../src/model/steps';
+import { children, isAgentCall, section, sectionLine } from '../src/model/subagents';
 import { TranscriptModel } from '../src/model/transcript';
 import { entry, FOLDER, page } from './fixtures';
 
@@ -175,4 +177,36 @@ test('attached mid-wake (flower/attach): recent entries, then history adds what 
     // A later, lower cursor never lets an old notification in again.
     m.attached([], 10);
     assert.deepEqual(m.appendTranscript(entry(44, 'live44')), []);
+});
+
+test('a subagent\'s live entries go under its Agent call, after what it showed, above the main agent\'s newer rows', () => {
+    // Issue 32: a background subagent works while the main agent goes on; its rows still nest under the call.
+    const m = new TranscriptModel();
+    const call = { kind: 'tool' as const, toolName: 'Agent', toolUseId: 'ag1', toolInput: { description: 'write the docs', prompt: 'write docs' } };
+    m.appendTranscript(entry(1, 'call', call));
+    m.appendTranscript(entry(2, 'main-goes-on'));
+    m.appendTranscript(entry(3, 'sub-1', { parent: 'ag1', kind: 'tool', toolName: 'Write', toolUseId: 'w1' }));
+    m.appendTranscript(entry(4, 'main-more'));
+    m.appendTranscript(entry(5, 'sub-2', { parent: 'ag1' }));
+    assert.deepEqual(keys(m), ['call', 'sub-1', 'sub-2', 'main-goes-on', 'main-more']);
+    assert.equal(m.all()[1].parent, 'ag1');
+    // An entry of a call the client has not seen (an older page not loaded) is appended as it comes.
+    m.appendTranscript(entry(6, 'orphan', { parent: 'elsewhere' }));
+    assert.equal(keys(m).at(-1), 'orphan');
+});
+
+test('a subagent section says what it was asked to do and how many tool calls it made', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'call', { kind: 'tool', toolName: 'Agent', toolUseId: 'ag1', toolInput: { description: 'write the docs', prompt: 'p', run_in_background: false } }));
+    m.appendTranscript(entry(2, 's1', { parent: 'ag1', kind: 'tool', toolName: 'Write', toolUseId: 'w1' }));
+    m.appendTranscript(entry(3, 's2', { parent: 'ag1' }));
+    const rows = m.all();
+    assert.ok(isAgentCall(rows[0]) && !isAgentCall(rows[1]));
+    const s = section(rows[0], children(rows).get('ag1') ?? []);
+    assert.deepEqual(s, { call: 'ag1', description: 'write the docs', entries: 2, tools: 1, background: false });
+    assert.equal(sectionLine(s, ENGLISH), 'subagent · write the docs · 1 tool call');
+    assert.equal(sectionLine({ ...s, tools: 3, description: '' }, ENGLISH), 'subagent · 3 tool calls');
+    const prompted = { ...rows[0], toolInput: { prompt: 'find the bug\nin detail' } };
+    assert.equal(section(prompted, []).description, 'find the bug');
+    assert.equal(section(prompted, []).background, true); // the CLI's default
 });

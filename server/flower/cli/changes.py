@@ -47,7 +47,8 @@ async def changes_command(args: argparse.Namespace, locale: str) -> int:
         console.line(console.text("changes_wake", wake=wake.wake, count=len(wake.files)))
         width = max(len(f.path) for f in wake.files)
         for f in wake.files:
-            console.line(f"  {f.change[0].upper()} {f.path.ljust(width)}  {counts(f.added, f.removed)}  ({f.tool})")
+            by = f", {f.agent}" if f.agent else ""  # a subagent's write names it (issue 32)
+            console.line(f"  {f.change[0].upper()} {f.path.ljust(width)}  {counts(f.added, f.removed)}  ({f.tool}{by})")
     return EXIT_OK
 
 

@@ -258,6 +258,8 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
         console.line(said_running(held, console))
     elif st["interrupted"]:
         console.line(console.text("status_interrupted"))
+    if st.get("background"):  # subagents and background shells of the wake running here (issue 32)
+        console.line(console.text("status_background", what="; ".join(st["background"])))
     if st["goals"]:
         done = sum(1 for g in st["goals"] if g["done"])
         console.line(console.text("status_goals", done=done, total=len(st["goals"])))

@@ -130,10 +130,13 @@ class Console:
             case AssistantText(text=text, step=step) if parse_name(step or "")[1] == "judge":
                 # the judge's reasoning (S14): shown, but quieter than the work
                 self.note("\n".join("  " + ln for ln in text.rstrip("\n").splitlines()))
+            case AssistantText(text=text, parent=str()):  # a subagent's words (issue 32): quieter, under its call
+                self.note("\n".join("    " + ln for ln in text.rstrip("\n").splitlines()))
             case AssistantText(text=text):
                 self.line(text.rstrip("\n"))
-            case ToolCall(name=name, input=data):
-                self.line(self.style(f"  · {name} {tool_arg(data, limit=100, path=self.relative)}".rstrip(), "36"), self.info)
+            case ToolCall(name=name, input=data, parent=parent):
+                indent = "    ↳" if parent else "  ·"  # a subagent's call sits under its Agent call (issue 32)
+                self.line(self.style(f"{indent} {name} {tool_arg(data, limit=100, path=self.relative)}".rstrip(), "36"), self.info)
             case StepEnded(ok=False, step=step, error=error, said=said):
                 shown = said.text(self.locale) if said else error  # the terminal's language (D4)
                 self.line(self.style(self.text("failed_step", step=step, error=first_line(shown)), "31"), self.info)

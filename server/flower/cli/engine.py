@@ -450,6 +450,8 @@ async def ps_command(args: argparse.Namespace, locale: str) -> int:
             if waiting:
                 line += "  (" + console.text("ps_waiting", where=run["workspace"]) + ")"
             console.line(line)
+            for work in run.get("background") or []:  # what its wake runs in the background (issue 32)
+                console.line(f"{'':<8} {console.text('ps_background', what=work)}")
     if elsewhere is not None:
         pid = f"pid {elsewhere.pid}" if elsewhere.pid is not None else "pid ?"
         console.line(f"{'running':<8} {pid} ({console.text('ps_elsewhere')})  {workspace}")

@@ -80,6 +80,8 @@ class Asker:
 
     async def approve(self, approval: Approval) -> Decision:
         """`Allow Bash: rm -rf build? [y]es/[a]lways/[N]o:` — y, a, or anything else (a sentence after n is the reason)."""
+        if approval.agent:  # a subagent's tool call says so (issue 32)
+            self.console.line(self.console.text("approve_by_subagent", agent=approval.agent))
         if approval.detail_kind == "diff" and approval.detail:
             self.console.line(approval.detail)
         line = await self._read("", self.console.text("approve_prompt", tool=approval.tool, summary=approval.summary) + " ")

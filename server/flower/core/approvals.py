@@ -52,6 +52,8 @@ class Approval:
     suggestions: list[str] = field(default_factory=list)
     """The rules the CLI suggests for "always" (Claude Code syntax, e.g. `Bash(npm test:*)`)."""
     since: float = field(default_factory=time.time)
+    agent: str | None = None
+    """The subagent asking (its `Agent` call's description and type); None when the main agent asks (issue 32)."""
 
 
 @dataclass(frozen=True)

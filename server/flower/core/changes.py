@@ -5,7 +5,7 @@ Layout under the run dir:
     changes/objects/<sha256>     a file's bytes before a wake first changed it (content-addressed: an
                                  unchanged file, or the same content twice, is stored once)
     changes/wake-<N>.json        {"wake": N, "files": {"<workspace-relative path>": {"before": sha | null,
-                                 "existed": bool, "tool": "Write", "at": unix time}}}
+                                 "existed": bool, "tool": "Write", "at": unix time, "agent"?: subagent}}}
 
 A file's record is made the first time an agent is about to write it in a wake (a PreToolUse hook
 calls `before_write`), so the before-image is the file as the wake found it, not as the last tool
@@ -77,6 +77,8 @@ class FileChange:
     """The before-image's id (its sha256), or None when the file did not exist or was too large to keep."""
     tool: str
     """The tool that first changed it in the wake (`Write`, `Edit`, `Bash`, …)."""
+    agent: str | None = None
+    """The subagent whose tool call that was (its description and type); None: the main agent (issue 32)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ class ChangeLog:
         """Bytes of content in `_seen`."""
         self._pending: dict[str, dict[str, Stamp]] = {}
         """Bash: the stamps taken before each running call, by tool_use id."""
+        self._agents: dict[str, str] = {}
+        """Bash: the subagent of each running call made by one, by tool_use id."""
         self._lock = threading.RLock()
         """The hooks run in worker threads, possibly several tool calls at once."""
 
@@ -146,17 +150,20 @@ class ChangeLog:
             except OSError as exc:
                 log.warning("changes: could not drop unused before-images (%s)", exc)
 
-    def before_tool(self, tool: str, data: dict[str, Any], tool_use_id: str | None) -> None:
-        """PreToolUse: keep what a write tool is about to overwrite, or stamp the workspace before Bash."""
+    def before_tool(self, tool: str, data: dict[str, Any], tool_use_id: str | None, agent: str | None = None) -> None:
+        """PreToolUse: keep what a write tool is about to overwrite, or stamp the workspace before Bash (`agent`: the
+        subagent calling it, None for the main agent)."""
         with self._lock:
             if self.wake is None:
                 return
             if tool in WRITE_TOOLS:
                 target = data.get("file_path") or data.get("notebook_path")
                 if isinstance(target, str) and target:
-                    self.before_write(target, tool)
+                    self.before_write(target, tool, agent)
             elif tool == "Bash" and tool_use_id:
                 self._pending[tool_use_id] = self._stamp_and_keep()
+                if agent:
+                    self._agents[tool_use_id] = agent
 
     def after_tool(self, tool: str, tool_use_id: str | None) -> None:
         """PostToolUse (or its failure): after Bash, record the files whose stamps moved."""
@@ -166,6 +173,7 @@ class ChangeLog:
 
     def _after_bash(self, tool_use_id: str) -> None:
         before = self._pending.pop(tool_use_id, None)
+        agent = self._agents.pop(tool_use_id, None)
         if before is None:
             return
         after = dict(self._walk())
@@ -174,12 +182,12 @@ class ChangeLog:
                 continue
             if rel in before:
                 held = self._seen.get(rel, (None, None))[1]
-                self._add(rel, self._keep(held) if held is not None else None, True, "Bash")
+                self._add(rel, self._keep(held) if held is not None else None, True, "Bash", agent)
             else:
-                self._add(rel, None, False, "Bash")
+                self._add(rel, None, False, "Bash", agent)
         self._hold(after)  # the next Bash call compares with these
 
-    def before_write(self, target: str, tool: str) -> None:
+    def before_write(self, target: str, tool: str, agent: str | None = None) -> None:
         """Record `target`'s content before the wake's first write to it; later writes in the wake cost nothing."""
         rel = self.relative(target)
         if rel is None or self.wake is None or rel in self._files():
@@ -188,12 +196,12 @@ class ChangeLog:
         try:
             size = full.stat().st_size
         except FileNotFoundError:
-            self._add(rel, None, False, tool)
+            self._add(rel, None, False, tool, agent)
             return
         except OSError as exc:
             log.warning("changes: cannot read %s before %s writes it (%s)", rel, tool, exc)
             return
-        self._add(rel, self._keep_file(full, size), True, tool)
+        self._add(rel, self._keep_file(full, size), True, tool, agent)
 
     # -- reading ---------------------------------------------------------------------------------
     def wakes(self) -> list[WakeChanges]:
@@ -285,11 +293,13 @@ class ChangeLog:
         files: dict[str, Any] = self._record["files"]
         return files
 
-    def _add(self, rel: str, image: str | None, existed: bool, tool: str) -> None:
+    def _add(self, rel: str, image: str | None, existed: bool, tool: str, agent: str | None = None) -> None:
         files = self._files()
         if rel in files or self._record is None or self._record.get("unreadable"):
             return
         files[rel] = {"before": image, "existed": existed, "tool": tool, "at": round(time.time(), 3)}
+        if agent:
+            files[rel]["agent"] = agent
         try:
             write_atomic(self.dir / f"wake-{self.wake}.json", json.dumps(self._record, ensure_ascii=False).encode())
         except OSError as exc:  # recording is a bonus: a full disk never stops the agent's write
@@ -397,7 +407,9 @@ class ChangeLog:
             return None
         change: Kind = "created" if not existed else "deleted" if now is None else "edited"
         added, removed = (None, None) if existed and before is None else line_counts(before or b"", now or b"")
-        return FileChange(rel, change, added, removed, image if existed else None, str(entry.get("tool") or "?"))
+        agent = entry.get("agent")
+        return FileChange(rel, change, added, removed, image if existed else None, str(entry.get("tool") or "?"),
+                          agent if isinstance(agent, str) else None)
 
 
 def line_counts(before: bytes, after: bytes) -> tuple[int | None, int | None]:

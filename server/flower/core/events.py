@@ -33,6 +33,8 @@ class AssistantText:
     session_id: str | None = None
     uuid: str | None = None
     step: str | None = None
+    parent: str | None = None
+    """A subagent's words: the `Agent` call it works for (issue 32); None for the main agent's."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +48,8 @@ class ToolCall:
     session_id: str | None = None
     uuid: str | None = None
     step: str | None = None
+    parent: str | None = None
+    """A subagent's call: the `Agent` call it works for (issue 32); None for the main agent's."""
 
 
 @dataclass(frozen=True, kw_only=True)

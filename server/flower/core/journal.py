@@ -9,6 +9,15 @@ saw that turn anyway: the SDK streams every message to it as it happens. So each
     {"k": "said", "id": <message id>, "text": …}          the model's words
     {"k": "call", "id": <message id>, "tool": <tool_use id>, "name": …, "input": {…}}
     {"k": "result", "tool": <tool_use id>, "text": <head>, "error": bool}
+    {"k": "task", "id": <task id>, "tool": <tool_use id>, "type": "local_agent" | "local_bash" | …,
+     "description": …, "background": bool, "status": "running" | "completed" | …}
+
+A subagent's messages (a sidechain, issue 32) are recorded the same way with `"parent": <the Agent call's tool_use
+id>`, and each subagent or background shell the CLI reports as a `task` record when it starts and when it ends.
+
+A sidechain is in the main conversation once its `Agent` call's result is stored (a foreground subagent's hand-back) or
+the CLI's `<task-notification>` of it is (a background one's); until then its records are told, under the call that
+started it, and a task that never ended so is named as ended (the model must not wait on a shell id that is gone).
 
 At the next wake, what the journal saw and the store lacks (`missed`) is told to the model in the step's next prompt
 (`note`): a session missing from both the store and the CLI's files starts afresh with that note before its prompt;
@@ -46,6 +55,10 @@ WHY_SHORT = "the conversation above ends before the last things this session did
 _NOTE = re.compile(re.escape(NOTE_HEAD).replace(r"\{why\}", ".*?") + r"\n(.*?)\n" + re.escape(NOTE_END), re.DOTALL)
 _DEBRIS = ("[Tool call interrupted", "[Request interrupted")
 """The CLI's own interruption filler: never recorded, never told (S23)."""
+_LAUNCHED = ("Async agent launched", "Command running in background")
+"""How the CLI's result of an `Agent` or `Bash` call that went on in the background begins (CLI 2.1.332)."""
+_NOTIFIED = re.compile(r"<tool-use-id>([^<\s]+)</tool-use-id>")
+"""In a `<task-notification>` the CLI told the model: the call whose background work it reports."""
 
 Record = dict[str, Any]
 
@@ -84,20 +97,28 @@ class Journal:
         """What this process asked the session."""
         self.write(session_id, {"k": "prompt", "text": text})
 
-    def said(self, session_id: str, message_id: str | None, text: str) -> None:
-        """The model's words."""
-        self.write(session_id, {"k": "said", "id": message_id, "text": text})
+    def said(self, session_id: str, message_id: str | None, text: str, parent: str | None = None) -> None:
+        """The model's words (`parent`: the `Agent` call whose subagent said them)."""
+        self.write(session_id, _in({"k": "said", "id": message_id, "text": text}, parent))
 
-    def call(self, session_id: str, message_id: str | None, tool_use_id: str, name: str, input: Mapping[str, Any]) -> None:
+    def call(self, session_id: str, message_id: str | None, tool_use_id: str, name: str, input: Mapping[str, Any],
+             parent: str | None = None) -> None:
         """The model called a tool."""
-        self.write(session_id, {"k": "call", "id": message_id, "tool": tool_use_id, "name": name, "input": dict(input)})
+        self.write(session_id, _in({"k": "call", "id": message_id, "tool": tool_use_id, "name": name, "input": dict(input)},
+                                   parent))
 
-    def result(self, session_id: str, tool_use_id: str, content: Any, is_error: bool | None) -> None:
+    def result(self, session_id: str, tool_use_id: str, content: Any, is_error: bool | None, parent: str | None = None) -> None:
         """A tool's result (its head), unless it is the CLI's interruption filler."""
         text = _text(content)
         if not text.startswith(_DEBRIS):
-            self.write(session_id, {"k": "result", "tool": tool_use_id, "text": clip(text, RESULT_HEAD, count=True),
-                                    "error": bool(is_error)})
+            self.write(session_id, _in({"k": "result", "tool": tool_use_id, "text": clip(text, RESULT_HEAD, count=True),
+                                        "error": bool(is_error)}, parent))
+
+    def task(self, session_id: str, task_id: str, tool_use_id: str | None, type: str, description: str,
+             background: bool, status: str) -> None:
+        """A subagent or background shell started or ended (issue 32)."""
+        self.write(session_id, {"k": "task", "id": task_id, "tool": tool_use_id, "type": type,
+                                "description": description, "background": background, "status": status})
 
     def read(self, session_id: str) -> list[Record]:
         """The session's records, oldest first; a torn last line (a kill mid-write) and unreadable files give what is whole."""
@@ -164,10 +185,17 @@ class Seen:
         self.asked: set[str] = set()
         self.told: set[str] = set()
         """Lines of flower's notes the store holds: a record told once is not told again after the next kill (#31)."""
+        self.launched: set[str] = set()
+        """Calls whose stored result only says their work went on in the background."""
+        self.notified: set[str] = set()
+        """Calls whose background work a stored `<task-notification>` reported to the model."""
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> None:
         """Take in more stored entries (in any order)."""
         for entry in entries:
+            attachment = entry.get("attachment")
+            if entry.get("type") == "attachment" and isinstance(attachment, dict):  # a notification told mid-turn
+                self._notified(attachment.get("prompt"))
             message = entry.get("message")
             if not isinstance(message, dict):
                 continue
@@ -180,18 +208,33 @@ class Seen:
                         continue
                     if block.get("type") == "tool_result":
                         self.results.add(str(block.get("tool_use_id")))
+                        if _text(block.get("content")).startswith(_LAUNCHED):
+                            self.launched.add(str(block.get("tool_use_id")))
                     elif isinstance(block.get("text"), str):
                         self.asked.add(block["text"])
                         for told in _NOTE.finditer(block["text"]):
                             self.told.update(told.group(1).splitlines())
+                        self._notified(block["text"])
+
+    def _notified(self, text: object) -> None:
+        if isinstance(text, str) and "<task-notification>" in text:
+            self.notified.update(_NOTIFIED.findall(text))
+
+    def reached(self, tool_use_id: object) -> bool:
+        """Whether what the call started is in the stored conversation: its result, or for work that went on in the
+        background, the CLI's notification of its end."""
+        return tool_use_id in self.notified or tool_use_id in self.results and tool_use_id not in self.launched
 
     def lacks(self, records: list[Record]) -> list[Record]:
-        """The records none of the entries taken in so far match."""
+        """The records none of the entries taken in so far match (a sidechain's and a task's: see `reached`)."""
         out = []
         calls = {r.get("tool"): r for r in records if r["k"] == "call"}
         for r in records:
             kind = r["k"]
-            if (kind in ("said", "call") and r.get("id") not in self.answers
+            if "parent" in r or kind == "task":
+                if not self.reached(r.get("parent") or r.get("tool")):
+                    out.append(r)
+            elif (kind in ("said", "call") and r.get("id") not in self.answers
                     or kind == "result" and r.get("tool") not in self.results
                     or kind == "prompt" and r.get("text") not in self.asked):
                 # Told in a note the store holds (a cut-off wake's note, then a second kill): told, not lacking. A
@@ -200,6 +243,46 @@ class Seen:
                 if told is None or told not in self.told:
                     out.append(r)
         return out
+
+
+def sidechain(entries: Iterable[Mapping[str, Any]], parent: str) -> list[Record]:
+    """A subagent's stored transcript (`subagents/agent-<id>`) as its journal records: the CLI streams a foreground
+    subagent's tool calls but not its words, which its stored transcript has (CLI 2.1.332, issue 32)."""
+    out: list[Record] = []
+    for entry in entries:
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if entry.get("type") == "assistant" and block.get("type") == "text" and str(block.get("text", "")).strip():
+                out.append({"k": "said", "id": message.get("id"), "text": block["text"], "parent": parent})
+            elif entry.get("type") == "assistant" and block.get("type") == "tool_use":
+                out.append({"k": "call", "id": message.get("id"), "tool": block.get("id"), "name": block.get("name"),
+                            "input": block.get("input") or {}, "parent": parent})
+            elif entry.get("type") == "user" and block.get("type") == "tool_result" and not _text(block.get("content")).startswith(_DEBRIS):
+                out.append({"k": "result", "tool": block.get("tool_use_id"), "text": clip(_text(block.get("content")), RESULT_HEAD, count=True),
+                            "error": bool(block.get("is_error")), "parent": parent})
+    return out
+
+
+def with_stored(records: list[Record], stored: list[Record]) -> list[Record]:
+    """`records` with a subagent's sidechain told from its stored transcript (`stored`, in its order) and what only
+    the journal saw after it: the store has its words, the journal what the store did not get to."""
+    if not stored:
+        return records
+    parent = stored[0]["parent"]
+    known = {_key(r) for r in stored}
+    at = next((i for i, r in enumerate(records) if r.get("parent") == parent), len(records))
+    rest = [r for r in records if r.get("parent") != parent]
+    extra = [r for r in records if r.get("parent") == parent and _key(r) not in known]
+    return rest[:at] + stored + extra + rest[at:]
+
+
+def _key(r: Record) -> tuple[Any, ...]:
+    return (r["k"], r.get("tool"), r.get("id"), r.get("text") if r["k"] == "said" else None)
 
 
 def missed(records: list[Record], entries: Iterable[Mapping[str, Any]] | None) -> list[Record]:
@@ -216,8 +299,10 @@ def note(records: list[Record], *, resumed: bool, prompt: str = "") -> str:
     prompt (a second cut-off in a row) is carried over as it was, so nothing told once is lost.
     """
     lines: list[str] = []
-    calls = {r.get("tool"): r for r in records if r["k"] == "call"}
-    for r in records:
+    main = [r for r in records if "parent" not in r and r["k"] != "task"]
+    calls = {r.get("tool"): r for r in main if r["k"] == "call"}
+    delegated = _delegated(records)
+    for r in main:
         kind = r["k"]
         if kind == "prompt":
             earlier = _NOTE.search(str(r.get("text", "")))
@@ -228,8 +313,10 @@ def note(records: list[Record], *, resumed: bool, prompt: str = "") -> str:
                 lines.append(line)
         elif kind == "call":
             lines.append(str(_line(r, calls)))
-            result = next((x for x in records if x["k"] == "result" and x.get("tool") == r.get("tool")), None)
-            if result is None:
+            result = next((x for x in main if x["k"] == "result" and x.get("tool") == r.get("tool")), None)
+            if r.get("tool") in delegated:
+                lines.extend("  " + line for line in delegated.pop(r.get("tool")))
+            elif result is None:
                 lines.append("  Its result was not recorded: the attempt was cut off while it ran, so check its effect.")
             else:
                 lines.append(f"  {_returned(result)}")
@@ -237,6 +324,8 @@ def note(records: list[Record], *, resumed: bool, prompt: str = "") -> str:
             line = _line(r, calls)
             if line:
                 lines.append(line)
+    for told in delegated.values():  # their calls are in the conversation, what they started is not
+        lines.extend(told)
     if not lines:
         return ""
     return "\n".join([NOTE_HEAD.format(why=WHY_SHORT if resumed else WHY_LOST), *lines, NOTE_END])
@@ -262,6 +351,54 @@ def _line(r: Record, calls: Mapping[Any, Record]) -> str | None:
     if kind == "result" and r.get("tool") not in calls:
         return f"- Your tool call {r.get('tool')} above: {_returned(r)}"
     return None
+
+
+def _delegated(records: list[Record]) -> dict[Any, list[str]]:
+    """Per call that started background work or a subagent: what the note says of it (issue 32). A subagent's tool
+    calls with their inputs and result heads, and its words, under the call; work that never ended, named as ended."""
+    tasks: dict[Any, Record] = {}
+    for r in records:
+        if r["k"] == "task":
+            tasks[r.get("tool")] = r  # the newest record of each: its last status
+    sidechains: dict[Any, list[Record]] = {}
+    for r in records:
+        if "parent" in r:
+            sidechains.setdefault(r["parent"], []).append(r)
+    out: dict[Any, list[str]] = {}
+    for tool in [*tasks, *(p for p in sidechains if p not in tasks)]:
+        task, done = tasks.get(tool), sidechains.get(tool, [])
+        name = json.dumps(str(task.get("description") or "") if task else "", ensure_ascii=False)
+        ended = task is None or task.get("status") == "running"
+        if task is not None and task.get("type") == "local_bash":
+            # The CLI ends its shells when it exits; a CLI killed outright leaves them running in their own session.
+            out[tool] = [f"- Your background shell {name} (your Bash call {tool}, shell id {task.get('id')}) was cut off "
+                         "by the interruption: it will not report back and its id is gone, so do not wait for it; check "
+                         "whether it still runs or what it left before you start it again."]
+            continue
+        how = "was ended by the interruption before it finished" if ended else "finished, but its report was lost"
+        lines = [f"- The subagent {name} that your Agent call {tool} started {how}. What it had already done:"]
+        sub_calls = {r.get("tool") for r in done if r["k"] == "call"}
+        for r in done:
+            if r["k"] == "said" and str(r.get("text", "")).strip():
+                lines.append(f"  - It said: {json.dumps(r['text'], ensure_ascii=False)}")
+            elif r["k"] == "call":
+                lines.append(f"  - It called {r.get('name')} with {json.dumps(r.get('input', {}), ensure_ascii=False)}")
+                result = next((x for x in done if x["k"] == "result" and x.get("tool") == r.get("tool")), None)
+                lines.append(f"    {_returned(result)}" if result is not None else
+                             "    Its result was not recorded: it was cut off while it ran, so check its effect.")
+            elif r["k"] == "result" and r.get("tool") not in sub_calls:
+                lines.append(f"  - Its tool call {r.get('tool')}: {_returned(r)}")
+        if len(lines) == 1:
+            lines.append("  - Nothing yet: it had made no tool call.")
+        out[tool] = lines
+    return out
+
+
+def _in(record: Record, parent: str | None) -> Record:
+    """The record, marked as a subagent's (`parent`: its Agent call) when it is one."""
+    if parent:
+        record["parent"] = parent
+    return record
 
 
 def _returned(result: Record) -> str:

@@ -83,6 +83,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "要做什么? 一句话就够,回车开始(Ctrl-C 退出)",
     },
     "approve_prompt": {"en": "Allow {tool}: {summary}? [y]es/[a]lways/[N]o:", "zh": "允许 {tool}: {summary}? [y]是/[a]总是/[N]否:"},
+    "ps_background": {"en": "in the background: {what}", "zh": "后台运行: {what}"},
+    "status_background": {"en": "In the background now: {what}", "zh": "正在后台运行: {what}"},
+    "approve_by_subagent": {"en": "The subagent \"{agent}\" asks:", "zh": "子代理 \"{agent}\" 请求:"},
     "approval_unattended": {
         "en": "denied {tool}: {summary} (nobody here to approve it; the model was told and carries on). "
               "To let it run unasked, add it to allow in .flower.toml",

@@ -112,7 +112,7 @@ class Engine:
         for key, folder in self.folders.items():
             st, fan = folder.status(), self.fan(key)
             runs.append(p.RunInfo(folder.uri, folder.name, str(folder.path), st.running, st.step, st.context,
-                                  fan.since, len(fan.live()), st.waiting_for))
+                                  fan.since, len(fan.live()), st.waiting_for, list(st.background)))
         return p.RunsResult(runs, VERSION, os.getpid())
 
     def busy(self) -> bool:

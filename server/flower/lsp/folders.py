@@ -211,7 +211,7 @@ class Folder:
             model=s.model, cost=p.Cost(s.cost.wake, s.cost.task, s.cost.max),
             unreachable=s.unreachable.text(self.svc.locale) if s.unreachable is not None else None,
             settings=self.settings_problem, trusted=self.trust.trusted, trust=self._trust_said,
-            waiting_for=self._waiting_for(s.waiting_for), store_bytes=s.store_bytes,
+            waiting_for=self._waiting_for(s.waiting_for), store_bytes=s.store_bytes, background=list(s.background),
         )
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
@@ -245,7 +245,7 @@ class Folder:
         return p.TranscriptNotification(
             folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role, kind=i.kind, text=i.text,
             tool_name=i.tool_name, tool_input=i.tool_input, tool_use_id=i.tool_use_id, pruned=i.pruned,
-            pruned_text=i.pruned_text, seq=i.seq)
+            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent)
 
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
@@ -265,7 +265,7 @@ class Folder:
         running = self.svc.running
         wakes = [p.ChangedWake(w.wake, running and w.wake == log_.wake, [
             p.ChangedFile(f.path, f.change, f.added, f.removed, f.before,
-                          str(log_.object_path(f.before)) if f.before else None, f.tool) for f in w.files])
+                          str(log_.object_path(f.before)) if f.before else None, f.tool, f.agent) for f in w.files])
             for w in await self.svc.changes() if w.files]
         return p.ChangesResult(self.uri, wakes)
 
@@ -422,7 +422,7 @@ class Folder:
 
     def _approve_params(self, a: Approval) -> p.ApproveParams:
         return p.ApproveParams(self.uri, a.id, a.step, a.tool, a.input, a.summary, p.ApprovalDetail(a.detail_kind, a.detail),
-                               list(a.suggestions), a.since)
+                               list(a.suggestions), a.since, a.agent)
 
     async def _approve(self, approval: Approval) -> Decision | None:
         """Put a tool question to the person through `flower/approve`; None when the client cannot ask (issue 24)."""
@@ -502,7 +502,7 @@ class Folder:
                 log.error("nothing to send for queue item %r", kind)
 
     def _transcript(self, step: str | None, session_id: str | None, uuid: str | None, role: p.Role,
-                    kind: p.EntryKind, text: str, tool: ToolCall | None = None) -> None:
+                    kind: p.EntryKind, text: str, tool: ToolCall | None = None, parent: str | None = None) -> None:
         """A live `flower/transcript`: the next seq, and the history's uuid for a second block of one entry."""
         if uuid is not None:
             last, n = self._block
@@ -514,7 +514,7 @@ class Folder:
         self.notify(p.TRANSCRIPT, p.TranscriptNotification(
             self.uri, step, session_id, uuid, role, kind, text, tool.name if tool else None,
             cut(tool.input) if tool else None, tool.tool_use_id if tool else None,
-            verdict, None, self._seq))
+            verdict, None, self._seq, parent))
 
     async def _event(self, event: Event) -> None:
         f = self.uri
@@ -538,11 +538,11 @@ class Folder:
             case SessionStarted():
                 self.notify(p.SESSION, p.SessionNotification(f, event.step, event.session_id, event.resumed))
             case AssistantText():
-                self._transcript(event.step, event.session_id, event.uuid, "assistant", "text", event.text)
+                self._transcript(event.step, event.session_id, event.uuid, "assistant", "text", event.text, parent=event.parent)
                 self._report(event.text.strip().splitlines()[0] if event.text.strip() else "")
             case ToolCall():
                 summary = tool_label(event.name, event.input)
-                self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event)
+                self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event, event.parent)
                 self._report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
             case ContextSize():
                 self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window))

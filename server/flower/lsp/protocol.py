@@ -281,6 +281,8 @@ class ApproveParams:
     """The rules the CLI suggests keeping for "always" (Claude Code syntax, e.g. `Bash(npm test:*)`)."""
     since: float
     """Unix time the question was asked."""
+    agent: str | None = None
+    """The subagent asking (its `Agent` call's description and type); null when the main agent asks (issue 32)."""
 
 
 @attrs.define
@@ -355,6 +357,9 @@ class FolderStatus:
     store_bytes: int | None = None
     """What the task's store takes on disk in bytes (sessions.db with its -wal/-shm, or the shared schema's tables);
     null until the server read it."""
+    background: list[str] = attrs.field(factory=list)
+    """The subagents and background shells the running wake's CLI runs now (issue 32), e.g. `write the docs
+    (general-purpose)`; empty when none runs."""
 
 
 @attrs.define
@@ -461,6 +466,8 @@ class ChangedFile:
     """Where the before-image's bytes are on disk (under `<runDir>/changes/objects/`), for a diff editor; null with `before`."""
     tool: str
     """The tool that first changed it in the wake: `Write`, `Edit`, `MultiEdit`, `NotebookEdit` or `Bash`."""
+    agent: str | None = None
+    """The subagent whose tool call that was (its description and type); null for the main agent (issue 32)."""
 
 
 @attrs.define
@@ -583,6 +590,8 @@ class RunInfo:
     """Connections attached to it now."""
     waiting_for: WaitingFor | None = None
     """What its run waits for now (`FolderStatus.waitingFor`): the person, attaching (`flower` there) answers (issue 31)."""
+    background: list[str] = attrs.field(factory=list)
+    """The subagents and background shells its running wake runs now (issue 32)."""
 
 
 @attrs.define
@@ -778,6 +787,8 @@ class TranscriptNotification:
     """History only: for `rewritten` the text the model gets instead, for `added` the synthesized result; else null."""
     seq: int
     """Live: the folder's notification counter (above every history seq known). History: the position in sessions.db."""
+    parent: str | None = None
+    """A subagent's entry: the `toolUseId` of the `Agent` call it works for (issue 32); null for the main conversation."""
 
 
 @attrs.define

@@ -28,7 +28,8 @@ async def serve(args: argparse.Namespace) -> None:
                 pass
             for request in model.requests[seen:]:
                 note = f" -> {request.status} {request.error}" if request.error else ""
-                print(f"{request.path} {len(request.messages)} messages{note}", flush=True)
+                who = " (subagent)" if request.subagent else ""
+                print(f"{request.path} {len(request.messages)} messages{who}{note}", flush=True)
             seen = len(model.requests)
 
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .agents import MAIN, SUBAGENT, answers
+
 # Error bodies exactly as the Messages API shapes them: {"type": "error", "error": {...}}.
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -45,6 +47,13 @@ class Reply:
     """Close the connection after this many SSE events (a connection dropped mid-stream)."""
     match: Callable[[dict[str, Any]], bool] | None = None
     """Answer only requests for which this is true; others take the next reply without `match`."""
+    agent: str | None = None
+    """Whose request this answers: None anyone's, "main" the main conversation's, "subagent" any subagent's, any other
+    text a subagent whose `Agent` prompt contains it (testing/agents.py tells them apart)."""
+
+    def fits(self, body: dict[str, Any]) -> bool:
+        """Whether this reply may answer the request `body` (its `match` and its `agent`)."""
+        return (self.match is None or self.match(body)) and answers(self.agent, body)
 
     @property
     def stop_reason(self) -> str:
@@ -106,6 +115,42 @@ def reply(
 def tool(name: str, input: dict[str, Any], **kw: Any) -> Reply:
     """A reply that calls one tool."""
     return reply(tool_use(name, input), **kw)
+
+
+def agent_call(prompt: str, *, description: str = "delegated task", subagent_type: str = "general-purpose",
+               background: bool | None = None, id: str | None = None) -> dict[str, Any]:
+    """An `Agent` tool_use block that starts a subagent; `background` None leaves the CLI's default (background in 2.1.x)."""
+    input: dict[str, Any] = {"description": description, "prompt": prompt, "subagent_type": subagent_type}
+    if background is not None:
+        input["run_in_background"] = background
+    return tool_use("Agent", input, id=id)
+
+
+def delegate(prompt: str, *, background: bool | None = None, **kw: Any) -> Reply:
+    """A reply that starts one subagent with `prompt` (`agent_call`'s keywords go there, the rest to `reply`)."""
+    call = {k: kw.pop(k) for k in ("description", "subagent_type", "id") if k in kw}
+    return reply(agent_call(prompt, background=background, **call), **kw)
+
+
+def background_bash(command: str, *, description: str = "background command", id: str | None = None) -> dict[str, Any]:
+    """A `Bash` tool_use block with `run_in_background`: the CLI answers at once and reports the shell's end later."""
+    return tool_use("Bash", {"command": command, "description": description, "run_in_background": True}, id=id)
+
+
+def for_main(*replies: Reply) -> list[Reply]:
+    """The replies, each answering only the main conversation's requests, in order."""
+    return _for(MAIN, replies)
+
+
+def for_subagent(*replies: Reply, prompt: str | None = None) -> list[Reply]:
+    """The replies, each answering only a subagent's requests (one whose `Agent` prompt contains `prompt`, if given)."""
+    return _for(prompt or SUBAGENT, replies)
+
+
+def _for(agent: str, replies: tuple[Reply, ...]) -> list[Reply]:
+    for r in replies:
+        r.agent = agent
+    return list(replies)
 
 
 def error(status: int, message: str | None = None, **kw: Any) -> Reply:

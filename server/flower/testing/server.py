@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .agents import agent_prompt, answers, is_subagent
 from .script import ERROR_TYPES, Reply, text
 from .validate import InvalidRequest, validate
 
@@ -79,6 +80,16 @@ class Request:
     def tool_uses(self) -> list[dict[str, Any]]:
         """Every tool_use block the model saw."""
         return [b for b in self.blocks("assistant") if b.get("type") == "tool_use"]
+
+    @property
+    def subagent(self) -> bool:
+        """Whether a subagent made this request, not the main conversation (testing/agents.py)."""
+        return is_subagent(self.body)
+
+    @property
+    def agent_prompt(self) -> str | None:
+        """The `Agent` prompt of the subagent that made this request; None for the main conversation."""
+        return agent_prompt(self.body)
 
     @property
     def session_id(self) -> str | None:
@@ -217,18 +228,32 @@ class ScriptedModel:
             "DISABLE_AUTOUPDATER": "1",
         }
 
-    async def wait_for_requests(self, count: int, timeout: float = 30.0) -> Request:
-        """Wait (bounded) until `count` model requests arrived; return the newest."""
+    async def wait_for_requests(self, count: int, timeout: float = 30.0, agent: str | None = None) -> Request:
+        """Wait (bounded) until `count` model requests arrived (`agent`: of the main conversation or subagents only,
+        as `Reply.agent`); return the newest of them."""
+        def those() -> list[Request]:
+            return [r for r in self.conversation if answers(agent, r.body)]
+
         async def arrived() -> None:
             async with self._arrived:
-                await self._arrived.wait_for(lambda: len(self.conversation) >= count)
+                await self._arrived.wait_for(lambda: len(those()) >= count)
         await asyncio.wait_for(arrived(), timeout)
-        return self.conversation[count - 1]
+        return those()[count - 1]
 
     @property
     def conversation(self) -> list[Request]:
         """The `/v1/messages` requests, in arrival order."""
         return [r for r in self.requests if r.path == "/v1/messages"]
+
+    @property
+    def main(self) -> list[Request]:
+        """The main conversation's `/v1/messages` requests, in arrival order (no subagent's)."""
+        return [r for r in self.conversation if not r.subagent]
+
+    @property
+    def subagents(self) -> list[Request]:
+        """The subagents' `/v1/messages` requests, in arrival order."""
+        return [r for r in self.conversation if r.subagent]
 
     @property
     def last(self) -> Request:
@@ -237,7 +262,7 @@ class ScriptedModel:
 
     def _next_reply(self, body: dict[str, Any]) -> Reply | None:
         for i, candidate in enumerate(self._script):
-            if candidate.match is None or candidate.match(body):
+            if candidate.fits(body):
                 return self._script.pop(i)
         return self.default
 

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.background import AGENT
 from ..core.events import StepEnded, StepStarted
-from ..core.journal import Seen, note
+from ..core.journal import Seen, note, sidechain, with_stored
 from ..core.lineage import Lineage
 from ..core.lock import WorkspaceLock
 from ..core.manifest import Manifest, StepResult, retry_name
@@ -201,6 +202,12 @@ async def recall(rt: Runtime, session_id: str | None, *, resumed: bool, prompt: 
     lacking = seen.lacks(records)
     if not lacking:
         rt.journal.mark_seen(session_id, end, count)
+    try:  # an interrupted subagent's words: the CLI does not stream a foreground one's, its stored transcript has them
+        agents = {r["id"]: r["tool"] for r in lacking if r["k"] == "task" and r.get("type") == AGENT and r.get("tool")}
+        for agent_id, call in agents.items():
+            lacking = with_stored(lacking, sidechain(await rt.sidechain(session_id, str(agent_id)), str(call)))
+    except Exception as e:  # told from the journal alone then
+        log.warning("could not read the subagents of session %s (%s)", session_id, e)
     told = note(lacking, resumed=resumed, prompt=prompt)
     if told:
         log.info("session %s: told the model what the journal saw and the store lacks", session_id)

@@ -34,6 +34,8 @@ export interface ApprovalCard {
     by: ApprovedNotification['by'] | null;
     /** With a denial said here: the sentence. */
     message: string | null;
+    /** A subagent's tool call: the subagent (its description and type), so the card says who asks (issue 32). */
+    agent?: string | null;
 }
 
 /** The person's answer to one card, as the page or a notification gives it. */
@@ -60,6 +62,8 @@ export interface ApprovalLabels {
     denied: string;
     deniedUnattended: string;
     closed: string;
+    /** `{0}` = the subagent asking (its description and type). */
+    bySubagent?: string;
 }
 
 /** Extension → page: the folder's cards (a handful: sent whole). */
@@ -124,6 +128,7 @@ export function card(params: ApproveParams): ApprovalCard {
         decision: null,
         by: null,
         message: null,
+        agent: params.agent ?? null,
     };
 }
 

@@ -6,6 +6,11 @@ export function countsLabel(file: Pick<ChangedFile, 'added' | 'removed'>): strin
     return file.added === null || file.removed === null ? 'binary' : `+${file.added} −${file.removed}`;
 }
 
+/** ` · by the subagent write the docs (general-purpose)` for a subagent's write (issue 32), else ''; `{0}` = the subagent. */
+export function byLabel(file: Pick<ChangedFile, 'agent'>, template: string): string {
+    return file.agent ? ` · ${template.replace('{0}', file.agent)}` : '';
+}
+
 /** `wake #2`, from the localized template (`{0}` = the wake). */
 export function wakeLabel(wake: number, template: string): string {
     return template.replace('{0}', String(wake));

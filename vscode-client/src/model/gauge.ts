@@ -123,6 +123,8 @@ export function tooltip(status: FolderStatus): string[] {
     // `!= null`: an older flower sends neither field. The server's sentence, in the window's language (D4).
     if (status.unreachable != null) lines.push(`store unreachable: ${status.unreachable}`);
     if (status.storeBytes != null) lines.push(storeLine(status.storeBytes));
+    // Issue 32: what the run delegated and still runs (an older flower sends no field).
+    for (const work of status.background ?? []) lines.push(`in the background: ${work}`);
     // `!= null`: an older flower sends neither field. Who decided is the server's sentence, in the window's language.
     if (status.trusted != null) lines.push(`trusted: ${status.trusted ? 'yes' : 'no'}${status.trust ? ` (${status.trust})` : ''}`);
     return lines;

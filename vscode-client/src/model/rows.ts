@@ -39,6 +39,10 @@ export interface Row {
     prunedText: string | null;
     /** Verdict rows: the round passed. */
     passed: boolean | null;
+    /** A tool call's tool_use id (an `Agent` call's names its subagent's rows). */
+    toolUseId?: string | null;
+    /** A subagent's row: the tool_use id of the `Agent` call it works for (issue 32); null for the main conversation. */
+    parent?: string | null;
 }
 
 /** Extension → page. */

@@ -39,6 +39,13 @@ export interface StepLabels {
     outputLine: string;
     rawInput: string;
     collapse: string;
+    /** The head of a subagent's section under its `Agent` call (issue 32). */
+    subagent: string;
+    subagentTool: string;
+    /** `{0}` = its tool calls. */
+    subagentTools: string;
+    /** The fold button's tooltip. */
+    subagentFold: string;
 }
 
 export const ENGLISH: StepLabels = {
@@ -59,6 +66,10 @@ export const ENGLISH: StepLabels = {
     outputLine: 'output · 1 line',
     rawInput: 'raw input',
     collapse: 'collapse or expand this step',
+    subagent: 'subagent',
+    subagentTool: '1 tool call',
+    subagentTools: '{0} tool calls',
+    subagentFold: "show or hide what the subagent did",
 };
 
 /** A manifest step name split as core/manifest.parse_name does (S7). */

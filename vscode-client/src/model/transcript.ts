@@ -92,7 +92,7 @@ export class TranscriptModel {
         const changed: Row[] = [];
         for (const n of recent) {
             if (n.uuid === null || this.byKey.has(n.uuid)) continue;
-            const row = this.fromEntry(n, this.endPos());
+            const row = this.fromEntry(n, this.livePos(n));
             this.insert(row);
             changed.push(row);
         }
@@ -105,7 +105,7 @@ export class TranscriptModel {
         if (n.seq <= this.lastLiveSeq) return [];
         this.lastLiveSeq = n.seq;
         if (n.uuid !== null && this.byKey.has(n.uuid)) return [];
-        return this.commit([this.fromEntry(n, this.endPos())]);
+        return this.commit([this.fromEntry(n, this.livePos(n))]);
     }
 
     /** A live event other than a transcript entry, appended at the end. */
@@ -283,6 +283,21 @@ export class TranscriptModel {
         return lo;
     }
 
+    /**
+     * Where a live entry goes: at the end, or a subagent's (issue 32) right after what its `Agent` call's subagent
+     * showed so far (a background one works while the main agent goes on below).
+     */
+    private livePos(n: TranscriptNotification): number {
+        if (!n.parent) return this.endPos();
+        let last = -1;
+        this.rows.forEach((r, i) => {
+            if ((r.toolUseId === n.parent && !r.parent && !r.result) || (r.parent === n.parent && last >= 0)) last = i;
+        });
+        if (last < 0) return this.endPos();
+        const next = this.rows[last + 1];
+        return next === undefined ? this.rows[last].pos + 1 : (this.rows[last].pos + next.pos) / 2;
+    }
+
     private endPos(): number {
         return this.rows.length === 0 ? 0 : this.rows[this.rows.length - 1].pos + 1;
     }
@@ -344,6 +359,8 @@ export class TranscriptModel {
         row.result = n.kind === 'result';
         row.pruned = n.pruned;
         row.prunedText = n.prunedText;
+        row.toolUseId = n.toolUseId;
+        row.parent = n.parent ?? null;
         return row;
     }
 }

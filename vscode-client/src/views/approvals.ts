@@ -257,5 +257,6 @@ function labels(): ApprovalLabels {
         denied: t('Denied'),
         deniedUnattended: t('Denied: nobody answered in time'),
         closed: t('Closed'),
+        bySubagent: t('for the subagent {0}', '{0}'),
     };
 }

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 import type { Focus } from '../folders';
-import { countsLabel, wakeLabel } from '../model/changes';
+import { byLabel, countsLabel, wakeLabel } from '../model/changes';
 import * as p from '../protocol';
 import type { FolderServer, Servers } from '../server';
 
@@ -42,11 +42,11 @@ class ChangesProvider implements vscode.TreeDataProvider<Node> {
         const { file } = node;
         const item = new vscode.TreeItem(path.posix.basename(file.path), vscode.TreeItemCollapsibleState.None);
         const dir = path.posix.dirname(file.path);
-        item.description = `${dir === '.' ? '' : `${dir}  `}${countsLabel(file)}`;
+        item.description = `${dir === '.' ? '' : `${dir}  `}${countsLabel(file)}${byLabel(file, vscode.l10n.t('by the subagent {0}', '{0}'))}`;
         item.id = `file:${node.wake}:${file.path}`;
         if (this.folder !== undefined) item.resourceUri = vscode.Uri.file(path.join(this.folder.uri.fsPath, file.path));
         item.iconPath = new vscode.ThemeIcon(file.change === 'created' ? 'diff-added' : file.change === 'deleted' ? 'diff-removed' : 'diff-modified');
-        item.tooltip = `${file.path} · ${file.change} · ${countsLabel(file)} · ${file.tool}`;
+        item.tooltip = `${file.path} · ${file.change} · ${countsLabel(file)} · ${file.tool}${byLabel(file, vscode.l10n.t('by the subagent {0}', '{0}'))}`;
         item.contextValue = node.running ? 'flowerChangeRunning' : 'flowerChange';
         item.command = { command: 'flower.openChange', title: vscode.l10n.t('Open Changes'), arguments: [node] };
         return item;

@@ -40,6 +40,10 @@ export function stepLabels(): StepLabels {
         outputLine: t('output · 1 line'),
         rawInput: t('raw input'),
         collapse: t('collapse or expand this step'),
+        subagent: t('subagent'),
+        subagentTool: t('1 tool call'),
+        subagentTools: t('{0} tool calls', '{0}'),
+        subagentFold: t('show or hide what the subagent did'),
     };
 }
 

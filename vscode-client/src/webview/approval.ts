@@ -52,6 +52,11 @@ function cardElement(c: ApprovalCard, t: ApprovalLabels, send: (m: DecideFromPag
     head.appendChild(el('span', 'approval-tool', c.tool));
     if (c.step !== null) head.appendChild(el('span', 'approval-step', c.step));
     card.appendChild(head);
+    if (c.agent) {  // a subagent's tool call says so (issue 32)
+        const who = el('div', 'approval-agent', (t.bySubagent ?? 'for the subagent {0}').replace('{0}', c.agent));
+        who.dataset.testid = 'approval-agent';
+        card.appendChild(who);
+    }
     const summary = el('div', 'approval-summary');
     summary.dataset.testid = 'approval-summary';
     summary.appendChild(el('code', '', c.summary));

@@ -7,6 +7,7 @@ import { type Block, type Inline, parseMarkdown } from '../model/markdown';
 import { type FromPage, type Row, rowView, type ToPage } from '../model/rows';
 import { ENGLISH, fill, parseStep, type StepInfo, type StepLabels, stepFacts, stepTitle } from '../model/steps';
 import { languageOf, relativeText, tokens, toolView } from '../model/tools';
+import { children, isAgentCall, section, sectionLine } from '../model/subagents';
 import { RowWindow } from '../model/window';
 import { mountApprovals } from './approval';
 
@@ -26,6 +27,8 @@ interface PageState {
     scrollTop: number;
     /** The keys of the section heads folded by the person. */
     collapsed?: string[];
+    /** The `Agent` calls whose subagent section the person opened (folded by default, issue 32). */
+    opened?: string[];
 }
 
 const DOM_CAP = 3000;
@@ -50,6 +53,7 @@ let workspace = '';
 let labels: StepLabels = ENGLISH;
 let steps = new Map<string, StepInfo>();
 const collapsed = new Set<string>(state.collapsed ?? []);
+const opened = new Set<string>(state.opened ?? []);
 
 toggle.checked = state.pruned;
 
@@ -116,6 +120,8 @@ function render(row: Row): HTMLElement {
     if (row.uuid !== null) el.dataset.uuid = row.uuid;
     if (view.verdict !== null) el.dataset.verdict = view.verdict;
     if (row.result) el.dataset.result = 'true';
+    if (row.toolUseId) el.dataset.toolUseId = row.toolUseId;
+    if (row.parent) el.dataset.parent = row.parent; // a subagent's row: nested under its Agent call (issue 32)
     if (row.passed !== null) el.dataset.passed = String(row.passed);
     el.className = `row ${row.kind}`;
     el.hidden = !view.visible;
@@ -334,6 +340,7 @@ function head(el: HTMLElement, step: string, collapsedNow: boolean): HTMLElement
         state.collapsed = [...collapsed];
         save();
         sections();
+        subagents();
     });
     return h;
 }
@@ -374,6 +381,58 @@ function sections(): void {
     }
 }
 
+/**
+ * A subagent's rows (issue 32) are a folded section nested under its `Agent` call: the call gets a head
+ * (what it was asked, its tool calls so far) that opens and closes it; the rows are indented below it.
+ * Runs over the rows in the DOM after every change, as `sections` does.
+ */
+function subagents(): void {
+    const rows = Array.from(rowsEl.children) as HTMLElement[];
+    const data = rows.map((el) => shown.get(el.dataset.key ?? '')?.row).filter((r): r is Row => r !== undefined);
+    const groups = children(data);
+    for (const el of rows) {
+        const row = shown.get(el.dataset.key ?? '')?.row;
+        if (row === undefined) continue;
+        if (row.parent) {
+            el.classList.add('subagent-row');
+            el.classList.toggle('sub-folded', !opened.has(row.parent));
+            continue;
+        }
+        if (!isAgentCall(row)) continue;
+        const call = row.toolUseId ?? '';
+        const s = section(row, groups.get(call) ?? []);
+        const old = el.querySelector(':scope > .subagent-head');
+        const made = subagentHead(call, sectionLine(s, labels), s.entries);
+        if (!(old instanceof HTMLElement && old.textContent === made.textContent && old.getAttribute('aria-expanded') === made.getAttribute('aria-expanded'))) {
+            if (old !== null) old.replaceWith(made);
+            else el.appendChild(made);
+        }
+    }
+}
+
+/** The head of a subagent's section: a click opens or folds its rows. */
+function subagentHead(call: string, line: string, entries: number): HTMLElement {
+    const open = opened.has(call);
+    const h = button('subagent-head', 'subagent-head', '');
+    h.setAttribute('aria-expanded', String(open));
+    h.title = labels.subagentFold;
+    h.dataset.entries = String(entries);
+    const chevron = document.createElement('span');
+    chevron.className = 'chevron';
+    chevron.textContent = open ? '▾' : '▸';
+    const text = document.createElement('span');
+    text.textContent = line;
+    h.append(chevron, text);
+    h.addEventListener('click', () => {
+        if (opened.has(call)) opened.delete(call);
+        else opened.add(call);
+        state.opened = [...opened];
+        save();
+        subagents();
+    });
+    return h;
+}
+
 // -- the window of rows ---------------------------------------------------------------------
 
 function nearBottom(): boolean {
@@ -403,6 +462,7 @@ function upsert(rows: Row[], reading: 'top' | 'bottom'): void {
     for (let i = 0; i < drop.top; i++) remove(rowsEl.firstElementChild);
     for (let i = 0; i < drop.bottom; i++) remove(rowsEl.lastElementChild);
     sections();
+    subagents();
     if (stick) rowsEl.scrollTop = rowsEl.scrollHeight;
     else if (anchor instanceof HTMLElement && anchor.isConnected) rowsEl.scrollTop = anchor.offsetTop - anchorTop;
 }
@@ -430,6 +490,7 @@ function rerenderAll(): void {
         shown.set(key, { row: entry.row, el });
     }
     sections();
+    subagents();
 }
 
 function setSteps(list: StepInfo[]): void {
@@ -489,6 +550,7 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
         case 'steps':
             setSteps(m.steps);
             sections();
+            subagents();
             break;
         case 'sync':
             send({ type: 'ready', epoch: state.epoch, op: state.op });
