@@ -191,13 +191,10 @@ class FileRecords:
     def pending_sentences(self) -> list[dict[str, Any]]:
         """sentences.json's rows; [] when it is missing; a corrupt one is kept aside (logged) and counts as empty."""
         path = self.sentences_path
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                raw = f.read()
-        except FileNotFoundError:
+        read = _read_rows(path)
+        if read is None:
             return []
-        rows = _parse_rows(raw)
+        rows, st = read
         if rows is None:
             log.warning("%s is not a list of sentences; keeping it aside", path)
             move_aside(path, expect=st)
@@ -233,13 +230,10 @@ class FileRecords:
     def _rows_for_update(self) -> list[Any]:
         """The file's rows, under the lock; a corrupt file is moved aside and counts as empty."""
         path = self.manifest_path
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                raw = f.read()
-        except FileNotFoundError:
+        read = _read_rows(path)
+        if read is None:
             return []
-        rows = _parse_rows(raw)
+        rows, st = read
         if rows is None:
             log.warning("%s is not a valid manifest; keeping it aside and starting a new one", path)
             if move_aside(path, expect=st) is None and path.exists():
@@ -312,6 +306,17 @@ def _file_stamp(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _read_rows(path: Path) -> tuple[list[Any] | None, os.stat_result] | None:
+    """A JSON list file's rows (None: not a list) with the stat of what was read, for a move aside; None when missing."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    return _parse_rows(raw), st
 
 
 def _parse_rows(raw: bytes) -> list[Any] | None:
