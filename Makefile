@@ -26,6 +26,8 @@ test: lint test-python test-editor
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --platform darwin  # issue 33: each platform's branches of core/host.py (and every caller) type-check
+	$(VENV)/bin/mypy --platform win32
 	$(VENV)/bin/lint-imports --no-cache --no-logo  # D3's layers ([tool.importlinter] in pyproject.toml; issue 33)
 
 test-python: $(STAMP)

@@ -13,14 +13,13 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .core import texts
+from .core import host, texts
 from .testing import Reply, ScriptedModel, reply, say, text, tool, tool_use
 
 REQUIREMENTS = """# 需求
@@ -202,13 +201,13 @@ class Demo:
                 await model.wait_for_requests(6, timeout=120)  # the held reply: the work step is mid-turn
                 sid = await self.work_session_on_disk()
                 self.say(self.words("kill", pid=proc.pid))
-                os.killpg(proc.pid, signal.SIGKILL)
+                host.kill_group(proc.pid)
                 await asyncio.wait_for(proc.wait(), 30)
                 await asyncio.wait_for(echo, 10)
                 self.say(self.words("killed"))
             finally:
                 if proc.returncode is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    host.kill_group(proc.pid)
                     await proc.wait()
             seen_before = len(model.conversation)
             # 2. wake again: no text = carry on

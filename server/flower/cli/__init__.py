@@ -27,14 +27,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import select
-import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from ..core import crash
+from ..core import crash, host
 from ..core.errors import FlowerError
 from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
@@ -90,6 +88,8 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             from .trust import trust_command
             return trust_command, trust_parser(locale, command == "trust").parse_args(rest)
         if command in ("serve", "stop", "ps"):
+            if not host.ENGINE:
+                raise FlowerError("engine_unix_only")
             from . import engine
             if command == "stop":
                 return engine.stop_command, stop_parser(locale).parse_args(rest)
@@ -130,8 +130,9 @@ def run(argv: list[str] | None = None) -> int:
         return _crashed(exc, argv, locale)
 
 
-EXIT_PIPE = 128 + signal.SIGPIPE
-"""A shell's code for a command whose output pipe closed (Python ignores SIGPIPE, so it is set by hand)."""
+EXIT_PIPE = 128 + 13
+"""A shell's code for a command whose output pipe closed: 128 + SIGPIPE (13 on every Unix; Windows has no SIGPIPE to
+read it from). Python ignores SIGPIPE, so it is set by hand."""
 
 
 def _crashed(exc: BaseException, argv: list[str], locale: str) -> int:
@@ -144,9 +145,7 @@ def _reader_left() -> bool:
     """Whether standard output's reader has gone; if so, it is pointed at /dev/null (the flush at exit stays quiet)."""
     try:  # a pipe whose reader closed polls as an error on its write end
         fd = sys.stdout.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        gone = any(events & select.POLLERR for _, events in poller.poll(0))
+        gone = host.pipe_reader_gone(fd)
     except (OSError, ValueError):
         return False
     if gone:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core import host
 from ..core.approvals import Approval, Decision
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
@@ -46,6 +47,8 @@ async def flower_command(args: argparse.Namespace, locale: str) -> int:
     text = " ".join(args.text).strip()
     # The engine's side (its protocol: lsprotocol, cattrs, pygls) is imported only when it is asked for or may run
     # a wake here: a wake with no engine's socket goes straight on to its own.
+    if args.detach and not host.ENGINE:
+        raise FlowerError("engine_unix_only")
     if args.detach or (not args.new and existing_socket() is not None):
         from . import engine
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import launch
+from . import host, launch
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class Spawn:
             pid, start = int(info["pid"]), info["start"]
         except (OSError, ValueError, KeyError, TypeError):
             return  # not started yet, or not recorded: the SDK's close ends it
-        if start is not None and launch.started(pid) == start:
+        if start is not None and host.started(pid) == start:
             _end(pid, start, signal.SIGINT)
 
     def forget(self) -> None:
@@ -112,10 +112,10 @@ def end_strays(run_dir: str | os.PathLike[str]) -> list[Stray]:
             pid, start, owner, owner_start = int(info["pid"]), info["start"], int(info["owner"]), info["owner_start"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being written (never: the launcher replaces whole), or not ours to judge
-        now = launch.started(owner)
+        now = host.started(owner)
         if now is not None and now == (owner_start or now):
             continue  # its flower lives (this one, or another that holds its own task): its own to end
-        if start is not None and launch.started(pid) == start:
+        if start is not None and host.started(pid) == start:
             _end(pid, start)
             ended.append(Stray(pid=pid, session=info.get("session")))
             log.warning("children: ended the agent CLI pid %d (session %s) that a dead flower left running",
@@ -129,14 +129,13 @@ def end_strays(run_dir: str | os.PathLike[str]) -> list[Stray]:
 
 def _end(pid: int, start: str, first: int | None = None) -> None:
     """Signal `pid` (`first`, then SIGKILL after END_WAIT; else SIGKILL at once) until it is gone or another process."""
-    kill = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL (and no records yet)
-    for sig in ([first] if first is not None else []) + [kill]:
+    for sig in ([first] if first is not None else []) + [host.KILL]:
         try:
             os.kill(pid, sig)
         except OSError:
             return
         deadline = time.monotonic() + END_WAIT
-        while launch.started(pid) == start and time.monotonic() < deadline:
+        while host.started(pid) == start and time.monotonic() < deadline:
             time.sleep(0.005)
-        if launch.started(pid) != start:
+        if host.started(pid) != start:
             return

@@ -14,6 +14,7 @@ import time
 import traceback
 from pathlib import Path
 
+from . import host
 from .errors import FlowerError
 from .redact import redact
 from .text import clip
@@ -29,7 +30,7 @@ def record(exc: BaseException, run_dir: str | os.PathLike[str] | None) -> Path |
     entry = (f"==== {time.strftime('%Y-%m-%d %H:%M:%S')} pid {os.getpid()}\n"
              + redact("".join(traceback.format_exception(exc))) + "\n")
     places = [Path(run_dir) / CRASH_LOG] if run_dir is not None else []
-    places.append(Path(tempfile.gettempdir()) / f"flower-crash-{os.getuid()}.log")
+    places.append(Path(tempfile.gettempdir()) / f"flower-crash-{host.user_id()}.log")
     for path in places:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

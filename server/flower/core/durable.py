@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +35,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)  # mkstemp makes 0600; keep what a plain open would give
+            if sys.platform != "win32":  # Windows keeps no mode bits but read-only, which mkstemp does not set
+                os.fchmod(f.fileno(), mode)  # mkstemp makes 0600; keep what a plain open would give
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

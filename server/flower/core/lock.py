@@ -11,7 +11,6 @@ two different inodes under the same name.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -22,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import host
 from .errors import FlowerError
 from .texts import say
 
@@ -55,18 +55,15 @@ class WorkspaceBusy(FlowerError):
 
 
 def try_flock(fd: int, timeout: float = 0.0) -> bool:
-    """Take an exclusive flock on `fd`, trying for up to `timeout` seconds; False if another holder kept it."""
+    """Take an exclusive flock on `fd` (core/host.py's file lock), trying for up to `timeout` seconds; False if another holder kept it."""
     deadline = time.monotonic() + timeout
     delay = 0.001
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
+    while not host.try_lock(fd):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
 
 
 @contextmanager
@@ -79,7 +76,7 @@ def exclusive(path: str | os.PathLike[str], timeout: float) -> Iterator[None]:
         try:
             yield
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            host.unlock(fd)
     finally:
         os.close(fd)
 
@@ -141,7 +138,7 @@ class FileLock:
             try:
                 info = json.dumps({"pid": os.getpid(), "started_at": time.time()}).encode()
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, info, 0)
+                host.write_at(fd, info, 0)
             except OSError:
                 pass  # the lock holds anyway; only the refusal message loses the pid
             self._fd = fd
@@ -157,7 +154,7 @@ class FileLock:
             except OSError:
                 pass
             try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                host.unlock(fd)
             finally:
                 os.close(fd)
 
@@ -213,11 +210,11 @@ def held(run_dir: str | os.PathLike[str]) -> bool:
     except OSError:
         return False  # no lock file: nobody has ever held it
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
+        if not host.try_lock(fd, shared=True):
+            return True
+        host.unlock(fd)  # at once: Windows lets go of a closed file's lock only eventually
     finally:
-        os.close(fd)  # closing drops the shared lock if it was taken
+        os.close(fd)
     return False
 
 
@@ -232,10 +229,9 @@ def holder(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     except OSError:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not host.try_lock(fd, shared=True):
             return _read_info(fd)
+        host.unlock(fd)
         return None
     finally:
         os.close(fd)
@@ -244,7 +240,7 @@ def holder(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
 def _read_info(fd: int) -> dict[str, Any]:
     """The holder's `{"pid", "started_at"}`, or {} if it has not written it (yet) or it is garbled."""
     try:
-        data = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+        data = json.loads(host.read_at(fd, 4096, 0).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
     if not isinstance(data, dict):

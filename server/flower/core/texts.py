@@ -164,6 +164,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "the flower engine went away; run `flower` here again to continue where it stopped",
         "zh": "flower 引擎不在了;在这里再运行 `flower` 就接着做",
     },
+    "engine_unix_only": {  # issue 33: the engine's one-user wall is a Unix socket (D11); Windows has none
+        "en": "the flower engine needs Unix sockets, which Windows does not have; run flower in this terminal "
+              "(without --detach), and set flower.engine to \"window\" in the editor",
+        "zh": "flower 引擎需要 Unix 套接字,Windows 没有;请在这个终端里直接运行 flower(不加 --detach),"
+              "编辑器里把 flower.engine 设为 \"window\"",
+    },
     "engine_busy_update": {
         "en": "flower engine {version} is running a task; it will update when the task ends",
         "zh": "flower 引擎 {version} 正在跑一件事;这件事结束后它会更新",

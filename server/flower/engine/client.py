@@ -14,6 +14,7 @@ from typing import Any
 
 from pygls.uris import from_fs_path
 
+from ..core import host
 from ..lsp.server import VERSION
 from .connection import ANSWERS_OPTION, VERSION_OPTION
 from .stream import bodies, frame
@@ -57,7 +58,7 @@ class EngineClient:
     @classmethod
     async def connect(cls, sock: Path, listener: Listener | None = None, timeout: float = 5.0) -> EngineClient:
         """Connect to the engine at `sock` (OSError when nothing listens there)."""
-        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(sock), limit=2**20), timeout)
+        reader, writer = await asyncio.wait_for(host.connect(sock, 2**20), timeout)
         return cls(reader, writer, listener)
 
     async def initialize(self, root: Path | None = None, locale: str = "en", options: dict[str, Any] | None = None,

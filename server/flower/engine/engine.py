@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import fcntl
 import logging
 import os
 import signal
-import socket
 import stat
-import struct
 import time
 from collections.abc import Awaitable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from ..core import host
 from ..lsp import protocol as p
 from ..lsp.folders import Folder
 from ..lsp.framing import LINE_LIMIT
@@ -134,13 +131,13 @@ class Engine:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            pid, uid = peer(writer)
+            pid, uid = host.peer(writer.get_extra_info("socket"))
         except OSError as exc:
             log.warning("refused a connection whose peer cannot be known: %s", exc)
             writer.close()
             return
-        if uid != os.getuid():  # D11: one user's engine; the directory's 0700 is the first wall, this the second
-            log.warning("refused a connection from uid %d (pid %d): this engine serves uid %d only", uid, pid, os.getuid())
+        if uid != host.user_id():  # D11: one user's engine; the directory's 0700 is the first wall, this the second
+            log.warning("refused a connection from uid %d (pid %d): this engine serves uid %d only", uid, pid, host.user_id())
             writer.close()
             return
         connection = Connection(self, writer, pid)
@@ -175,7 +172,7 @@ class Engine:
             self._stop = asyncio.Event()
             umask = os.umask(0o177)  # the socket is born 0600: no moment at which another user could connect
             try:
-                server = await asyncio.start_unix_server(self._accept, path=str(self.sock), limit=2 * LINE_LIMIT)
+                server = await host.listen(self._accept, self.sock, 2 * LINE_LIMIT)
             finally:
                 os.umask(umask)
             os.chmod(self.sock, 0o600)
@@ -208,7 +205,7 @@ class Engine:
                 await asyncio.wait_for(self._stop.wait(), tick)
             now, busy = time.monotonic(), self.busy()
             if not busy and now - trimmed >= TRIM_EVERY:
-                give_back()
+                host.give_back()  # a long-lived idle engine stays small
                 trimmed = now
             if busy or self.connections:
                 self._quiet_since = now
@@ -234,18 +231,6 @@ class Engine:
         task.add_done_callback(self._closing.discard)
 
 
-def give_back() -> None:
-    """Return the C heap's free pages to the system (glibc `malloc_trim`), so a long-lived idle engine stays small.
-
-    Reading a large session (a folder's first status, a history page) leaves tens of MB free in the heap that glibc
-    would otherwise keep for the engine's whole life; elsewhere this does nothing.
-    """
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def settings_stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
     """(mtime, size) of the folder's settings files: a changed file is read again by the next client to initialize it."""
     stamps: list[tuple[int, int] | None] = []
@@ -258,21 +243,11 @@ def settings_stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
     return tuple(stamps)
 
 
-def peer(writer: asyncio.StreamWriter) -> tuple[int, int]:
-    """(pid, uid) of the process at the other end of a Unix socket, as the kernel recorded them at connect (SO_PEERCRED)."""
-    sock = writer.get_extra_info("socket")
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", creds)
-    return pid, uid
-
-
 def take_lock(sock: Path) -> int:
     """Hold the lock next to the socket for this process's life (the kernel lets go when it dies); EngineRunning if held."""
     path = lock_path(sock)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    if not host.try_lock(fd):
         held = os.read(fd, 32).decode("ascii", "replace").strip()
         os.close(fd)
         raise EngineRunning(sock, int(held) if held.isdigit() else None) from None

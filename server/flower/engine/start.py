@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import host
 from ..core.texts import text
 from ..lsp.server import VERSION
 from .client import EngineClient, EngineError, Gone
@@ -79,7 +79,7 @@ async def ensure(idle: float | None = None, locale: str = "en", sock: Path | Non
     # engine's own lock would make one serve anyway, but each extra engine pays a whole startup for nothing).
     turn = os.open(sock.with_name(sock.name + ".start"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        await asyncio.wait_for(asyncio.to_thread(fcntl.flock, turn, fcntl.LOCK_EX), START_TIMEOUT * 2)
+        await asyncio.wait_for(asyncio.to_thread(host.wait_lock, turn), START_TIMEOUT * 2)
         found = await probe(sock, locale)
         if found is not None:
             return found, None

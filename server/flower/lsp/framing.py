@@ -15,8 +15,6 @@ import asyncio
 import inspect
 import json
 import logging
-import os
-import stat
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,6 +27,8 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.io_ import StdoutWriter
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, LanguageServerProtocol
 from pygls.server import JsonRPCServer
+
+from ..core import host
 
 log = logging.getLogger(__name__)
 
@@ -189,8 +189,7 @@ async def stdin_bodies(stdin: BinaryIO, pool: ThreadPoolExecutor) -> AsyncIterat
     on a loaded machine that was most of a status request's CPU and of its p99 (benchmarks/status.py).
     A file or a terminal cannot be polled the same way (epoll refuses /dev/null and regular files).
     """
-    mode = os.fstat(stdin.fileno()).st_mode
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+    if host.loop_can_read(stdin.fileno()):
         reader = asyncio.StreamReader(limit=2 * LINE_LIMIT)
         await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
         source = bodies(reader)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core import host
 from ..core.records import LINEAGE_FILE, WORK, parse_lineage
 from ..core.redact import redact_encoded
 from ..core.shared import is_sessions_db
@@ -154,18 +155,8 @@ def _remove_orphans() -> None:
             pid = int(left.name[len(PREFIX):].split("-", 1)[0])
         except ValueError:
             continue
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not host.alive(pid):
             shutil.rmtree(left, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _digest(entries: Sequence[Mapping[str, object]]) -> str:

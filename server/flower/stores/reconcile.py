@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
 
+from ..core import host
 from ..core.durable import write_atomic
 from ..core.errors import FlowerError
 from ..core.redact import redact
@@ -357,7 +358,7 @@ def _spent_leftovers(project_key: str, imported: Mapping[str, Any], tmp: Path | 
     The caller's credentials are copied into each (`.credentials.json`), which is removed when the CLI ends;
     a kill leaves it behind. One is removed only when every file under its `projects/` is a main transcript
     just imported (`imported`: path → stat) — a subagent's transcript, which reconcile does not read, keeps it
-    — and no live process runs with it as its config dir (read from /proc; without /proc none is removed).
+    — and no live process runs with it as its config dir (core/host.py reads /proc; without /proc none is removed).
     """
     base = tmp if tmp is not None else Path(tempfile.gettempdir())
     spent = []
@@ -368,24 +369,9 @@ def _spent_leftovers(project_key: str, imported: Mapping[str, Any], tmp: Path | 
             others = [p for p in (top / "projects").iterdir() if p != root]
         except OSError:
             continue
-        if not others and files and all(str(p) in imported for p in files) and not _in_use(top):
+        if not others and files and all(str(p) in imported for p in files) and not host.config_in_use(top):
             spent.append(top)
     return spent
-
-
-def _in_use(config: Path) -> bool:
-    """Whether a live process has `config` as its CLI config dir (`CLAUDE_CONFIG_DIR` in /proc/<pid>/environ)."""
-    proc = Path("/proc")
-    if not (proc / "self" / "environ").exists():
-        return True  # cannot tell: keep it
-    needle = b"\0CLAUDE_CONFIG_DIR=" + os.fsencode(config) + b"\0"
-    for environ in proc.glob("[0-9]*/environ"):
-        try:
-            if needle in b"\0" + environ.read_bytes():
-                return True
-        except OSError:  # gone meanwhile, or another user's (whose config dir this is not)
-            continue
-    return False
 
 
 def remembered(state: Mapping[str, Any], project_key: str) -> dict[str, FileRead]:
