@@ -54,10 +54,10 @@ from .core.changes import WRITE_TOOLS, ChangeLog
 from .core.context import tail_pages, tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
+from .core.host import give_back
 from .core.journal import Journal
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
-from .core.memory import give_back
 from .core.records import Records
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
 from .core.texts import Said, say
