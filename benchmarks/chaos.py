@@ -15,7 +15,8 @@ more lines, or after a random time, each plus a random sub-delay: between events
 mid-request, during lineage writes and the judge; and at the model's edge: the instant the k-th
 request arrives, before it is answered, or 0–200 ms after a request that carries a tool result) the process group, or the
 flower process alone (as a crashed terminal or the OOM killer does: its CLI is not signalled), gets SIGKILL, SIGTERM,
-SIGHUP or SIGINT (seeded), then `flower` runs again in the same folder. Once the goals exist, one wake of each lap says
+SIGHUP or SIGINT (seeded), then `flower` runs again in the same folder. The work agent delegates one task to a
+foreground subagent (the CLI's `Agent` tool), and kills land inside it too (0–500 ms after one of its requests). Once the goals exist, one wake of each lap says
 one more sentence (S15) and is killed 0–1 s after the goal setter's re-derivation request arrives. When a lap's work is
 done and kills are left, the next lap starts in a new folder. Afterwards it reports and checks:
 every lap finished and passed; 0 sessions lost (no step started a fresh session while its
@@ -28,7 +29,8 @@ model never received an invalid transcript (flower.testing validates like the AP
 debris (API-error or interruption text). Issue #31's figures, counted at the model: 0 requests after a kill (the model
 server finds each request's sending process from its socket and asks whether a live flower is its ancestor), 0 turns
 lost at the model (an answer a CLI acted on is carried by every later request of its session: one writer), 0 sentences
-lost (in the work session, 需求.md and the re-derived 目标.md, each once). `tests/e2e/test_chaos.py` runs the same
+lost (in the work session, 需求.md and the re-derived 目标.md, each once); and issue #32's: 0 answers lost in
+subagents (what a subagent did in a run a kill ended before it handed back reaches the work agent's next run). `tests/e2e/test_chaos.py` runs the same
 `chaos()` short. Target for --kills 100: 100/100 survived, and every figure lost 0.
 """
 
@@ -58,8 +60,9 @@ from pathlib import Path
 from typing import Any
 
 from flower.core.journal import NOTE_END
-from flower.testing import Reply, ScriptedModel, say, text, tool_use
+from flower.testing import Reply, ScriptedModel, delegate, say, text, tool_use
 from flower.testing import reply as reply_of
+from flower.testing.agents import is_subagent
 
 FLOWER = Path(sys.executable).parent / "flower"
 TASK = "build a line counter"
@@ -75,7 +78,7 @@ HANDOFF_AT = 120_000
 BIG = HANDOFF_AT + 10_000
 DEBRIS = ("API Error", "[Tool call interrupted", "[Request interrupted", "No response requested.")
 """Text that must never reach the model: outage replies and the CLI's interruption filler (S23)."""
-KINDS = ("request", "request", "line", "time", "arrival", "tool", "rederive")
+KINDS = ("request", "request", "line", "time", "arrival", "tool", "subagent", "rederive")
 """The kill moments drawn from (see `Kill.draw`)."""
 SENTENCE = "also count the words"
 """Said at a wake once the goals exist (S15): it must reach the work session once, 需求.md, and a re-derived 目标.md."""
@@ -88,8 +91,16 @@ ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 # ------------------------------------------------------------------------------ the scripted model
 
 
+SUB_TASK = "write sub.txt (sub-task)"
+"""The work agent delegates this to a foreground subagent (issue 32): kills land inside it too."""
+SUB_WRITE = "sub-write"
+
+
 def _agent(system: str) -> str:
-    """Which agent a request comes from, by the instructions flower appends to its system prompt."""
+    """Which agent a request comes from, by the instructions flower appends to its system prompt (a subagent's by the
+    CLI's own mark, flower.testing.agents)."""
+    if is_subagent({"system": system}):
+        return "subagent"
     for marker, agent in (("You clarify requirements", "clarify"), ("You turn requirements into", "goals"),
                           ("careful coding agent", "work"), ("You are the judge", "judge")):
         if marker in system:
@@ -119,9 +130,10 @@ def _told(messages: list[dict[str, Any]], marker: str) -> bool:
     said = _user_texts(messages)
     if NOTE_END not in said:
         return False
-    lines = said.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("- You called ") and marker in line and i + 1 < len(lines) and lines[i + 1].startswith("  It returned"):
+    lines = [line.strip() for line in said.splitlines()]
+    for i, line in enumerate(lines):  # its own call, or its subagent's ("- It called …" under the Agent call)
+        if line.startswith(("- You called ", "- It called ")) and marker in line and i + 1 < len(lines) \
+                and lines[i + 1].startswith("It returned"):
             return True
     return False
 
@@ -139,6 +151,17 @@ def _user_texts(messages: list[dict[str, Any]], results_only: bool = False) -> s
             elif block.get("type") == "tool_result":
                 out.append(json.dumps(block.get("content", ""), ensure_ascii=False))
     return "\n".join(out)
+
+
+def _delegated() -> Reply:
+    """The work agent starts a foreground subagent (the CLI's `Agent` tool)."""
+    return delegate(SUB_TASK, background=False, description="sub-task")
+
+
+def _marker(step: Reply) -> str:
+    """What marks a plan step done: a Bash call's description, a delegation's prompt."""
+    call = step.blocks[-1]["input"]
+    return str(call.get("description") if "command" in call else call["prompt"])
 
 
 def _bash(marker: str, command: str) -> Reply:
@@ -230,13 +253,20 @@ class ChaosModel(ScriptedModel):
             if _done(messages, "result.txt says phase2-done"):
                 return text("goals written")
             return reply_of(tool_use("Write", {"file_path": str(ws / "目标.md"), "content": GOALS}))
+        if agent == "subagent":  # writes sub.txt (its Bash takes time: kills land mid-tool), then hands back
+            if _done(messages, SUB_WRITE):
+                return text("SUB: wrote sub.txt")
+            return _bash(SUB_WRITE, "echo sub > sub.txt")
         if agent == "work":
             handed = "You take over this work from an earlier session" in _user_texts(messages)
             plan = ([_bash("p2-a", "echo p2-a >> work.log"), _bash("p2-b", "echo phase2-done > result.txt")] if handed else
-                    [_bash("p1-a", "echo p1-a >> work.log"), _bash("p1-b", "echo p1-b >> work.log"),
+                    [_bash("p1-a", "echo p1-a >> work.log"), _delegated(),
+                     _bash("p1-b", "echo p1-b >> work.log"),
                      _bash("p1-c", "printf 'import sys\\nprint(len(open(sys.argv[1]).readlines()))\\n' > count.py")])
             for step in plan:
-                if not _done(messages, step.blocks[1]["input"]["description"]):
+                marker = _marker(step)
+                # A delegation cut off by a kill is done once flower's note says its subagent's write returned.
+                if not (_done(messages, marker) or marker == SUB_TASK and _told(messages, SUB_WRITE)):
                     return step
             # The first session's last reply crosses the handoff threshold; the next round hands off (S26).
             return text("phase 2 done" if handed else "phase 1 done", input_tokens=100 if handed else BIG)
@@ -374,6 +404,10 @@ class Figures:
     """Requests the model received from a CLI whose flower was dead (issue #31)."""
     model_turns_lost: int = 0
     """Answers a CLI acted on that a later request of the same session did not carry (issue #31: one writer)."""
+    sidechain_answers: int = 0
+    """Subagent answers the CLI acted on in a run a kill ended, before the subagent handed back (issue 32)."""
+    sidechain_answers_lost: int = 0
+    """Of those, answers the next run's first work request did not carry (as flower's note of the subagent)."""
     sentences: int = 0
     """Laps in which a sentence was said at a wake (S15)."""
     sentences_lost: int = 0
@@ -389,7 +423,7 @@ class Figures:
         return (self.laps_passed == self.laps and self.survived == self.kills and not self.defects
                 and not (self.sessions_lost or self.turns_lost or self.answers_lost or self.rows_lost or self.unreadable
                          or self.invalid_requests or self.debris or self.requests_after_kill or self.model_turns_lost
-                         or self.sentences_lost or self.sentences_twice))
+                         or self.sentences_lost or self.sentences_twice or self.sidechain_answers_lost))
 
     def report(self) -> str:
         """The figures, one per line."""
@@ -404,6 +438,8 @@ class Figures:
             f"turns lost       {self.turns_lost}   (of which judge rounds' entries: {self.judge_unmirrored})",
             f"answers lost     {self.answers_lost}   (of {self.answers} model answers acted on in a run a kill ended; "
             f"{self.answers_by_note} carried by flower's note of a cut-off attempt)",
+            f"answers lost in subagents {self.sidechain_answers_lost}   (of {self.sidechain_answers} a subagent acted on in a "
+            f"run a kill ended before it handed back)",
             f"requests after a kill {self.requests_after_kill}   (from a CLI whose flower was dead)",
             f"turns lost at the model {self.model_turns_lost}   (an answer acted on, missing from a later request of its session)",
             f"sentences lost   {self.sentences_lost}   (of {self.sentences} said at a wake; {self.sentences_twice} delivered twice)",
@@ -537,12 +573,14 @@ class Kill:
     def draw(cls, rng: random.Random, kinds: tuple[str, ...] = KINDS) -> Kill:
         """`request`/`line`/`time` are polled (10 ms) plus a sub-delay; `arrival` fires inside the model server the instant
         the k-th request arrives, before it is answered; `tool` fires 0–200 ms after the k-th request that carries a
-        tool result arrived (the tool just ran: the CLI's lazy transcript window, issue #22)."""
+        tool result arrived (the tool just ran: the CLI's lazy transcript window, issue #22); `subagent` 0–500 ms
+        after the k-th request of a subagent arrived (inside the delegation, mid-tool: issue #32)."""
         kind = rng.choice(kinds)
         count = {"request": rng.randint(1, 4), "line": rng.randint(1, 12), "time": 0, "arrival": rng.randint(1, 4),
-                 "tool": rng.randint(1, 3)}[kind]
+                 "tool": rng.randint(1, 3), "subagent": rng.randint(1, 2)}[kind]
         delay = (rng.uniform(0.3, 5.0) if kind == "time" else 0.0 if kind == "arrival" else rng.uniform(0.0, 0.2)
-                 if kind == "tool" else rng.choice((0.0, rng.uniform(0.0, 0.5), rng.uniform(0.0, 1.5))))
+                 if kind == "tool" else rng.uniform(0.0, 0.5) if kind == "subagent"
+                 else rng.choice((0.0, rng.uniform(0.0, 0.5), rng.uniform(0.0, 1.5))))
         return cls(kind, count, delay, rng.choice(SIGNALS), rng.random() < 0.5)
 
 
@@ -575,6 +613,8 @@ def _arm(kill: Kill, term: Terminal, model: ChaosModel) -> None:
             return
         if kill.kind == "rederive" and not _rederiving(body):
             return
+        if kill.kind == "subagent" and not is_subagent(body):
+            return
         seen += 1
         if seen == kill.count:
             model.arrived = None
@@ -589,7 +629,7 @@ def _arm(kill: Kill, term: Terminal, model: ChaosModel) -> None:
 async def _moment(kill: Kill, term: Terminal, model: ChaosModel) -> bool:
     """Wait for the kill's moment; False if flower ended first."""
     requests, lines = len(model.conversation), term.lines
-    if kill.kind in ("arrival", "tool", "rederive"):
+    if kill.kind in ("arrival", "tool", "subagent", "rederive"):
         _arm(kill, term, model)
         try:
             while not kill.sent:
@@ -659,6 +699,37 @@ def _answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: l
             culprit = blame(later)
             figures.defects.append(f"lap {n}: the {agent} answer to request {i} ({_said(answer)}) is not in request "
                                    f"{later}, the step's first of the next run (after "
+                                   f"{culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
+
+
+def _sidechain_answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: list[Kill | None],
+                            figures: Figures, blame: Callable[[int], Kill | None]) -> None:
+    """Answers lost inside subagents (issue 32): what a subagent did in a run a kill ended, before it handed back, must
+    reach the work agent's first request of the next run (flower's note of the interrupted subagent)."""
+    conversation = model.conversation
+
+    def run_of(index: int) -> int:
+        return max(i for i, s in enumerate(starts) if s <= index)
+
+    for i, answer in sorted(model.answers.items()):
+        if _agent(conversation[i].system) != "subagent" or not answer.blocks:
+            continue
+        run = run_of(i)
+        if run + 1 >= len(starts) or killed_before[run + 1] is None:
+            continue
+        if not any(_agent(r.system) == "subagent" and run_of(j) == run for j, r in enumerate(conversation[i + 1:], i + 1)):
+            continue  # not acted on: the kill came before the subagent used it
+        later = next((j for j in range(starts[run + 1], len(conversation)) if _agent(conversation[j].system) == "work"), None)
+        if later is None or "You take over this work from an earlier session" in conversation[later].text:
+            continue
+        if "SUB: wrote sub.txt" in _user_texts(conversation[later].messages, results_only=True):
+            continue  # it had handed back: the work agent holds its result
+        figures.sidechain_answers += 1
+        if not _carried(answer, conversation[later]):
+            figures.sidechain_answers_lost += 1
+            culprit = blame(later)
+            figures.defects.append(f"lap {n}: the subagent's answer to request {i} ({_said(answer)}) is not in request "
+                                   f"{later}, the work agent's first of the next run (after "
                                    f"{culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
 
 
@@ -877,6 +948,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             current[agent] = sid
         _answers_lost(n, model, starts, killed_before, figures, blame)
         _turns_lost_at_the_model(n, model, starts, figures, blame)
+        _sidechain_answers_lost(n, model, starts, killed_before, figures, blame)
         for index in model.orphans:
             figures.requests_after_kill += 1
             culprit = blame(index)

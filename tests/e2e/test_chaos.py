@@ -50,6 +50,19 @@ async def test_kills_at_the_models_edge_lose_no_answer(tmp_path: Path):
     assert figures.answers > 0 and figures.answers_lost == 0, figures.report()
     assert (figures.sessions_lost, figures.turns_lost, figures.invalid_requests, figures.debris) == (0, 0, 0, 0), figures.report()
     assert (figures.requests_after_kill, figures.model_turns_lost) == (0, 0), figures.report()
+
+
+@pytest.mark.timeout(300)
+async def test_kills_inside_a_subagent_lose_none_of_its_answers(tmp_path: Path):
+    # The work agent delegates to a foreground subagent (issue 32); kills land inside it, 0-500 ms after one of its
+    # requests arrived: what it did reaches the work agent's next request (flower's note), nothing is done twice.
+    figures = await chaos(4, seed=32, root=tmp_path, say_=print, kinds=("subagent", "tool"))
+    print(figures.report())
+    assert figures.kills == 4 and figures.survived == 4 and figures.moments["subagent"] >= 1, figures.report()
+    assert figures.sidechain_answers_lost == 0 and figures.answers_lost == 0, figures.report()
+    assert (figures.requests_after_kill, figures.model_turns_lost, figures.invalid_requests, figures.debris) == (0, 0, 0, 0), \
+        figures.report()
+    assert not figures.defects, figures.report()
     assert not figures.defects, figures.report()
 
 
