@@ -22,7 +22,7 @@ from test_engine import place, uri  # noqa: F401 - `place` is a fixture
 
 import flowerscript as fs
 from conftest import until
-from flower.core import children, launch
+from flower.core import children, host, launch
 from flower.lsp import protocol as p
 from flower.testing import Reply, text, tool
 from flower.testing.script import tool_use
@@ -53,7 +53,7 @@ def descendants(pid: int) -> set[int]:
 
 def alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie counts as gone)."""
-    return launch.started(pid) is not None
+    return host.started(pid) is not None
 
 
 def held_bash(tool_id: str) -> Reply:
@@ -153,9 +153,9 @@ def test_a_wake_ends_a_recorded_cli_whose_flower_is_dead_by_pid_and_start_time_n
             (folder / f"{name}.json").write_text(json.dumps(
                 {"pid": pid, "start": start, "owner": owner, "owner_start": owner_start, "session": name, "at": time.time()}))
 
-        record("stray", stray.pid, launch.started(stray.pid), dead.pid, "1")
+        record("stray", stray.pid, host.started(stray.pid), dead.pid, "1")
         record("reused", reused.pid, "1", dead.pid, "1")
-        record("mine", mine.pid, launch.started(mine.pid), os.getpid(), launch.started(os.getpid()))
+        record("mine", mine.pid, host.started(mine.pid), os.getpid(), host.started(os.getpid()))
         record("gone", dead.pid, "1", dead.pid, "1")
         ended = children.end_strays(run_dir)
         assert [(s.pid, s.session) for s in ended] == [(stray.pid, "stray")]
@@ -187,7 +187,7 @@ time.sleep(300)
         pid = int(parent.stdout.readline())
         info = json.loads(next((run_dir / children.CLIS_DIR).glob("*.json")).read_text())
         assert (info["pid"], info["owner"], info["session"]) == (pid, parent.pid, "sid-1")
-        assert info["start"] == launch.started(pid)  # the record names the exec'd process itself
+        assert info["start"] == host.started(pid)  # the record names the exec'd process itself
         assert Path(f"/proc/{pid}/exe").resolve() == Path("/bin/sleep").resolve()
     finally:
         parent.kill()
@@ -216,7 +216,7 @@ async def test_a_wake_ends_a_stray_cli_before_it_reads_the_task_and_says_so_in_o
     dead.wait(timeout=30)
     stray = subprocess.Popen(["sleep", "300"])
     try:
-        (folder / "left.json").write_text(json.dumps({"pid": stray.pid, "start": launch.started(stray.pid), "owner": dead.pid,
+        (folder / "left.json").write_text(json.dumps({"pid": stray.pid, "start": host.started(stray.pid), "owner": dead.pid,
                                                       "owner_start": "1", "session": None, "at": time.time()}))
         model.push(*fs.work(workspace), *fs.judge())
         done = await flower("-r", str(run_dir), env=env, cwd=workspace)
