@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from test_cli import flower, lineage, seed_frozen, start
@@ -167,7 +168,13 @@ async def test_a_wake_after_a_kill_inside_a_foreground_subagent_tells_what_the_s
     proc = await start("-r", str(run_dir), env=env, cwd=workspace)
     try:
         await model.wait_for_requests(2, timeout=90, agent=SUBAGENT)  # the Write ran: its result is in this request
-        os.kill(proc.pid, signal.SIGKILL)  # flower alone; its CLI is left to itself
+        # What the note can tell is what was kept somewhere: the result as it streamed (flower's journal) and the
+        # subagent's words (the CLI streams no foreground subagent's words: its own file has them). The kernel now
+        # ends the CLI with flower (issue 31), so the kill waits until both are written, not a moment later.
+        config = Path(env["CLAUDE_CONFIG_DIR"])
+        await until(lambda: _kept(run_dir, config, call.blocks[0]["id"], "SUB: writing sub.txt now"), 30,
+                    "the subagent's result in the journal and its words in the CLI's file")
+        os.kill(proc.pid, signal.SIGKILL)  # flower alone; the kernel ends its CLI with it
         await asyncio.wait_for(proc.wait(), 30)
         assert target.read_text() == "from the subagent\n"
         if not mirrored:  # the kill landed before the mirror stored the subagent (timing): its words are in the CLI's file
@@ -187,6 +194,14 @@ async def test_a_wake_after_a_kill_inside_a_foreground_subagent_tells_what_the_s
     assert f"called Write with {json.dumps(call.blocks[0]['input'], ensure_ascii=False)}" in told
     assert "File created successfully" in told and "SUB: writing sub.txt now" in told and "write the file" in told
     assert len(model.subagents) == subagent_requests  # the delegation was not redone
+
+
+def _kept(run_dir: Path, config: Path, call: str, words: str) -> bool:
+    """Whether the journal holds the result of the subagent's `call` and the CLI's sidechain file holds its `words`."""
+    records = [json.loads(line) for p in (run_dir / "journal").glob("*.jsonl")
+               for line in p.read_text(encoding="utf-8").splitlines() if line.endswith("}")]
+    journaled = any(r.get("k") == "result" and r.get("tool") == call for r in records)
+    return journaled and any(words in p.read_text(encoding="utf-8") for p in config.glob("projects/*/*/subagents/*.jsonl"))
 
 
 async def test_a_wake_after_a_kill_names_the_background_shell_the_kill_ended(model, env, workspace, run_dir):
