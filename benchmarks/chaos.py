@@ -669,6 +669,16 @@ def _carried(answer: Reply, request: Any, note: bool = True) -> bool:
     return True
 
 
+def _run_of(starts: list[int], index: int) -> int:
+    """Which flower run sent request `index` (`starts`: the request count when each run started)."""
+    return max(i for i, s in enumerate(starts) if s <= index)
+
+
+def _after(culprit: Kill | None) -> str:
+    """The kill a defect is blamed on, for its line."""
+    return culprit.sig.name + " at " + culprit.kind if culprit else "no kill"
+
+
 def _answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: list[Kill | None], figures: Figures,
                   blame: Callable[[int], Kill | None]) -> None:
     """Answers lost, at the model's edge: each answer the CLI acted on in a run that a kill ended must be carried by the
@@ -676,17 +686,14 @@ def _answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: l
     note, S26)."""
     conversation = model.conversation
 
-    def run_of(index: int) -> int:
-        return max(i for i, s in enumerate(starts) if s <= index)
-
     for i, answer in sorted(model.answers.items()):
         asked = conversation[i]
-        agent, sid, run = _agent(asked.system), asked.session_id, run_of(i)
+        agent, sid, run = _agent(asked.system), asked.session_id, _run_of(starts, i)
         if agent not in ("clarify", "goals", "work") or not answer.blocks or run + 1 >= len(starts) \
                 or killed_before[run + 1] is None:
             continue
         # Acted on: the same CLI sent its session's next request, so the answer had arrived and was processed.
-        if not any(r.session_id == sid and run_of(j) == run for j, r in enumerate(conversation[i + 1:], i + 1)):
+        if not any(r.session_id == sid and _run_of(starts, j) == run for j, r in enumerate(conversation[i + 1:], i + 1)):
             continue
         later = next((j for j in range(starts[run + 1], len(conversation)) if _agent(conversation[j].system) == agent), None)
         if later is None or "You take over this work from an earlier session" in conversation[later].text:
@@ -699,7 +706,7 @@ def _answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: l
             culprit = blame(later)
             figures.defects.append(f"lap {n}: the {agent} answer to request {i} ({_said(answer)}) is not in request "
                                    f"{later}, the step's first of the next run (after "
-                                   f"{culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
+                                   f"{_after(culprit)})")
 
 
 def _sidechain_answers_lost(n: int, model: ChaosModel, starts: list[int], killed_before: list[Kill | None],
@@ -708,16 +715,13 @@ def _sidechain_answers_lost(n: int, model: ChaosModel, starts: list[int], killed
     reach the work agent's first request of the next run (flower's note of the interrupted subagent)."""
     conversation = model.conversation
 
-    def run_of(index: int) -> int:
-        return max(i for i, s in enumerate(starts) if s <= index)
-
     for i, answer in sorted(model.answers.items()):
         if _agent(conversation[i].system) != "subagent" or not answer.blocks:
             continue
-        run = run_of(i)
+        run = _run_of(starts, i)
         if run + 1 >= len(starts) or killed_before[run + 1] is None:
             continue
-        if not any(_agent(r.system) == "subagent" and run_of(j) == run for j, r in enumerate(conversation[i + 1:], i + 1)):
+        if not any(_agent(r.system) == "subagent" and _run_of(starts, j) == run for j, r in enumerate(conversation[i + 1:], i + 1)):
             continue  # not acted on: the kill came before the subagent used it
         later = next((j for j in range(starts[run + 1], len(conversation)) if _agent(conversation[j].system) == "work"), None)
         if later is None or "You take over this work from an earlier session" in conversation[later].text:
@@ -730,7 +734,7 @@ def _sidechain_answers_lost(n: int, model: ChaosModel, starts: list[int], killed
             culprit = blame(later)
             figures.defects.append(f"lap {n}: the subagent's answer to request {i} ({_said(answer)}) is not in request "
                                    f"{later}, the work agent's first of the next run (after "
-                                   f"{culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
+                                   f"{_after(culprit)})")
 
 
 def _turns_lost_at_the_model(n: int, model: ChaosModel, starts: list[int], figures: Figures,
@@ -740,9 +744,6 @@ def _turns_lost_at_the_model(n: int, model: ChaosModel, starts: list[int], figur
     (a dead flower's CLI) used to replace a wake's own turn."""
     conversation = model.conversation
 
-    def run_of(index: int) -> int:
-        return max(i for i, s in enumerate(starts) if s <= index)
-
     for i, answer in sorted(model.answers.items()):
         asked = conversation[i]
         agent, sid = _agent(asked.system), asked.session_id
@@ -750,7 +751,7 @@ def _turns_lost_at_the_model(n: int, model: ChaosModel, starts: list[int], figur
             continue
         later = [j for j in range(i + 1, len(conversation)) if conversation[j].session_id == sid and j not in model.orphans
                  and _agent(conversation[j].system) == agent and conversation[j].status != 400]
-        if not any(run_of(j) == run_of(i) for j in later):
+        if not any(_run_of(starts, j) == _run_of(starts, i) for j in later):
             continue  # not acted on: the kill came before the CLI used it (answers lost judges the next run)
         missing = next((j for j in later if not _carried(answer, conversation[j])), None)
         if missing is not None:
@@ -953,7 +954,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             figures.requests_after_kill += 1
             culprit = blame(index)
             figures.defects.append(f"lap {n}: request {index} ({_agent(conversation[index].system)}) came from a CLI whose "
-                                   f"flower was dead (after {culprit.sig.name + ' at ' + culprit.kind if culprit else 'no kill'})")
+                                   f"flower was dead (after {_after(culprit)})")
         if said:
             figures.sentences += 1
             _sentence(n, ws, model, figures)

@@ -205,6 +205,9 @@ def test_the_cli_path_script_execs_this_python_and_the_launcher(tmp_path):
     body = Path(s.cli_path).read_text()
     assert sys.executable in body and launch.__file__ in body
     assert s.env == {launch.CLI: "/bin/true", launch.RECORD: str(s.record)}
+    Path(s.cli_path).unlink()  # run_dir emptied under a long-lived engine: the next start writes it again
+    again = children.spawn(tmp_path, "/bin/true", None)
+    assert again is not None and again.record != s.record and os.access(again.cli_path, os.X_OK)
 
 
 async def test_a_wake_ends_a_stray_cli_before_it_reads_the_task_and_says_so_in_one_line(model, env, workspace, run_dir):

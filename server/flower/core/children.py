@@ -32,6 +32,8 @@ END_WAIT = 3.0
 """Seconds given to an interrupted CLI to end before it is killed, and to a killed one to be gone (milliseconds, as a rule)."""
 
 _counter = itertools.count(1)
+_written: set[Path] = set()
+"""Launcher scripts this process has written or found current."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ def spawn(run_dir: str | os.PathLike[str], cli: str | None, session: str | None)
     folder = Path(run_dir) / CLIS_DIR
     script = folder / SCRIPT
     body = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -I -S {shlex.quote(launch.__file__)} "$@"\n'
+    if script in _written and script.is_file():  # read once per process (a stat after): every CLI start comes here
+        return _record(folder, script, cli, session)
     try:
         if not script.is_file() or script.read_text(encoding="utf-8") != body:
             folder.mkdir(parents=True, exist_ok=True)
@@ -91,6 +95,12 @@ def spawn(run_dir: str | os.PathLike[str], cli: str | None, session: str | None)
         return None
     if not os.access(script, os.X_OK):  # a run_dir on a noexec mount: start the CLI as the SDK would
         return None
+    _written.add(script)
+    return _record(folder, script, cli, session)
+
+
+def _record(folder: Path, script: Path, cli: str, session: str | None) -> Spawn:
+    """A launch through `script` whose CLI records itself in `folder`."""
     record = folder / f"{os.getpid()}.{next(_counter)}.json"
     env = {launch.CLI: cli, launch.RECORD: str(record)}
     if session:

@@ -212,8 +212,9 @@ class Seen:
                             self.launched.add(str(block.get("tool_use_id")))
                     elif isinstance(block.get("text"), str):
                         self.asked.add(block["text"])
-                        for told in _NOTE.finditer(block["text"]):
-                            self.told.update(told.group(1).splitlines())
+                        if NOTE_END in block["text"]:  # only flower's notes: most stored texts are not one
+                            for told in _NOTE.finditer(block["text"]):
+                                self.told.update(told.group(1).splitlines())
                         self._notified(block["text"])
 
     def _notified(self, text: object) -> None:
