@@ -169,13 +169,17 @@ def _bash(marker: str, command: str) -> Reply:
                                                                 "description": marker}))
 
 
-_peer: ContextVar[int | None] = ContextVar("peer", default=None)
+_peer: ContextVar[tuple[int, int] | None] = ContextVar("peer", default=None)
 
 
-def _sender(port: int | None) -> int | None:
-    """The pid whose socket is the client end of a loopback connection from `port` (read from /proc; None if gone)."""
-    if port is None:
+def _sender(ends: tuple[int, int] | None) -> int | None:
+    """The pid whose socket is the client end of the loopback connection (client port, server port) (from /proc; None if gone).
+
+    Both ports are matched: a process of another test on the other core may use the same client port towards another
+    server, and was once taken for this request's sender."""
+    if ends is None:
         return None
+    port, server = ends
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -184,7 +188,7 @@ def _sender(port: int | None) -> int | None:
             continue
         for line in lines:
             cols = line.split()
-            if int(cols[1].rsplit(":", 1)[1], 16) == port:
+            if int(cols[1].rsplit(":", 1)[1], 16) == port and int(cols[2].rsplit(":", 1)[1], 16) == server:
                 inodes.add(f"socket:[{cols[9]}]")
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -281,7 +285,8 @@ class ChaosModel(ScriptedModel):
 
     async def _messages(self, http: Any) -> Any:
         peer = http.transport.get_extra_info("peername") if http.transport is not None else None
-        _peer.set(peer[1] if peer else None)  # this request's task only: requests are handled concurrently
+        own = http.transport.get_extra_info("sockname") if http.transport is not None else None
+        _peer.set((peer[1], own[1]) if peer and own else None)  # this request's task only: requests are handled concurrently
         return await super()._messages(http)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply | None:
