@@ -663,27 +663,6 @@ class Runtime:
         except Exception:  # the resume goes on from sessions.db as it is: a failed import loses nothing stored
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", session_id)
 
-    def _sidechain(self, message: AssistantMessage | UserMessage, out: _Attempt, step: str) -> None:
-        """A subagent's message: journaled and shown with the `Agent` call it works for (issue 32), as the main agent's are."""
-        sid, parent = out.session_id, message.parent_tool_use_id
-        if not sid or not isinstance(message.content, list):
-            return
-        if isinstance(message, AssistantMessage):
-            if message.model == "<synthetic>":  # API-error filler is never journaled (S23)
-                return
-            for block in message.content:
-                if isinstance(block, TextBlock) and block.text:
-                    self.journal.said(sid, message.message_id, block.text, parent)
-                    self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step, parent=parent))
-                elif isinstance(block, ToolUseBlock):
-                    self.journal.call(sid, message.message_id, block.id, block.name, block.input, parent)
-                    self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id, session_id=sid,
-                                       uuid=message.uuid, step=step, parent=parent))
-            return
-        for block in message.content:
-            if isinstance(block, ToolResultBlock):
-                self.journal.result(sid, block.tool_use_id, block.content, block.is_error, parent)
-
     def _subagent(self, agent_id: str | None) -> str | None:
         """Who a subagent is, for the person: its `Agent` call's description and type (None: the main agent)."""
         if not agent_id:
@@ -693,72 +672,91 @@ class Runtime:
 
     def _observe(self, message: Any, out: _Attempt, texts: list[str], seen_usage: set[str], step: str,
                  resume: str | None, on_session: Callable[[str], None] | None) -> None:
-        if isinstance(message, SystemMessage) and message.subtype != "init":
+        """Keep what one message of the CLI says: journaled before the next model request (#22), shown as events."""
+        if isinstance(message, SystemMessage):
+            if message.subtype == "init":
+                self._started(message, out, step, resume, on_session)
+                return
             task = out.background.see(message.subtype, message.data)
             if task is not None:  # started or ended: journaled, so a wake after a kill can say what a kill ended
                 self.delegated[task.id] = task
                 if out.session_id:
                     self.journal.task(out.session_id, task.id, task.tool_use_id, task.type, task.description,
                                       task.background, task.status)
-        elif isinstance(message, (AssistantMessage, UserMessage)) and message.parent_tool_use_id is not None:
-            self._sidechain(message, out, step)
+            if isinstance(message, MirrorErrorMessage):
+                # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
+                raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")
         elif isinstance(message, AssistantMessage):
-            out.background.turn = True  # the main agent works: no wait between turns runs meanwhile
-        if isinstance(message, SystemMessage) and message.subtype == "init":
-            sid = message.data.get("session_id")
-            if isinstance(message.data.get("model"), str):
-                self.model_seen = message.data["model"]
-            if sid:
-                out.session_id = sid
-                self.journal.prompt(sid, out.prompt)
-                if on_session is not None:
-                    on_session(sid)  # S11: write the lineage now, not at the step boundary
-                self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
-        elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
-            sid = message.session_id or out.session_id
-            out.category = message.error  # the CLI's category of an API error, on its synthetic message
-            if message.model and message.model != "<synthetic>":
-                self.model_seen = message.model
-            real = sid if message.model != "<synthetic>" else None  # API-error filler is never journaled (S23)
+            self._said(message, out, texts, seen_usage, step)
+        elif isinstance(message, UserMessage) and out.session_id and isinstance(message.content, list):
             for block in message.content:
-                if isinstance(block, TextBlock) and block.text:
-                    texts.append(block.text)
-                    if real:
-                        self.journal.said(real, message.message_id, block.text)
-                    self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step))
-                elif isinstance(block, ToolUseBlock):
-                    if real:
-                        self.journal.call(real, message.message_id, block.id, block.name, block.input)
-                    self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id,
-                                       session_id=sid, uuid=message.uuid, step=step))
-            usage = message.usage or {}
-            if sid and message.model != "<synthetic>" and message.message_id not in seen_usage and usage:
-                seen_usage.add(message.message_id or "")
-                self.emit(ContextSize(session_id=sid, tokens=tokens_of(usage), step=step))
-        elif isinstance(message, UserMessage) and message.parent_tool_use_id is None and out.session_id:
-            for block in message.content if isinstance(message.content, list) else []:
                 if isinstance(block, ToolResultBlock):  # the tool ran: journaled before the next model request
-                    self.journal.result(out.session_id, block.tool_use_id, block.content, block.is_error)
-        elif isinstance(message, MirrorErrorMessage):
-            # The store missed entries (the CLI's own file has them): stop now rather than go on losing turns.
-            raise RuntimeError(f"sessions.db did not store the newest entries: {message.error}")
+                    self.journal.result(out.session_id, block.tool_use_id, block.content, block.is_error,
+                                        message.parent_tool_use_id)
         elif isinstance(message, ResultMessage):
-            # One per turn of the main agent: a later one (after background work woke it) is the step's answer;
-            # its cost is the CLI's total so far, its turns are its own (issue 32).
-            out.background.result()
-            out.session_id = message.session_id or out.session_id
-            out.ok = not message.is_error and message.subtype == "success"
-            out.text = message.result or ""
-            out.cost_usd = message.total_cost_usd or 0.0
-            out.num_turns += message.num_turns
-            out.failure = None
-            windows = [u.get("contextWindow") or 0 for u in (message.model_usage or {}).values()]
-            self.window = max(windows, default=0) or self.window
-            if not out.ok:
-                detail = message.result or "; ".join(message.errors or []) or message.subtype
-                out.failure = Failure.of(detail, status=message.api_error_status, category=out.category,
-                                         reason=message.terminal_reason)
+            self._ended(message, out)
 
+    def _started(self, message: SystemMessage, out: _Attempt, step: str, resume: str | None,
+                 on_session: Callable[[str], None] | None) -> None:
+        """The CLI's init: the session exists now (S11: the lineage is written at once, not at the step boundary)."""
+        if isinstance(message.data.get("model"), str):
+            self.model_seen = message.data["model"]
+        sid = message.data.get("session_id")
+        if not sid:
+            return
+        out.session_id = sid
+        self.journal.prompt(sid, out.prompt)
+        if on_session is not None:
+            on_session(sid)
+        self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
+
+    def _said(self, message: AssistantMessage, out: _Attempt, texts: list[str], seen_usage: set[str], step: str) -> None:
+        """A model answer, the main agent's or a subagent's (shown with the `Agent` call it works for, issue 32)."""
+        parent, synthetic = message.parent_tool_use_id, message.model == "<synthetic>"
+        if parent is None:
+            out.background.turn = True  # the main agent works: no wait between turns runs meanwhile
+            out.category = message.error  # the CLI's category of an API error, on its synthetic message
+            if message.model and not synthetic:
+                self.model_seen = message.model
+            sid = message.session_id or out.session_id
+        elif synthetic or not out.session_id:
+            return
+        else:
+            sid = out.session_id
+        real = sid if not synthetic else None  # API-error filler is never journaled (S23)
+        for block in message.content:
+            if isinstance(block, TextBlock) and block.text:
+                if parent is None:
+                    texts.append(block.text)
+                if real:
+                    self.journal.said(real, message.message_id, block.text, parent)
+                self.emit(AssistantText(text=block.text, session_id=sid, uuid=message.uuid, step=step, parent=parent))
+            elif isinstance(block, ToolUseBlock):
+                if real:
+                    self.journal.call(real, message.message_id, block.id, block.name, block.input, parent)
+                self.emit(ToolCall(name=block.name, input=block.input, tool_use_id=block.id, session_id=sid,
+                                   uuid=message.uuid, step=step, parent=parent))
+        usage = message.usage or {}
+        if parent is None and sid and not synthetic and message.message_id not in seen_usage and usage:
+            seen_usage.add(message.message_id or "")
+            self.emit(ContextSize(session_id=sid, tokens=tokens_of(usage), step=step))
+
+    def _ended(self, message: ResultMessage, out: _Attempt) -> None:
+        """One per turn of the main agent: a later one (after background work woke it) is the step's answer;
+        its cost is the CLI's total so far, its turns are its own (issue 32)."""
+        out.background.result()
+        out.session_id = message.session_id or out.session_id
+        out.ok = not message.is_error and message.subtype == "success"
+        out.text = message.result or ""
+        out.cost_usd = message.total_cost_usd or 0.0
+        out.num_turns += message.num_turns
+        out.failure = None
+        windows = [u.get("contextWindow") or 0 for u in (message.model_usage or {}).values()]
+        self.window = max(windows, default=0) or self.window
+        if not out.ok:
+            detail = message.result or "; ".join(message.errors or []) or message.subtype
+            out.failure = Failure.of(detail, status=message.api_error_status, category=out.category,
+                                     reason=message.terminal_reason)
 
 def _lines(path: Path) -> list[Any]:
     """The JSON lines of a CLI transcript file ([] when it cannot be read; a torn line is skipped)."""
