@@ -160,6 +160,8 @@ async def test_latest_seq_and_entries_after_read_one_session_from_a_point(pg_url
         assert await store.entries_after(pk, sid, 0) == [e("a"), e("b"), e("c"), e(), e("s", text="cut emoji \ud83d")]
         assert await store.entries_after(pk, sid, first) == [e("c"), e(), e("s", text="cut emoji \ud83d")]
         assert await store.latest_seq("git:example.org/other", sid) == 0
+        assert await store.entries_after(pk, sid, await store.latest_seq(pk, sid, skip=2)) == [e(), e("s", text="cut emoji \ud83d")]
+        assert await store.latest_seq(pk, sid, skip=4) > 0 and await store.latest_seq(pk, sid, skip=5) == 0
 
 
 def one_line(exc: StoreError) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from flower.stores.prune import PruningSessionStore
 from flower.stores.reconcile import (
+    ANCHOR,
     SWEPT_FILE,
     config_dir,
     content_key,
@@ -361,5 +362,58 @@ async def test_an_older_flowers_memory_means_a_whole_read(tmp_path: Path, monkey
     try:
         assert await sweep(raw, KEY["project_key"], run_dir, {"CLAUDE_CONFIG_DIR": str(cfg)}) == len(chat(3))
         assert len(json.loads((run_dir / SWEPT_FILE).read_bytes())[KEY["project_key"]][str(own)]) == 5
+    finally:
+        await raw.close()
+
+
+def long_chat(n: int) -> list[dict]:
+    """`chat` with distinct uuids and increasing timestamps past 60 rows (a long session's shape)."""
+    rows = chat(n)
+    for i, row in enumerate(r for r in rows if "uuid" in r):
+        row["timestamp"] = f"2026-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000Z"
+    return rows
+
+
+async def test_a_long_file_never_read_is_compared_from_its_end_back_to_the_newest_line_stored(tmp_path: Path):
+    # Issue 35: a wake after a kill of a long run read the whole file against the whole session (480 MB for 62 MB).
+    # Now only the file's end after the newest line the store holds is compared; the witness: an old line the store
+    # lacks, far before that, is not read (the mirror stores the file in order, so it cannot be missing there).
+    rows = long_chat(ANCHOR * 2)
+    stray = {"type": "user", "uuid": str(uuid.uuid4()), "parentUuid": None, "sessionId": SID,
+             "timestamp": "2025-12-31T00:00:00.000Z", "message": {"role": "user", "content": "stray"}}
+    path = transcript_path(tmp_path / "cfg", KEY["project_key"], SID)
+    path.parent.mkdir(parents=True)
+    stored, killed = rows[:-50], rows[-50:]
+    path.write_bytes(jsonl([stray, *stored, *killed]) + b'{"type":"user","uuid":"half')
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        await raw.append(KEY, stored)
+        env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+        assert await asyncio.wait_for(sweep(raw, KEY["project_key"], tmp_path, env), 10) == len(killed)
+        assert await raw.load(KEY) == rows
+        read = json.loads((tmp_path / SWEPT_FILE).read_bytes())[KEY["project_key"]][str(path)]
+        assert read[2] == path.read_bytes().rindex(b"\n") + 1  # the cut last line is read again once it is whole
+        with path.open("ab") as f:
+            f.write(b'-1"}\n')
+        assert await sweep(raw, KEY["project_key"], tmp_path, env) == 1  # the line cut mid-write, once whole
+        assert (await raw.load(KEY) or [])[-1] == {"type": "user", "uuid": "half-1"}
+    finally:
+        await raw.close()
+
+
+async def test_a_long_file_without_a_stored_line_near_its_end_is_read_whole(tmp_path: Path):
+    # The store's newest entries are not in the file (another branch went on): the read from the end finds no line it
+    # holds, and the whole read decides as before (no stale branch is grafted on).
+    rows = long_chat(ANCHOR * 2)
+    other = [{**r, "uuid": str(uuid.uuid4()), "timestamp": "2026-02-01T00:00:00.000Z"} for r in rows[-ANCHOR * 2:] if "uuid" in r]
+    path = transcript_path(tmp_path / "cfg", KEY["project_key"], SID)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(jsonl(rows))
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        await raw.append(KEY, rows[:ANCHOR] + other)
+        env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+        assert await asyncio.wait_for(sweep(raw, KEY["project_key"], tmp_path, env), 10) == 0
+        assert await raw.load(KEY) == rows[:ANCHOR] + other
     finally:
         await raw.close()

@@ -258,3 +258,6 @@ async def test_latest_seq_and_entries_after_read_one_session_from_a_point(store:
     assert await store.entries_after(pk, sid, first) == [e("c"), e()]
     assert await store.entries_after(pk, sid, await store.latest_seq(pk, sid)) == []
     assert await store.latest_seq("-other", sid) == 0
+    # `skip`: the seq that many entries before the newest (the session's, not the store's), 0 past its first
+    assert await store.entries_after(pk, sid, await store.latest_seq(pk, sid, skip=2)) == [e("c"), e()]
+    assert await store.latest_seq(pk, sid, skip=3) > 0 and await store.latest_seq(pk, sid, skip=4) == 0

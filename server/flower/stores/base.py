@@ -53,8 +53,8 @@ class Store(SessionStore, Protocol):
     def size_on_disk(self) -> int:
         """Bytes the store takes on disk now (sync, read-only; 0 before anything was stored)."""
 
-    async def latest_seq(self, project_key: str, session_id: str) -> int:
-        """The append order (seq) of the session's newest entry; 0 if it has none."""
+    async def latest_seq(self, project_key: str, session_id: str, skip: int = 0) -> int:
+        """The append order (seq) of the session's newest entry, or of the one `skip` places before it; 0 if none."""
 
     async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
         """The session's entries appended after `seq`, in append order."""

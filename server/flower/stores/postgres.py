@@ -175,6 +175,12 @@ SELECT coalesce(max(e.seq), 0) FROM {s}.entries e
 WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
 """
 
+_BEFORE_NEWEST = """
+SELECT coalesce((SELECT e.seq FROM {s}.entries e
+WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
+ORDER BY e.seq DESC LIMIT 1 OFFSET $3), 0)
+"""
+
 _AFTER = """
 SELECT e.plain, e.body FROM {s}.entries e
 WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
@@ -519,10 +525,12 @@ class PostgresSessionStore(SessionStore):
             before = rows[-1][0]
         return None  # unreachable: tail_pages never ends
 
-    async def latest_seq(self, project_key: str, session_id: str) -> int:
-        """The append order (seq) of the session's newest entry; 0 if it has none."""
+    async def latest_seq(self, project_key: str, session_id: str, skip: int = 0) -> int:
+        """The append order (seq) of the session's newest entry, or of the one `skip` places before it; 0 if none."""
         await self._flushed()
         pk = self.keys.get(project_key, project_key)
+        if skip:
+            return int(await self._with(lambda conn: conn.fetchval(self.sql(_BEFORE_NEWEST), pk, session_id, skip)))
         return int(await self._with(lambda conn: conn.fetchval(self.sql(_LATEST), pk, session_id)))
 
     async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:

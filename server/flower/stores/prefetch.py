@@ -181,9 +181,11 @@ class _Copy:
         """The entries after `seq`."""
         return [e for s, e in self.rows if s > seq]  # type: ignore[misc]  # JSON objects, as the CLI wrote them
 
-    async def latest_seq(self, project_key: str, session_id: str) -> int:
-        """The newest seq (the store's own for what it read, counted on for what was added)."""
-        return self.seq
+    async def latest_seq(self, project_key: str, session_id: str, skip: int = 0) -> int:
+        """The newest seq (the store's own for what it read, counted on for what was added), or `skip` places before it."""
+        if not skip:
+            return self.seq
+        return self.rows[-1 - skip][0] if skip < len(self.rows) else 0
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Add `entries` as the store's append would, then read them back as its load would."""

@@ -42,7 +42,7 @@ import shutil
 import tempfile
 import uuid as uuidlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -80,8 +80,8 @@ class Target(Protocol):
         """The session's entries appended after `seq`, in append order."""
         ...
 
-    async def latest_seq(self, project_key: str, session_id: str) -> int:
-        """The seq of the session's newest entry (0: none)."""
+    async def latest_seq(self, project_key: str, session_id: str, skip: int = 0) -> int:
+        """The seq of the session's newest entry, or of the one `skip` places before it (0: none)."""
         ...
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
@@ -141,14 +141,8 @@ def parse_jsonl(data: bytes) -> list[Entry]:
     gc.disable()
     try:
         for line in data.split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                value = _load_line(line)
-            except ValueError:  # also UnicodeDecodeError: a line cut mid-character
-                continue
-            if isinstance(value, dict):
-                entries.append(value)
+            if (entry := _entry(line)) is not None:
+                entries.append(entry)
     finally:
         if paused:
             gc.enable()
@@ -249,24 +243,95 @@ def _stat(path: Path) -> FileRead | None:
     return FileRead(st.st_size, st.st_mtime_ns)
 
 
-def _read_from(path: Path, known: FileRead | None) -> tuple[int, bytes] | None:
-    """Where the read starts and the bytes from there: after `known`'s offset when the file only grew since (its
-    bytes before that offset are the ones remembered), else from the start (truncated or rewritten). None when the
-    file is missing or cannot be read (the resume goes on from the store)."""
+def _read_from(path: Path, start: int) -> bytes | None:
+    """The file's bytes from `start`; None when it is missing or cannot be read (the resume goes on from the store)."""
     try:
         with path.open("rb") as f:
-            if known is not None and known.offset:
-                at = max(0, known.offset - TAIL)
-                f.seek(at)
-                if f.read(known.offset - at).hex() == known.tail:
-                    return known.offset, f.read()
-                f.seek(0)
-            return 0, f.read()
+            f.seek(start)
+            return f.read()
     except FileNotFoundError:
         return None
     except OSError as err:
         log.warning("reconcile: cannot read %s (%s); resuming from sessions.db as it is", path, err.strerror or err)
         return None
+
+
+ANCHOR = 500
+"""A file read from its start is first compared from its end with the session's newest stored entries, this many."""
+SCAN = 32 << 20
+"""Bytes read backwards from a file's end to find the newest line the store holds, before reading it whole."""
+BLOCK = 1 << 20
+
+
+def _backwards(path: Path, end: int, limit: int) -> Iterator[bytes]:
+    """The whole lines of `path` before offset `end`, newest first, until `limit` bytes were read."""
+    with path.open("rb") as f:
+        rest, at = b"", end
+        while at > 0 and end - at < limit:
+            size = min(BLOCK, at)
+            at -= size
+            f.seek(at)
+            lines = (f.read(size) + rest).split(b"\n")
+            rest = lines[0]  # may continue in the block before
+            yield from reversed(lines[1:])
+        if at == 0 and rest:
+            yield rest
+
+
+def _whole_end(path: Path, size: int) -> int:
+    """The offset after the file's last newline (a last line cut mid-write is read again once the file changes)."""
+    with path.open("rb") as f:
+        at = size
+        while at > 0:
+            step = min(BLOCK, at)
+            f.seek(at - step)
+            block = f.read(step)
+            if (i := block.rfind(b"\n")) >= 0:
+                return at - step + i + 1
+            at -= step
+    return 0
+
+
+async def _from_end(store: Target, key: SessionKey, path: Path,
+                    size: int) -> tuple[list[Entry], Sequence[Mapping[str, Any]], int, bytes] | None:
+    """The file's lines from the newest one the store holds, the store's entries from some before it, the offset
+    after the file's last whole line and the bytes before it; None when the file is to be read whole (a short
+    session, or no such line near the end).
+
+    A wake after a kill of a long run reads a file it never read (issue 35: 62 MB, 20,000 entries): comparing it
+    whole with the whole session held both in memory (480 MB). The mirror stores the file's lines in order, so
+    the lines before one it holds are held too: only the file's tail after it can be missing.
+    """
+    pk, sid = key["project_key"], key["session_id"]
+    since = await store.latest_seq(pk, sid, skip=ANCHOR)
+    if not since:
+        return None
+    stored = await store.entries_after(pk, sid, since)
+    held = {u: i for i, e in enumerate(stored) if isinstance(u := e.get("uuid"), str)}
+    end = _whole_end(path, size)
+    local: list[Entry] = []
+    for line in _backwards(path, end, SCAN):
+        entry = _entry(line)
+        if entry is None:
+            continue
+        local.append(entry)
+        if (at := held.get(entry.get("uuid"))) is not None:  # type: ignore[arg-type]
+            # Compared from that line on, on both sides: a stored copy of a uuid-less line before it stands for a line
+            # of the file before it too (`missing` matches those by content, one copy for one line).
+            local.reverse()
+            return local, stored[at:], end, _tail_before(path, end)
+    return None
+
+
+def _entry(line: bytes) -> Entry | None:
+    """One JSONL line's object; None for a blank line, a line cut by a kill mid-write, or JSON that is no object."""
+    if not line.strip():
+        return None
+    try:
+        value = _load_line(line)
+    except ValueError:  # also UnicodeDecodeError: a line cut mid-character
+        return None
+    return value if isinstance(value, dict) else None
 
 
 async def _import_file(store: Target, key: SessionKey, path: Path, known: FileRead | None) -> tuple[int, FileRead | None]:
@@ -276,29 +341,66 @@ async def _import_file(store: Target, key: SessionKey, path: Path, known: FileRe
     compared with the entries stored since the seq noted at that read, never the whole session. The seq is noted
     after the read's own import: nothing else mirrors meanwhile, since a wake reads under the workspace lock, before
     its CLI starts (D5), and a killed flower's mirror died with it. A file that shrank or whose bytes before the
-    offset changed is read whole, against the whole session.
+    offset changed is read from its end back to the newest line the store holds (`_from_end`), else whole, against
+    the whole session.
     """
     now = _stat(path)  # stat'ed before it is read: a file growing meanwhile is read again next time
     if now is None:
         return 0, None
     if known is not None and known.unchanged(now):
         return 0, known
-    read = _read_from(path, known)
-    if read is None:
+    grown = _grown(path, known)
+    if grown is None:
+        try:
+            found = await _from_end(store, key, path, now.size)
+        except OSError as err:
+            log.warning("reconcile: cannot read %s (%s); resuming from sessions.db as it is", path, err.strerror or err)
+            return 0, None
+        if found is not None:
+            local, stored, offset, tail = found
+            return await _imported(store, key, missing(local, stored), now, offset, tail)
+    start = grown or 0
+    data = _read_from(path, start)
+    if data is None:
         return 0, None
-    start, data = read
     whole = data[: data.rfind(b"\n") + 1]  # a last line cut mid-write is read again once the file changes
     since = known.seq if start and known is not None else 0
     todo = missing(parse_jsonl(whole), await store.entries_after(key["project_key"], key["session_id"], since)) if whole else []
-    if todo:  # the CLI's own JSON objects: the SDK's TypedDict is a minimal view of them
-        await store.append(key, cast("list[SessionStoreEntry]", todo))
-    seq = await store.latest_seq(key["project_key"], key["session_id"])
-    offset = start + len(whole)
     if len(whole) >= TAIL or not start:
         tail = whole[-TAIL:]
     else:  # a few bytes gained: the remembered tail ends where they begin
         tail = (bytes.fromhex(known.tail if known is not None else "") + whole)[-TAIL:]
+    return await _imported(store, key, todo, now, start + len(whole), tail)
+
+
+async def _imported(store: Target, key: SessionKey, todo: list[Entry], now: FileRead, offset: int,
+                    tail: bytes) -> tuple[int, FileRead]:
+    """Append `todo` and note how far the file is read, with the session's newest seq after that."""
+    if todo:  # the CLI's own JSON objects: the SDK's TypedDict is a minimal view of them
+        await store.append(key, cast("list[SessionStoreEntry]", todo))
+    seq = await store.latest_seq(key["project_key"], key["session_id"])
     return len(todo), FileRead(now.size, now.mtime_ns, offset, seq, tail.hex())
+
+
+def _grown(path: Path, known: FileRead | None) -> int | None:
+    """The offset after which a file only grew since `known` (its bytes before it are the ones remembered); None when
+    it is read from its start (new to this memory, truncated or rewritten)."""
+    if known is None or not known.offset:
+        return None
+    try:
+        with path.open("rb") as f:
+            at = max(0, known.offset - TAIL)
+            f.seek(at)
+            return known.offset if f.read(known.offset - at).hex() == known.tail else None
+    except OSError:
+        return None
+
+
+def _tail_before(path: Path, offset: int) -> bytes:
+    """The `TAIL` bytes before `offset` (remembered with it: the same bytes there later mean the file only grew)."""
+    with path.open("rb") as f:
+        f.seek(max(0, offset - TAIL))
+        return f.read(offset - max(0, offset - TAIL))
 
 
 async def reconcile(store: Target, project_key: str, session_id: str, env: Mapping[str, str] | None = None,

@@ -18,7 +18,7 @@ import zstandard
 
 from .bodies import Codec, codec, known, unpackers
 
-__all__ = ["LATEST", "LOAD", "LOAD_SEQS", "codec_of", "decode_bodies", "without_gc"]
+__all__ = ["BEFORE_NEWEST", "LATEST", "LOAD", "LOAD_SEQS", "codec_of", "decode_bodies", "without_gc"]
 
 T = TypeVar("T")
 
@@ -37,6 +37,13 @@ SELECT coalesce(max(e.seq), 0) FROM entries e
 WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
 """
 """The seq of a main transcript's newest entry, 0 when it has none (project key, session id)."""
+
+BEFORE_NEWEST = """
+SELECT coalesce((SELECT e.seq FROM entries e
+WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
+ORDER BY e.seq DESC LIMIT 1 OFFSET ?), 0)
+"""
+"""The seq of the entry `skip` places before a main transcript's newest, 0 when it has no more (key, session, skip)."""
 
 
 def without_gc(decode: Callable[[], T]) -> T:

@@ -33,6 +33,7 @@ from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
 from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, encode_all, is_raw, raw, train
+from .rows import BEFORE_NEWEST as _BEFORE_NEWEST
 from .rows import LATEST as _LATEST
 from .rows import LOAD as _LOAD
 from .rows import codec_of as _codec
@@ -655,9 +656,10 @@ class SqliteSessionStore(SessionStore):
         # history) then holds no connection open, which would keep a small-paged file from its rewrite (_repage).
         return await asyncio.to_thread(self.last_context_sync, project_key, session_id)
 
-    async def latest_seq(self, project_key: str, session_id: str) -> int:
-        """The append order (seq) of the session's newest entry; 0 if it has none."""
-        rows = await self._read(_LATEST, (project_key, session_id))
+    async def latest_seq(self, project_key: str, session_id: str, skip: int = 0) -> int:
+        """The append order (seq) of the session's newest entry, or of the one `skip` places before it; 0 if none."""
+        rows = await self._read(_BEFORE_NEWEST, (project_key, session_id, skip)) if skip else \
+            await self._read(_LATEST, (project_key, session_id))
         return int(rows[0][0])
 
     async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
