@@ -34,7 +34,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from aiohttp import web
 from claude_agent_sdk import ClaudeSDKClient, InMemorySessionStore, project_key_for_directory
 
 from flower import AgentSpec, Runtime
+from flower.core.lock import WAKE_FILE
 from flower.runtime import Sessions
 from flower.stores.sqlite import SqliteSessionStore
 from flower.testing import ScriptedModel, text
@@ -301,18 +301,16 @@ class Prepared:
     config: Path
     sid: str
     jsonl: Path
-    killed: list[bytes]
-    """The lines the CLI's own file holds after a kill and the store lacks."""
+    killed: set[str]
+    """The uuids of the entries the CLI's own file holds after the kill and the store lacks."""
     snapshot: Path
 
     def restore(self, kill: bool) -> None:
-        """runs/ and the CLI's config dir as the clean wake left them (plus the killed lines, for a wake after a kill)."""
-        for live, kept in ((self.ws / "runs", self.snapshot / "runs"), (self.config, self.snapshot / "config")):
+        """runs/ and the CLI's config dir as the kill left them, or as the clean wake after it left them."""
+        state = self.snapshot / ("killed" if kill else "clean")
+        for live, kept in ((self.ws / "runs", state / "runs"), (self.config, state / "config")):
             shutil.rmtree(live)
             shutil.copytree(kept, live)
-        if kill:
-            with self.jsonl.open("ab") as f:
-                f.write(b"".join(line + b"\n" for line in self.killed))
 
 
 async def prepare(root: Path, model: TimedModel, args: argparse.Namespace, pythonpath: str | None) -> Prepared:
@@ -335,27 +333,37 @@ async def prepare(root: Path, model: TimedModel, args: argparse.Namespace, pytho
         real = await store.load(key) or []  # type: ignore[arg-type]
         t.parent = chained(real)
         lines, grown = more(t, args.whole_entries - len(real), sid, ws)
-        for i in range(0, len(grown), 1000):
-            await store.append(key, grown[i:i + 1000])  # type: ignore[arg-type]
+        mirrored = grown[:-KILLED]  # the kill cut the mirror: the CLI wrote its last entries to its own file only
+        for i in range(0, len(mirrored), 1000):
+            await store.append(key, mirrored[i:i + 1000])  # type: ignore[arg-type]
     with jsonl.open("ab") as f:
         f.write(b"".join(line + b"\n" for line in lines))
-    print(f"{root.name}: work session {len(real) + len(grown)} stored entries, the CLI's own file "
-          f"{jsonl.stat().st_size / 1e6:.1f} MB")
-    del lines, grown, real
+    # What a kill of that long run leaves (issue 35): the file grown by the whole run since the wake that started it
+    # last swept it, the store trailing it, and the run's wake.json (its pid is gone).
+    (run_dir / WAKE_FILE).write_text(json.dumps({"pid": dead_pid(), "started_at": time.time() - 3600}))
+    killed = {u for e in grown[-KILLED:] if isinstance(u := e.get("uuid"), str)}
+    snapshot = root / "snapshot"
+    shutil.copytree(run_dir, snapshot / "killed" / "runs")
+    shutil.copytree(config, snapshot / "killed" / "config")
+    print(f"{root.name}: work session {len(real) + len(grown)} entries ({KILLED} of them in the CLI's file only), the CLI's "
+          f"own file {jsonl.stat().st_size / 1e6:.1f} MB")
+    del lines, grown, real, mirrored
 
     # One clean wake to its end: runs/ (lineage, manifest, the sweep's memory) as a clean wake leaves them.
     model.push(text("carried on"), text("Checked every goal.\nVERDICT: PASS"))
     before = len(model.conversation)
     await run_to_end([str(FLOWER)], ws, env, logs / "setup-wake.log")
     print(f"{root.name}: a whole wake resumed it, {len(model.conversation[before].messages)} messages in its first request")
-    async with SqliteSessionStore(run_dir / "sessions.db") as store:
-        t.parent = chained(await store.load(key) or [])  # type: ignore[arg-type]
-    t.clock = datetime.now(UTC) + timedelta(minutes=1)  # newer than anything stored: the killed run's
-    killed, _ = more(t, KILLED, sid, ws)
-    snapshot = root / "snapshot"
-    shutil.copytree(run_dir, snapshot / "runs")
-    shutil.copytree(config, snapshot / "config")
+    shutil.copytree(run_dir, snapshot / "clean" / "runs")
+    shutil.copytree(config, snapshot / "clean" / "config")
     return Prepared(ws, config, sid, jsonl, killed, snapshot)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (a killed flower's, as its wake.json names it)."""
+    proc = subprocess.Popen([sys.executable, "-c", ""])
+    proc.wait()
+    return proc.pid
 
 
 def flower_env(model: TimedModel, config: Path, home: Path, tmpdir: Path, pythonpath: str | None) -> dict[str, str]:
@@ -438,8 +446,9 @@ async def whole_process(args: argparse.Namespace) -> int:
 
     The session: a real first run of the flower path (clarify → goals → work → judge) against the scripted model, its work
     session grown with the builder's shapes to `--whole-entries` stored entries (the CLI's own file holding every line, as
-    one long CLI run leaves it), then one real clean wake run to its end (so runs/ is as a clean wake leaves it). "After a
-    kill": the CLI's own file holds `KILLED` more entries than the store (written, never mirrored). `--compare DIR` runs
+    one long CLI run leaves it). "After a kill" is that long run killed (issue 35): the sweep last read the file when the
+    run began, the store lacks the run's last `KILLED` entries (written to the CLI's file, never mirrored) and the run's
+    wake.json is left behind. "Clean" is the state after one real wake from there ran to its end. `--compare DIR` runs
     another checkout's flower (DIR = its `server/`) on a workspace of its own, prepared alike, in the same rounds.
     Targets: clean ≤ 1.3× the CLI, after a kill ≤ 1.4×, flower's Python RSS at the first request ≤ 200 MB.
     """
@@ -481,8 +490,7 @@ async def whole_process(args: argparse.Namespace) -> int:
                     shutil.rmtree(tmpdir, ignore_errors=True)
                     if sample.messages < 100:
                         raise RuntimeError(f"{name}: the first request carried {sample.messages} messages, not the session")
-                    if kill and n == 0 and not {u for line in prepared.killed if isinstance(
-                            u := orjson.loads(line).get("uuid"), str)} <= await stored_uuids(prepared):
+                    if kill and n == 0 and not prepared.killed <= await stored_uuids(prepared):
                         raise RuntimeError(f"{name}: the wake did not import what only the CLI's file held")
                     if n:
                         samples[name].append(sample)
