@@ -14,7 +14,7 @@ a third client asking `flower/status` every 100 ms throughout.
 
 At rounds N/10, N/2 and N (100, 500, 1,000 for the default N), the wake under way is cancelled at its next work
 request, and once the engine has been idle for a trim period (`TRIM_EVERY` + 1 s): the engine's VmRSS, open file descriptors and threads (from /proc),
-the p99 of `flower/status` over the last N/10 rounds, and the wake time (median of 3 wakes, each from `flower/wake` to
+the p99 of `flower/status` over the last N/10 rounds, and the wake time (median of 5 wakes, each from `flower/wake` to
 its first model request, cancelled there). Each must be within 10% of its value at N/10 (no growth with the run's
 length).
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import os
 import random
@@ -63,7 +64,7 @@ WAKE_TIMEOUT = 120.0
 ROUND_TIMEOUT = 90.0
 """Seconds one round may take on a loaded 2-core machine before the run counts as stuck."""
 STATUS_EVERY = 0.1
-PROBES = 3
+PROBES = 5
 """Wakes timed at each checkpoint (median)."""
 KILLS = ATTACHES = 10
 
@@ -207,6 +208,16 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def fd_kinds(pid: int, root: Path) -> str:
+    """What the open file descriptors of `pid` are, counted by kind (a file by its path under `root`)."""
+    kinds: collections.Counter[str] = collections.Counter()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            kinds[target.split(":")[0] if ":[" in target else target.replace(str(root), "")] += 1
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
 
 
 def threads_and_fds(pid: int) -> tuple[int, int]:
@@ -403,7 +414,7 @@ class Soak:
         self.samples.append(sample)
         self.say(f"checkpoint at round {sample.round}: rss {rss:.1f} MB, fds {fds}, threads {threads}, "
                  f"status p99 {p99:.1f} ms ({len(recent)} asked), wake {sample.wake_s:.2f} s "
-                 f"({' '.join(f'{w:.2f}' for w in wakes)})")
+                 f"({' '.join(f'{w:.2f}' for w in wakes)}); fds: {fd_kinds(self.pid, self.root)}")
 
     async def run(self) -> None:
         """Wakes until the target round, each bounded; kills, attach cycles and status polling on the way."""
