@@ -439,7 +439,7 @@ async def test_rounds_caps_work_rounds_and_resets_every_wake(model, env, workspa
     capped = await flower("--rounds", "2", "-r", str(run_dir), env=env, cwd=workspace)
     assert capped.code == 1
     assert len(judges(model)) == 2
-    assert capped.err.strip().splitlines()[-1].startswith("flower: the judge did not pass the work in 2 round(s)")
+    assert capped.err.strip().splitlines()[-1].startswith("flower: the judge did not pass the work in 2 rounds")
     assert "judge #2: not passed — still missing" in capped.out
     # S27: a new wake is a new intent: the count starts again (one more round is allowed, not zero).
     model.push(*work(workspace), *judge())
