@@ -626,7 +626,7 @@ async def test_unusable_sessions_db_is_one_line_and_left_as_it_is(model, env, wo
 async def test_missing_api_key_is_one_line_without_traceback(workspace, run_dir, tmp_path):
     env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "empty-config")}
     done = await flower(TASK, "-r", str(run_dir), env=env, cwd=workspace)
-    assert done.code == 1
+    assert done.code == 2  # bad input, as the README's exit codes say (issue 34)
     assert "ANTHROPIC_API_KEY" in done.err and "flower demo" in done.err and "Traceback" not in done.err
 
 
