@@ -640,7 +640,7 @@ async def test_unreachable_endpoint_shows_the_wait_and_ctrl_c_exits_130(env, wor
     )
     shown = b""
     try:
-        while b"offline, waiting for 127.0.0.1:%d" % port not in shown:
+        while b", waiting for 127.0.0.1:%d to answer" % port not in shown:
             line = await asyncio.wait_for(proc.stdout.readline(), 60)
             assert line, f"flower ended before waiting: {shown.decode()}"
             shown += line

@@ -244,9 +244,10 @@ CATALOG: dict[str, dict[str, str]] = {
     "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
     "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
     "offline": {
-        "en": "offline, waiting for {host} to answer · next probe in {seconds} · attempt {attempt}/{max}",
-        "zh": "离线,等 {host} 恢复 · {seconds} 后再探 · 第 {attempt}/{max} 次",
+        "en": "offline for {down}, waiting for {host} to answer · next probe in {seconds}",
+        "zh": "已离线 {down},等 {host} 恢复 · {seconds} 后再探",
     },
+    "live_model": {"en": "{step} · waiting for the model · {seconds}", "zh": "{step} · 等模型回复 · {seconds}"},
     "backoff": {
         "en": "retrying in {seconds} (attempt {next}/{max}) after: {error}",
         "zh": "{seconds} 后重试(第 {next}/{max} 次) · {error}",
