@@ -35,7 +35,7 @@ import {
     type WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 import { connectEngine, ensureEngine } from './engine';
-import { type EngineMode, engineMode, ReconnectPolicy, travellingEnv } from './model/engine';
+import { type EngineMode, engineMode, ReconnectPolicy, redactEnv, requestEnv } from './model/engine';
 import type { ServerState } from './model/gauge';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
@@ -254,13 +254,13 @@ export class FolderServer implements vscode.Disposable {
     }
 
     /**
-     * The variables a wake, say or new carries to the engine (shared mode): the agent's and the
-     * CLI's from this window's environment, and the API key from SecretStorage. Undefined in
-     * window mode, where the child has this window's environment already.
+     * The environment a wake, say or new carries to the engine (shared mode): this window's, and
+     * the API key from SecretStorage; the engine keeps what travels (its core/travel.py, issue 33).
+     * Undefined in window mode, where the child has this window's environment already.
      */
     async wakeEnv(): Promise<Record<string, string> | undefined> {
         if (this.mode === 'window') return undefined;
-        return travellingEnv(process.env, await this.ctx.secrets.get(SECRET_KEY));
+        return requestEnv(process.env, await this.ctx.secrets.get(SECRET_KEY));
     }
 
     dispose(): void {
@@ -747,7 +747,7 @@ export class Servers implements vscode.Disposable {
     }
 }
 
-/** The log channel with every URL's password masked in what is written to it (see redactUrls). */
+/** The log channel with every URL's password masked in what is written to it (see redactUrls), and no request's `env` (redactEnv). */
 function redacting(log: vscode.LogOutputChannel): vscode.LogOutputChannel {
     const writers = new Set<string | symbol>(['append', 'appendLine', 'replace', 'trace', 'debug', 'info', 'warn', 'error']);
     return new Proxy(log, {
@@ -755,7 +755,7 @@ function redacting(log: vscode.LogOutputChannel): vscode.LogOutputChannel {
             const value: unknown = Reflect.get(target, key);
             if (typeof value !== 'function') return value;
             if (!writers.has(key)) return value.bind(target);
-            return (...args: unknown[]) => value.apply(target, args.map((a) => (typeof a === 'string' ? redactUrls(a) : a)));
+            return (...args: unknown[]) => value.apply(target, args.map((a) => (typeof a === 'string' ? redactEnv(redactUrls(a)) : a)));
         },
     });
 }
