@@ -445,6 +445,9 @@ async def test_bad_params_get_invalid_params_and_the_env_must_be_strings(place, 
             await client.request(method, params)
         assert fragment in str(caught.value), (method, caught.value)
     assert (await client.request(p.RUNS, {}))["runs"][0]["folder"] == uri(workspace)
+    # An answer the engine chose is one line in its log, not a traceback (issue 34: a busy folder filled it with one).
+    logged = place.log.read_text()
+    assert "answered with an error: " in logged and "Traceback" not in logged and " ERROR " not in logged, logged
 
 
 
