@@ -530,12 +530,14 @@ async def test_terminal_attached_answers_the_clarify_question_and_sees_the_run_f
     term = await Terminal.open(env=env, cwd=workspace)
     try:
         await term.expect("attached to the run in the flower engine")
+        await term.expect("== clarify ====")  # attached mid-step: the step's header, as a foreground run shows it (issue 34)
         model.release()
         await term.expect("Which operations should it support?")
         await term.expect("Your answer")  # the engine asked the terminal that attached (flower/ask)
         term.type("add and subtract only")
+        await term.expect("== work ====")  # each later step's header too
         await term.expect("judge #1: passed")
-        await term.expect("done")
+        await term.expect("done · the judge passed it (round 1)")  # the foreground run's closing line, not a bare "done"
         assert await term.wait() == 0
     finally:
         term.close()

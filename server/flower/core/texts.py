@@ -24,6 +24,8 @@ CATALOG: dict[str, dict[str, str]] = {
     "step_clarify": {"en": "clarify", "zh": "澄清"},
     "step_goals": {"en": "goals", "zh": "目标"},
     "step_work": {"en": "work", "zh": "干活"},
+    "step_judge": {"en": "{step} · judge #{n}", "zh": "{step}·判定#{n}"},
+    "step_handoff": {"en": "{step} · handoff #{n}", "zh": "{step}·交接#{n}"},
     # -- what the service and the flower path tell the person (Notice events) ---------------------
     "queued": {"en": "queued for the work session: {sentence}", "zh": "已排队,干活会话下一轮会收到: {sentence}"},
     "archived": {"en": "archived the previous task to {path}", "zh": "上一件事已归档到 {path}"},
@@ -240,6 +242,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "存储在磁盘上占 {size} GB:`flower gc` 可查看已归档任务占用的空间并清理",
     },
     "changes_none": {"en": "No changes recorded here yet.", "zh": "这里还没有记录到改动。"},
+    "log_empty": {"en": "nothing stored here yet: flower \"task\" starts one", "zh": "这里还没有记录: flower \"任务\" 开始一件事"},
     "changes_wake": {"en": "wake #{wake}: {count} {count:file|files}", "zh": "第 {wake} 次唤醒:{count} 个文件"},
     "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
     "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
