@@ -26,6 +26,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from ..core import crash
 from ..core.approvals import Approval, Decision
 from ..core.banner import kilo, label
+from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.events import (
     AssistantText,
@@ -46,11 +47,11 @@ from ..core.events import (
 from ..core.redact import cut, hold_secrets
 from ..core.text import clip, tool_label
 from ..core.travel import travelling
-from ..core.trust import decide, why
-from ..history import History, Item, Pruned, UnknownSession, Verdicts
-from ..service import FlowerService
-from ..settings import KEYS, OPTIONS, Settings, SettingsError, load
+from ..core.trust import why
+from ..history import Item, Pruned, UnknownSession, Verdicts
+from ..settings import KEYS, OPTION_LABELS, SettingsError
 from ..status import WaitingFor, WakeOutcome, to_json
+from ..task import open_task
 from . import protocol as p
 
 log = logging.getLogger(__name__)
@@ -105,10 +106,6 @@ class Left(JsonRpcException):
     """Every client asked a question withdrew without an answer (a reload, a terminal's Ctrl-C): the person may come back."""
 
 
-OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
-"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
-
-
 def crashed(exc: Exception, folder: Folder | None) -> crash.Crash:
     """A bug: its traceback goes to the folder's run dir log (core/crash.py), the editor gets one line."""
     error = crash.caught(exc, folder.svc.run_dir if folder is not None else None, "crash_editor")
@@ -118,30 +115,23 @@ def crashed(exc: Exception, folder: Folder | None) -> crash.Crash:
 
 
 class Folder:
-    """A workspace folder: the lineage key (P2), with its own service and `runs/`."""
+    """A workspace folder in the editor protocol: the task it opens (P2, `task.open_task`), rendered for its clients."""
 
     def __init__(self, ls: Peer, uri: str, name: str, path: Path, locale: str, options: dict[str, object],
                  editor_trust: bool = False):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
-        self.settings_error: SettingsError | None = None
-        """A settings file (or variable, or option) that cannot be used: every wake answers with it until fixed."""
-        self.trust = decide(path, editor=editor_trust)
-        try:
-            settings = load(path, options, labels=OPTION_LABELS, trusted=self.trust.trusted)
-        except SettingsError as exc:
-            log.warning("%s: %s", uri, exc)
-            settings, self.settings_error = Settings(), exc
-        self.settings_problem = None if self.settings_error is None else _problem(self.settings_error, locale)
-        """The same, as status shows it (a client tells the person at once, not only at their next wake)."""
+        self.task = open_task(path, locale=locale, given=options, labels=OPTION_LABELS, editor_trust=editor_trust,
+                              lenient=True)
+        """Trust, settings, store, service and history, opened once; a bad setting answers every wake until fixed."""
+        self.trust, self.svc = self.task.trust, self.task.service
+        error = self.task.settings_error
+        self.settings_problem = None if error is None else _problem(error, locale)
+        """The settings error as status shows it (a client tells the person at once, not only at their next wake)."""
         self._trust_said = why(self.trust).text(locale)
         """Why the folder is trusted or not, as status says it (made once: status is asked often)."""
-        self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale, trust=self.trust)
-        self.svc.ask = self._ask
-        self.svc.approvals.askers.append(self._approve)
         self.svc.approvals.on_change.append(self._approval_changed)
         self._unsubscribe = self.svc.subscribe(self._on_event)
-        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw,
-                               records=self.svc.sessions.records)
+        self.history = self.task.history
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
@@ -187,11 +177,12 @@ class Folder:
         """Number live entries above `seq` (a folder rebuilt in the engine continues its clients' sequence)."""
         self._seq = max(self._seq, seq)
 
-    def hold_env(self, env: dict[str, str] | None) -> None:
-        """The requesting client's variables: the next wake here runs with them over this process's own (D11)."""
-        if env is not None:
-            self.svc.env = travelling(env)
-            hold_secrets(self.svc.env)  # a key that came with the request is redacted like one of ours (D6)
+    def caller(self, env: dict[str, str] | None) -> Caller:
+        """Whom a wake a request starts runs for: the request's variables over this process's (D11), and this
+        folder's clients for its questions. Passed with that wake alone: another client's request never changes it."""
+        given = travelling(env) if env is not None else {}
+        hold_secrets(given)  # a key that came with the request is redacted like one of ours (D6)
+        return Caller(given, ask=self._ask, approve=self._approve)
 
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory: no read, no model request, no waiting."""
@@ -275,7 +266,7 @@ class Folder:
             raise JsonRpcInvalidParams(f"{p.REVERT}: give params.path, params.wake or both. Send params like {p.RevertParams.EXAMPLE}")
         return p.RevertResult(self.uri, await self.svc.revert(path, wake))
 
-    async def wake(self, text: str | None) -> p.WakeResult:
+    async def wake(self, text: str | None, env: dict[str, str] | None = None) -> p.WakeResult:
         """Start a wake, or join the one running here (D5); a text for a running wake goes to its work session."""
         text = text.strip() if text and text.strip() else None
         if self.svc.running:
@@ -283,23 +274,23 @@ class Folder:
                 self._said(text)
                 await self.svc.say(text)
             return p.WakeResult(self.uri, "joined", text is not None, self.status())
-        await self._start(self.svc.wake(text), said=text)
+        await self._start(self.task.wake(text, self.caller(env)), said=text)
         return p.WakeResult(self.uri, "started", False, self.status())
 
-    async def say(self, text: str) -> p.SayResult:
+    async def say(self, text: str, env: dict[str, str] | None = None) -> p.SayResult:
         """Queue a sentence for the running work session, or wake with it when idle (S15)."""
         if self.svc.running:
             self._said(text.strip())
             await self.svc.say(text)
             return p.SayResult(self.uri, "delivered", self.status())
-        # svc.wake, not svc.say: say's coroutine returns None, and the end state needs the wake's outcome.
-        await self._start(self.svc.wake(text), said=text.strip())
+        # A wake, not svc.say: say's coroutine returns None, and the end state needs the wake's outcome.
+        await self._start(self.task.wake(text, self.caller(env)), said=text.strip())
         return p.SayResult(self.uri, "started", self.status())
 
-    async def new(self, text: str) -> p.NewResult:
+    async def new(self, text: str, env: dict[str, str] | None = None) -> p.NewResult:
         """Cancel what runs, archive the task (S28) and start `text`."""
         cancelled = await self.cancel_and_wait()
-        await self._start(self.svc.new(text), said=text.strip())
+        await self._start(self.task.new(text, self.caller(env)), said=text.strip())
         return p.NewResult(self.uri, "started", cancelled, self.status())
 
     def cancel(self) -> bool:
@@ -330,7 +321,6 @@ class Folder:
             self._closed = True
             self._opened.cancel()
             self._unsubscribe()
-            self.history.close()
             if self._pump is not None:
                 self._pump.cancel()
 
@@ -338,7 +328,7 @@ class Folder:
         run = self.run
         if run is not None and self.svc.running:
             run.cancel_requested = True  # the end state says cancelled; the wake itself is cut off (status: interrupted)
-        await self.svc.close()
+        await self.task.close()
         if run is not None and run.task is not None:
             await asyncio.gather(run.task, return_exceptions=True)
         await self._queue.join()
@@ -347,9 +337,7 @@ class Folder:
     async def _start(self, work: Awaitable[WakeOutcome | None], said: str | None = None) -> Run:
         """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
         try:
-            if self.settings_error is not None:  # one clear line naming the file, the key and what is expected
-                raise self.settings_error
-            await self.svc.sessions.ready()  # a shared store that cannot be used is one line too (D9)
+            await self.task.ready()  # a bad setting, or a store that cannot be used: one clear line (D9)
             await self.ready()  # live transcript seqs continue above the store's (protocol.md)
         except FlowerError:
             if asyncio.iscoroutine(work):
