@@ -269,7 +269,9 @@ class Folder:
     async def wake(self, text: str | None, env: dict[str, str] | None = None) -> p.WakeResult:
         """Start a wake, or join the one running here (D5); a text for a running wake goes to its work session."""
         text = text.strip() if text and text.strip() else None
-        if self.svc.running:
+        if not self.busy:
+            await self._prepare()
+        if self.busy:  # already, or since: another request started one meanwhile
             if text:
                 self._said(text)
                 await self.svc.say(text)
@@ -279,7 +281,9 @@ class Folder:
 
     async def say(self, text: str, env: dict[str, str] | None = None) -> p.SayResult:
         """Queue a sentence for the running work session, or wake with it when idle (S15)."""
-        if self.svc.running:
+        if not self.busy:
+            await self._prepare()
+        if self.busy:  # already, or since: another request started one meanwhile
             self._said(text.strip())
             await self.svc.say(text)
             return p.SayResult(self.uri, "delivered", self.status())
@@ -290,6 +294,7 @@ class Folder:
     async def new(self, text: str, env: dict[str, str] | None = None) -> p.NewResult:
         """Cancel what runs, archive the task (S28) and start `text`."""
         cancelled = await self.cancel_and_wait()
+        await self._prepare()
         await self._start(self.task.new(text, self.caller(env)), said=text.strip())
         return p.NewResult(self.uri, "started", cancelled, self.status())
 
@@ -334,15 +339,21 @@ class Folder:
         await self._queue.join()
 
     # -- running in the background -----------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """A wake runs here, or a request started one whose task has not run yet (a second request joins it)."""
+        run = self.run
+        return self.svc.running or (run is not None and run.task is not None and not run.task.done())
+
+    async def _prepare(self) -> None:
+        """What any wake here needs first, awaited before deciding to start or join (so two requests cannot both start)."""
+        await self.task.ready()  # a bad setting, or a store that cannot be used: one clear line (D9)
+        await self.ready()  # live transcript seqs continue above the store's (protocol.md)
+
     async def _start(self, work: Awaitable[WakeOutcome | None], said: str | None = None) -> Run:
-        """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
-        try:
-            await self.task.ready()  # a bad setting, or a store that cannot be used: one clear line (D9)
-            await self.ready()  # live transcript seqs continue above the store's (protocol.md)
-        except FlowerError:
-            if asyncio.iscoroutine(work):
-                work.close()
-            raise
+        """Drive `work` in the background; return once it showed its first event, or raise if it failed before.
+
+        Nothing is awaited before its task exists: `busy` is true from the moment this is called."""
         self._ensure_pump()
         run = Run(next(self._numbers), said=said)
         self.run = run
