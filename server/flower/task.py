@@ -9,6 +9,7 @@ the work session on another core meanwhile (stores/prefetch.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -26,12 +27,20 @@ from .settings import Settings, SettingsError, load
 from .stores.prefetch import Prefetch
 
 if TYPE_CHECKING:
-    from .history import History
+    from .history import History, Page, Pruned, StepRun
     from .runtime import Runtime, Sessions
     from .service import FlowerService
     from .status import WakeOutcome
 
 log = logging.getLogger(__name__)
+
+
+class NotASession(ValueError):
+    """A session id that is not one of the task's: `known` holds the ones it has, for a message that names them."""
+
+    def __init__(self, session_id: str, known: list[str]) -> None:
+        super().__init__(session_id)
+        self.session_id, self.known = session_id, known
 
 
 def folder_of(uri: str) -> Path | None:
@@ -83,6 +92,21 @@ class Task:
 
         return History(self.workspace, self.run_dir, trim=self.settings.trim, store=self.sessions.raw,
                        records=self.sessions.records)
+
+    async def page(self, session_id: str | None, before: int | None, limit: int) -> tuple[Page, list[StepRun]]:
+        """A page of the stored transcript (the newest first) and every step run the records hold; NotASession else."""
+        from .history import UnknownSession
+
+        try:
+            page = await self.history.page(session_id, before, limit)
+        except UnknownSession:
+            raise NotASession(session_id or "", [s.session_id for s in await self.history.sessions()]) from None
+        return page, await asyncio.to_thread(self.history.step_runs)
+
+    async def pruned(self, session_id: str) -> dict[str, Pruned]:
+        """How the pruner treats a session's stored entries on resume, read back from the store now (S23); {} for none."""
+        verdicts = await self.history.verdicts(session_id, await self.history.count(session_id))  # large: in a process
+        return verdicts.verdicts if verdicts.count else {}
 
     async def ready(self) -> None:
         """The settings error, or the store opened: either way one line before anything runs or is written (D9)."""

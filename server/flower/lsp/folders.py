@@ -48,10 +48,10 @@ from ..core.redact import cut, hold_secrets
 from ..core.text import clip, tool_label
 from ..core.travel import travelling
 from ..core.trust import why
-from ..history import Item, Pruned, UnknownSession, Verdicts
+from ..history import Item, Pruned, Verdicts
 from ..settings import KEYS, OPTION_LABELS, SettingsError
 from ..status import WaitingFor, WakeOutcome, to_json
-from ..task import open_task
+from ..task import NotASession, open_task
 from . import protocol as p
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,6 @@ class Folder:
         """Why the folder is trusted or not, as status says it (made once: status is asked often)."""
         self.svc.approvals.on_change.append(self._approval_changed)
         self._unsubscribe = self.svc.subscribe(self._on_event)
-        self.history = self.task.history
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
@@ -154,7 +153,7 @@ class Folder:
         """The first read of the store and the records, off the event loop: nothing is read here (status never blocks)."""
 
     async def _open(self) -> None:
-        seq, _ = await asyncio.gather(self.history.latest_seq(), self.svc.refresh())
+        seq, _ = await asyncio.gather(self.task.history.latest_seq(), self.svc.refresh())
         self._seq = max(self._seq, seq)
 
     @property
@@ -215,12 +214,11 @@ class Folder:
             raise JsonRpcInvalidParams(f"{p.HISTORY}: params.before must be a nextBefore from an earlier page (>= 1), "
                                        f"not {params.before}. Send params like {p.HistoryParams.EXAMPLE}")
         try:
-            page = await self.history.page(params.session_id, params.before, limit)
-        except UnknownSession:
-            known = [s.session_id for s in await self.history.sessions()]
+            page, runs = await self.task.page(params.session_id, params.before, limit)
+        except NotASession as exc:
             raise JsonRpcInvalidParams(
                 f"{p.HISTORY}: params.sessionId {params.session_id!r} is not a session of {self.uri} "
-                f"(its sessions: {', '.join(known) or 'none yet'}); omit it for every session") from None
+                f"(its sessions: {', '.join(exc.known) or 'none yet'}); omit it for every session") from None
         for sid, future in page.pending.items():
             if future not in self._awaited:  # one `flower/pruned` per computation, however many pages asked
                 self._awaited.add(future)
@@ -230,7 +228,7 @@ class Folder:
         return p.HistoryResult(
             self.uri, [self._entry(i) for i in page.items], page.next_before,
             [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending),
-            [p.StepSummary(**vars(s)) for s in await asyncio.to_thread(self.history.step_runs)])
+            [p.StepSummary(**vars(s)) for s in runs])
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
@@ -606,11 +604,10 @@ class Folder:
     # -- what the pruner does (S23) -----------------------------------------------------------
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
-        count = await self.history.count(session_id)  # a large session is pruned in a process
-        verdicts = await self.history.verdicts(session_id, count)
-        if verdicts.count:
-            self._verdicts[session_id] = verdicts.verdicts
-            self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts.verdicts))
+        verdicts = await self.task.pruned(session_id)
+        if verdicts:
+            self._verdicts[session_id] = verdicts
+            self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts))
 
 
 def _problem(error: SettingsError, locale: str) -> p.SettingsProblem:
