@@ -14,18 +14,16 @@ import functools
 import itertools
 import logging
 import time
-import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, assert_never
 
-from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..core import crash
 from ..core.approvals import Approval, Decision
-from ..core.banner import kilo, label
+from ..core.banner import kilo
 from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.events import (
@@ -45,7 +43,7 @@ from ..core.events import (
     Waiting,
 )
 from ..core.redact import cut, hold_secrets
-from ..core.text import clip, tool_label
+from ..core.text import tool_label
 from ..core.travel import travelling
 from ..core.trust import why
 from ..history import Item, Pruned, Verdicts
@@ -53,17 +51,14 @@ from ..settings import KEYS, OPTION_LABELS, SettingsError
 from ..status import WaitingFor, WakeOutcome, to_json
 from ..task import NotASession, open_task
 from . import protocol as p
+from .progress import StepProgress
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 30.0
 """Bound on how long wake/say/new wait for their run to show its first event (it comes before any CLI starts)."""
-CREATE_TIMEOUT = 10.0
-"""Bound on the client's answer to `window/workDoneProgress/create`."""
 CLOSE_TIMEOUT = 20.0
 """Bound on cancelling a run and flushing its notifications when a folder closes."""
-REPORT_LIMIT = 120
-"""Longest `$/progress` message, in characters."""
 HISTORY_LIMIT = 200
 """`flower/history` entries per page when the client does not say."""
 HISTORY_MAX = 1000
@@ -135,10 +130,8 @@ class Folder:
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
         self.run: Run | None = None
-        self.progress: str | None = None
-        """The `$/progress` token of the step running now."""
-        self.tokens: set[str] = set()
-        """Every progress token this folder created (for `window/workDoneProgress/cancel`)."""
+        self.progress = StepProgress(ls, locale)
+        """The `$/progress` of the step running now."""
         self._header: str | None = None
         self._verdicts: dict[str, dict[str, Pruned]] = {}
         self._seq = 0
@@ -483,7 +476,7 @@ class Folder:
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, True, None, False, None, None))
             case "end", (Run() as run, dict() as outcome):
                 cancelled = run.cancel_requested
-                self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
+                self.progress.end("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, False, bool(outcome.get("ok")), cancelled,
                                                          outcome.get("error"), outcome.get("woke")))
                 if self.run is run:
@@ -522,32 +515,32 @@ class Folder:
                 self._header = text
                 self.notify(p.HEADER, p.HeaderNotification(f, step, text))
             case StepStarted():
-                token = await self._begin_progress(event)
+                token = await self.progress.begin(event, self._header)
                 self.notify(p.STEP_START, p.StepStartNotification(
                     f, event.step, event.index, event.total, event.session_id, event.woke, token))
             case StepEnded():
                 error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
                 self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context,
                                                               event.cost_usd, event.duration_s))
-                self._end_progress("done" if event.ok else f"failed: {error or 'unknown error'}")
+                self.progress.end("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
             case SessionStarted():
                 self.notify(p.SESSION, p.SessionNotification(f, event.step, event.session_id, event.resumed))
             case AssistantText():
                 self._transcript(event.step, event.session_id, event.uuid, "assistant", "text", event.text, parent=event.parent)
-                self._report(event.text.strip().splitlines()[0] if event.text.strip() else "")
+                self.progress.report(event.text.strip().splitlines()[0] if event.text.strip() else "")
             case ToolCall():
                 summary = tool_label(event.name, event.input)
                 self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event, event.parent)
-                self._report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
+                self.progress.report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
             case ContextSize():
                 self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window))
-                self._report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
+                self.progress.report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
             case Waiting():
                 self.notify(p.WAIT, p.WaitNotification(f, event.step, event.reason, event.attempt, event.max_attempts,
                                                        event.seconds, event.error or "", event.offline_since))
-                self._report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
+                self.progress.report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
             case Verdict():
                 self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons,
                                                              event.cost_usd, event.duration_s))
@@ -566,40 +559,6 @@ class Folder:
             return Path(path).relative_to(self.path).as_posix()
         except ValueError:
             return path
-
-    # -- $/progress ----------------------------------------------------------------------------
-    @property
-    def _progress_supported(self) -> bool:
-        caps = getattr(self.ls.protocol, "client_capabilities", None)
-        return bool(caps and caps.window and caps.window.work_done_progress)
-
-    async def _begin_progress(self, e: StepStarted) -> str | None:
-        self._end_progress("done")
-        if not self._progress_supported:
-            return None
-        token = f"flower/{uuid.uuid4()}"
-        try:
-            await asyncio.wait_for(self.ls.work_done_progress.create_async(token), CREATE_TIMEOUT)
-        except (TimeoutError, JsonRpcException) as exc:
-            log.warning("the client did not create progress %s (%s); the step runs without it", token, exc)
-            return None
-        self.tokens.add(token)
-        self.progress = token
-        name = label(self.svc.locale, e.step or "")
-        self.ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title=f"flower: {name}", message=p.redact(self._header or name), cancellable=True,
-            percentage=int(100 * (e.index - 1) / max(e.total, 1))))
-        return token
-
-    def _report(self, message: str) -> None:
-        if self.progress and message:
-            self.ls.work_done_progress.report(self.progress, types.WorkDoneProgressReport(
-                message=p.redact(clip(message, REPORT_LIMIT))))
-
-    def _end_progress(self, message: str) -> None:
-        token, self.progress = self.progress, None
-        if token:
-            self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=p.redact(clip(message, REPORT_LIMIT))))
 
     # -- what the pruner does (S23) -----------------------------------------------------------
     async def _send_pruned(self, session_id: str) -> None:

@@ -298,7 +298,7 @@ def folders_changed(ls: FlowerServer, params: types.DidChangeWorkspaceFoldersPar
 def progress_cancelled(ls: FlowerServer, params: types.WorkDoneProgressCancelParams) -> None:
     """The person pressed cancel on a step's progress: stop that folder's wake cleanly."""
     for folder in ls.folders.values():
-        if params.token in folder.tokens:
+        if params.token in folder.progress.tokens:
             folder.cancel()
 
 
