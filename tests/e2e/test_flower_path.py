@@ -10,10 +10,10 @@ import sys
 import flowerscript as fs
 from conftest import PROGRAMS, kill_group, run_program, start_program, until
 from flower import CLARIFY_RESUME, FlowerService, Runtime, wake_state
-from flower.core.caller import Caller
-from flower.service import Config
 from flower.core.banner import banner, header
+from flower.core.caller import Caller
 from flower.core.manifest import Manifest, StepResult
+from flower.service import Config
 from flower.status import WINDOW, to_json
 from flower.testing import Reply, say, text
 

@@ -9,9 +9,9 @@ import json
 import flowerscript as fs
 from flower import FlowerService, Runtime
 from flower.core.caller import Caller
-from flower.service import Config
 from flower.core.manifest import Manifest, parse_name
 from flower.core.resilience import Resilience
+from flower.service import Config
 from flower.testing import server_error
 from flower.workflow.base import step_of
 from flower.workflow.flower import HANDOFF_ASK, HANDOFF_MARK, FlowerPath
