@@ -113,12 +113,10 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
             for t in tasks:
                 t.cancel()
             console.clear()
-    except asyncio.CancelledError:
-        # Ctrl-C: stop the agent cleanly (bounded); the lineage already holds its sessions.
-        await asyncio.wait_for(task.close(), 15)
-        raise
     finally:
-        await task.close()  # an unused prefetch, and a shared store's connections, end with the command
+        # Ctrl-C stops the agent cleanly (bounded; the lineage already holds its sessions); an unused prefetch and a
+        # shared store's connections end with the command, not at interpreter exit.
+        await asyncio.wait_for(task.close(), 15)
     if keyboard is not None:
         console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)
     if result.ok:
