@@ -103,10 +103,12 @@ class Task:
             raise NotASession(session_id or "", [s.session_id for s in await self.history.sessions()]) from None
         return page, await asyncio.to_thread(self.history.step_runs)
 
-    async def pruned(self, session_id: str) -> dict[str, Pruned]:
-        """How the pruner treats a session's stored entries on resume, read back from the store now (S23); {} for none."""
+    async def pruned(self, session_id: str) -> dict[str, Pruned] | None:
+        """How the pruner treats a session's stored entries on resume, read back from the store now (S23).
+
+        None when the store holds none of its entries; `{}` when it keeps every one as stored."""
         verdicts = await self.history.verdicts(session_id, await self.history.count(session_id))  # large: in a process
-        return verdicts.verdicts if verdicts.count else {}
+        return verdicts.verdicts if verdicts.count else None
 
     async def ready(self) -> None:
         """The settings error, or the store opened: either way one line before anything runs or is written (D9)."""

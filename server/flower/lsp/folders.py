@@ -564,7 +564,7 @@ class Folder:
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
         verdicts = await self.task.pruned(session_id)
-        if verdicts:
+        if verdicts is not None:
             self._verdicts[session_id] = verdicts
             self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts))
 
