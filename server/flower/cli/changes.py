@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ..core.changes import WakeChanges
 from ..service import FlowerService
+from ..settings import FLAGS
 from ..task import open_task
-from .args import FLAGS, UsageError, given
+from .args import UsageError, given
 from .commands import EXIT_OK
 from .console import Console, setup_logging
 
