@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -77,8 +78,15 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
 
     # The prefetch worker starts before the service (and the SDK behind it) is imported: it prunes the work session
     # on another core meanwhile. A new task resumes nothing.
-    task = open_task(workspace, locale=locale, given=given(args), labels=FLAGS, trust=trust,
-                     prepare=lambda run_dir: writable_run_dir(run_dir, locale), prefetch=not args.new)
+    made: list[Path] = []
+
+    def prepare(run_dir: Path) -> Path:
+        if not run_dir.exists():
+            made.append(run_dir)
+        return writable_run_dir(run_dir, locale)
+
+    task = open_task(workspace, locale=locale, given=given(args), labels=FLAGS, trust=trust, prepare=prepare,
+                     prefetch=not args.new)
     svc = task.service
     try:
         await store_ready(task.sessions, locale)
@@ -117,6 +125,9 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         # Ctrl-C stops the agent cleanly (bounded; the lineage already holds its sessions); an unused prefetch and a
         # shared store's connections end with the command, not at interpreter exit.
         await asyncio.wait_for(task.close(), 15)
+        for run_dir in made:  # nothing was run (nothing to do, no key): no empty runs/ left behind (issue 34)
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
     if keyboard is not None:
         console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)
     if result.ok:
