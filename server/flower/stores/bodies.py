@@ -35,6 +35,8 @@ from typing import Any
 import orjson
 import zstandard
 
+from .repeats import frame_of
+
 __all__ = [
     "BUILTIN", "BUILTIN_ID", "DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "builtin", "codec", "encode",
     "encode_all", "is_raw", "known", "raw", "train", "unpackers",
@@ -160,7 +162,9 @@ def unpackers(own: Codec | None) -> dict[int, zstandard.ZstdDecompressor]:
 def raw(bodies: Sequence[bytes], own: Codec | None) -> list[bytes]:
     """`bodies` as their JSON: each frame expanded with the dictionary it names (raw JSON passes as it is)."""
     by, named = unpackers(own), zstandard.get_frame_parameters
-    return [b if b[0] == _OPEN_BRACE else by[named(b).dict_id].decompress(b) for b in bodies]
+    # A body with references (stores/repeats.py) gives its entry's JSON without the repeated strings: a fair sample.
+    frames = [frame_of(b) for b in bodies]
+    return [b if b[0] == _OPEN_BRACE else by[named(b).dict_id].decompress(b) for b in frames]
 
 
 def known(ident: int) -> Codec | None:
