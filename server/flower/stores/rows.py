@@ -90,7 +90,7 @@ def _decode_blobs(blobs: Sequence[bytes], by: dict[int, zstandard.ZstdDecompress
             if not frames:
                 raise zstandard.ZstdError("raw JSON")
             # Its segments are buffers (iterable, though zstandard's stubs say not): read by orjson in place.
-            expanded = typing.cast("list[bytes]", by[named(frames[0]).dict_id].multi_decompress_to_buffer(frames))
+            expanded = typing.cast("list[bytes]", by[named(frames[0]).dict_id].multi_decompress_to_buffer(list(frames)))
         except (zstandard.ZstdError, ValueError):  # ValueError: no frame, or no size in one
             out += [one(b) for b in chunk]
             continue
@@ -142,13 +142,13 @@ def resolved(conn: sqlite3.Connection, bodies: Sequence[bytes | str], codec: Cod
 def read_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     """`work(conn)` in one read transaction (rows and the entries they refer to seen at one moment), or in the
     caller's when one is open."""
-    if conn.in_transaction:
-        return work(conn)
-    conn.execute("BEGIN")
+    opened = not conn.in_transaction
+    if opened:
+        conn.execute("BEGIN")
     try:
         return work(conn)
     finally:
-        if conn.in_transaction:
+        if opened and conn.in_transaction:
             conn.execute("COMMIT")
 
 

@@ -522,7 +522,7 @@ def _append(
             conn.executemany(
                 "INSERT INTO entries (seq, transcript, uuid, body) VALUES (?, ?, ?, ?)",
                 zip(itertools.count(top + 1), itertools.repeat(tid), ids,
-                    [wrap(r, f) if r else f for (_, r), f in zip(cuts, packed, strict=True)]))
+                    [wrap(r, f) if r and type(f) is bytes else f for (_, r), f in zip(cuts, packed, strict=True)]))
             conn.executemany("INSERT OR IGNORE INTO repeats VALUES (?, ?, ?, ?, ?)", held)
         known |= added  # in place: on failure the caller drops this _Seen altogether
         return _Seen(tid, mtime, known), len(fresh), codec is not None
