@@ -10,8 +10,10 @@ from typing import Any
 
 import orjson
 import pytest
+import zstandard
 
-from flower.stores.repeats import MAGIC, MIN_LENGTH, spans
+from flower.stores.bodies import BUILTIN_ID, CLI_ID
+from flower.stores.repeats import MAGIC, MIN_LENGTH, frame_of, spans
 from flower.stores.sqlite import MIGRATIONS, SessionStoreError, SqliteSessionStore
 
 PK = "-home-dev-project"
@@ -204,6 +206,9 @@ async def test_a_v4_database_still_reads_and_shares_from_its_next_append_on(tmp_
         assert await store.load(KEY) == old + new
     after = rows(db)
     assert after[:4] == before  # nothing stored is rewritten (D2)
+    # v4's frames name bodies.zdict, the new ones bodies-cli.zdict: one file holds both, read by the id each names.
+    assert {zstandard.get_frame_parameters(b).dict_id for _, b in before} == {BUILTIN_ID}
+    assert {zstandard.get_frame_parameters(frame_of(b)).dict_id for _, b in after[4:]} == {CLI_ID}
     # The v4 rows are not indexed: the first new read holds its copy, the second refers to it.
     assert [body.startswith(MAGIC) for _, body in after[4:]] == [False, False, False, True]
     with pytest.raises(SessionStoreError, match="newer flower"):  # a v4 flower cannot read a reference

@@ -32,7 +32,7 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, encode_all, is_raw, raw, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, is_raw, raw, train
 from .repeats import Span, cut, has_refs, spans, wrap
 from .rows import BEFORE_NEWEST as _BEFORE_NEWEST
 from .rows import LATEST as _LATEST
@@ -505,20 +505,21 @@ def _append(
             return now, 0, False
         tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
         # Looked up under the write lock: another process may have trained it since our last append. Until then,
-        # frames against the built-in dictionary (v4, #26).
+        # frames against the built-in dictionary (v4, #26): since v5 the one that holds the CLI's constant text.
         codec = _codec(conn)
+        packer = codec or (builtin() if found is None else builtin_cli())
         kept = bodies if len(fresh) == len(bodies) else [bodies[i] for i in fresh]
         ids = uuids if kept is bodies else [uuids[i] for i in fresh]
         spans_ = None if found is None else found if kept is bodies else [found[i] for i in fresh]
         if not spans_ or not any(spans_):
             conn.executemany("INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
-                             zip(itertools.repeat(tid), ids, (codec or builtin()).pack_all(kept)))
+                             zip(itertools.repeat(tid), ids, packer.pack_all(kept)))
         else:
             # Seqs given, not drawn: an entry refers to an earlier one by its seq, maybe one of this batch (issue 35).
             (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()
             refs, held = _shared(conn, tid, spans_, top)
             cuts = [cut(b, r) if r and type(b) is bytes else (b, []) for b, r in zip(kept, refs, strict=True)]
-            packed = (codec or builtin()).pack_all([c for c, _ in cuts])
+            packed = packer.pack_all([c for c, _ in cuts])
             conn.executemany(
                 "INSERT INTO entries (seq, transcript, uuid, body) VALUES (?, ?, ?, ?)",
                 zip(itertools.count(top + 1), itertools.repeat(tid), ids,
