@@ -33,7 +33,7 @@ from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
 from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, is_raw, raw, train
-from .repeats import Span, cut, has_refs, spans, wrap
+from .repeats import MIN_LENGTH, Span, cut, has_refs, spans, wrap
 from .rows import BEFORE_NEWEST as _BEFORE_NEWEST
 from .rows import LATEST as _LATEST
 from .rows import LOAD_SEQS as _LOAD_SEQS
@@ -662,7 +662,8 @@ class SqliteSessionStore(SessionStore):
         bodies = redact_encoded(encode_all(entries))
         k3 = _key3(key)
         # The long strings each entry holds, found before the write lock is taken (issue 35); v5 stores share them.
-        found = [spans(e, b) if type(b) is bytes else [] for e, b in zip(entries, bodies, strict=True)] \
+        # (Filtered here: a call per entry of the 20k-entry benchmark costs more than the few long ones' search.)
+        found = [spans(e, b) if type(b) is bytes and len(b) >= MIN_LENGTH else [] for e, b in zip(entries, bodies, strict=True)] \
             if len(self.migrations) >= 5 else None
 
         def work(conn: sqlite3.Connection) -> None:
