@@ -227,3 +227,21 @@ def test_spans_are_the_long_strings_in_order_and_skip_one_the_redaction_changed(
     assert spans(call, orjson.dumps(call)) == []  # nothing long
     redacted = body.replace(b"def ", b"[REDACTED] ", 1)  # the numbered text changed after encoding, as by D6's redaction
     assert len(spans(result, redacted)) == 1
+
+
+async def test_rows_deleted_by_hand_are_never_referred_to_even_when_their_seq_comes_back(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.db"
+    chain = Chain()
+    first = chain.read("/w/big.py", TEXT)
+    other = chain.read("/w/other.py", SOURCE[::-1])
+    again = chain.read("/w/big.py", TEXT)
+    async with SqliteSessionStore(db) as store:
+        await store.append(KEY, first)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DELETE FROM entries")  # as a test of a lagging mirror does; the index still names seqs 1 and 2
+    conn.close()
+    async with SqliteSessionStore(db) as store:
+        await store.append(KEY, other)  # takes seqs 1 and 2 again, other bytes at the indexed offsets
+        await store.append(KEY, again)
+        assert await store.load(KEY) == other + again
+    assert not any(body.startswith(MAGIC) for _, body in rows(db))  # big.py stored again, not referred to

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import zstandard
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import (
     SessionKey,
@@ -32,8 +34,8 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, is_raw, raw, train
-from .repeats import MIN_LENGTH, Span, cut, has_refs, spans, wrap
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, is_raw, raw, train, unpackers
+from .repeats import MIN_LENGTH, Span, cut, frame_of, has_refs, spans, wrap
 from .rows import BEFORE_NEWEST as _BEFORE_NEWEST
 from .rows import LATEST as _LATEST
 from .rows import LOAD_SEQS as _LOAD_SEQS
@@ -453,6 +455,7 @@ def _shared(conn: sqlite3.Connection, tid: int, found: list[list[Span]], top: in
     for at in range(0, len(digests), 500):  # under SQLite's limit of bound parameters
         part = digests[at:at + 500]
         known.update((d, (s, a, n)) for d, s, a, n in conn.execute(_KNOWN.format(",".join("?" * len(part))), (tid, *part)))
+    known = _still_held(conn, tid, known)
     refs: list[list[tuple[int, int, int, int, int]]] = []
     held: list[tuple[Any, ...]] = []
     for i, spans_ in enumerate(found):
@@ -470,6 +473,25 @@ def _shared(conn: sqlite3.Connection, tid: int, found: list[list[Span]], top: in
                 held.append((tid, digest, seq, start - cut_at, length))
         refs.append(here)
     return refs, held
+
+
+def _still_held(conn: sqlite3.Connection, tid: int, known: dict[bytes, tuple[int, int, int]]) -> dict[bytes, tuple[int, int, int]]:
+    """The indexed strings whose entry still holds them, checked byte for byte (by digest) before one is referred to."""
+    # flower deletes whole transcripts only, but a file's rows can be deleted by hand (tests simulate a lagging mirror
+    # so), and SQLite then gives a later entry the same seq: a reference is only ever made to bytes read just now.
+    if not known:
+        return known
+    seqs = sorted({s for s, _, _ in known.values()})
+    rows = dict(conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
+                             (tid, *seqs)).fetchall()) if len(seqs) < 500 else {}
+    by, named = unpackers(_codec(conn)), zstandard.get_frame_parameters
+    texts: dict[int, bytes] = {}
+    for seq, body in rows.items():
+        if type(body) is bytes:
+            frame = frame_of(body)
+            texts[seq] = frame if frame[0] == 0x7B else by[named(frame).dict_id].decompress(frame)
+    return {d: (s, a, n) for d, (s, a, n) in known.items()
+            if s in texts and hashlib.sha256(texts[s][a:a + n]).digest()[:16] == d}
 
 
 def _append(
@@ -524,7 +546,7 @@ def _append(
                 "INSERT INTO entries (seq, transcript, uuid, body) VALUES (?, ?, ?, ?)",
                 zip(itertools.count(top + 1), itertools.repeat(tid), ids,
                     [wrap(r, f) if r and type(f) is bytes else f for (_, r), f in zip(cuts, packed, strict=True)]))
-            conn.executemany("INSERT OR IGNORE INTO repeats VALUES (?, ?, ?, ?, ?)", held)
+            conn.executemany("INSERT OR REPLACE INTO repeats VALUES (?, ?, ?, ?, ?)", held)  # a stale row replaced
         known |= added  # in place: on failure the caller drops this _Seen altogether
         return _Seen(tid, mtime, known), len(fresh), codec is not None
 
