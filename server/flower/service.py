@@ -393,10 +393,10 @@ class FlowerService:
         return st if lineage is None else dataclasses.replace(st, woke=lineage.woke, steps=dict(lineage.steps), started=True)
 
     def _run_now(self, st: Status) -> dict[str, Any]:
-        """Running or not, the step and whether it is the work session's, what the run waits for, its background work."""
+        """Running or not, the step, what the run waits for, its background work."""
         running = self.running
         return dict(
-            running=running, step=self._step, work_session=in_work_session(self._step),
+            running=running, step=self._step,
             interrupted=not running and st.interrupted, elsewhere=not running and st.elsewhere,
             waiting=self._waiting, waiting_for=self.waiting_for(),
             background=[t.label for t in self._runtime.delegated.values() if t.running]  # issue 32

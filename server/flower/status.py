@@ -92,8 +92,6 @@ class Status:
     window: int = WINDOW
     running: bool = False
     step: str | None = None
-    work_session: bool = False
-    """The step running now is the work session's (a work round or retry; not clarify, goals, or the judge's round)."""
     waiting: WaitState | None = None
     waiting_for: WaitingFor | None = None
     verdict: VerdictState | None = None

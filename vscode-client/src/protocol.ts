@@ -152,6 +152,8 @@ export const newTask = new RequestType<NewParams, NewResult, void>('flower/new')
 
 export interface StatusParams {
     folder?: string | null;
+    /** Read the records and the task files again first (the client saw `目标.md` change); default false. */
+    fresh?: boolean;
 }
 export interface StatusResult {
     folders: FolderStatus[];

@@ -176,6 +176,10 @@ class Folder:
         if not self._opened.done():
             await asyncio.wait([asyncio.shield(self._opened)], timeout=wait)
 
+    async def reread(self, wait: float = OPEN_WAIT) -> None:
+        """Read the records and the task's files again now (bounded): a status asked after it shows them."""
+        await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=wait)
+
     # -- commands --------------------------------------------------------------------------
     @property
     def cursor(self) -> int:

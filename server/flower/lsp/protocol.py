@@ -20,6 +20,7 @@ from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
 
 from ..core.banner import title
+from ..core.manifest import in_work_session
 from ..core.redact import redact as redact  # D6: one redaction for every exit, re-exported for folders.py and server.py
 from ..status import Status
 
@@ -188,6 +189,8 @@ class StatusParams:
 
     folder: str | None = None
     """One folder's URI; absent or null: every folder."""
+    fresh: bool = False
+    """Read the records and the workspace's files again first (bounded): a client that saw `目标.md` or `需求.md` change."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
 
@@ -1016,7 +1019,8 @@ def folder_status(s: Status, locale: str, now: float, **editor: Any) -> FolderSt
 
     No field-by-field copy: a new Status field reaches the wire by being declared here with its name. What only the
     protocol has is made here — the step's label and the store's line in the client's language, the wait's seconds
-    left by the server's clock `now`, `hasTask` (the domain's `started`) — and what only the editor knows
+    left by the server's clock `now`, `hasTask` (the domain's `started`), `workSession` (the step's, by the one rule
+    `in_work_session`) — and what only the editor knows
     (`editor`: folder, name, trust, the settings problem, the open approval) is given as it is. The domain's
     `settings` (the values in effect) is not the wire's (a settings problem) and is left out.
     """
@@ -1024,7 +1028,7 @@ def folder_status(s: Status, locale: str, now: float, **editor: Any) -> FolderSt
     if s.waiting is not None:
         until = s.waiting.until if s.waiting.until is not None else now + s.waiting.seconds
         plain["waiting"] = {**plain["waiting"], "until": until, "seconds_left": max(0.0, until - now)}
-    plain.update(has_task=s.started, step_label=title(locale, s.step) if s.step else None,
+    plain.update(has_task=s.started, work_session=in_work_session(s.step), step_label=title(locale, s.step) if s.step else None,
                  unreachable=s.unreachable.text(locale) if s.unreachable is not None else None, **editor)
     return _FROM_DOMAIN.structure(plain, FolderStatus)
 
