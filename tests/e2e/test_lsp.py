@@ -148,6 +148,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         "unreachable": None, "waitingFor": None,
         "storeBytes": 0,  # no sessions.db yet, and asking made none
         "background": [],  # no subagent or background shell runs (issue 32)
+        "hasTask": False, "workSession": False, "stepLabel": None,  # no task yet, nothing runs (issue 33)
     }
     assert not (workspace / "runs" / "sessions.db").exists()
     # Without a folder: every folder; the same payload with null params.
