@@ -13,10 +13,10 @@ silently comes from two places). Keys, environment variables and flags:
     max_cost        FLOWER_MAX_COST          --max-cost / maxCost
     isolated        FLOWER_ISOLATED          --isolated / isolated
     run_dir         FLOWER_RUN_DIR           -r, --run-dir / -
-    store           FLOWER_STORE             - / store
-    project         FLOWER_PROJECT           - / project
-    allow           FLOWER_ALLOW             - / allow           (tool rules the work agent may use unasked)
-    mode            FLOWER_MODE              - / mode            (the CLI's permission mode)
+    store           FLOWER_STORE             --store / store
+    project         FLOWER_PROJECT           --project / project
+    allow           FLOWER_ALLOW             --allow / allow     (tool rules the work agent may use unasked)
+    mode            FLOWER_MODE              --mode / mode       (the CLI's permission mode)
     approvals.wait  FLOWER_APPROVALS_WAIT    - / approvalsWait   (seconds a question waits for the person)
     approvals.unattended FLOWER_APPROVALS_UNATTENDED - / approvalsUnattended  (deny or wait, after that)
     retention_days  FLOWER_RETENTION_DAYS    - / retentionDays   (a wake collects archived tasks unused this long)
@@ -60,7 +60,9 @@ class UntrustedSetting(SettingsError):
     """An untrusted folder's file tried to set what only the person may: where records go, or a path outside it (D10)."""
 
     def __init__(self, where: str, key: str, why: Said, folder: Path, file: Path) -> None:
-        FlowerError.__init__(self, "settings_untrusted", where=where, name=key, why=why, env=ENV[key], folder=str(folder))
+        # Only ways that exist (issue 34): the flag where there is one, and the variable.
+        how = f"{FLAGS[key]} or ${ENV[key]}" if key in FLAGS else f"${ENV[key]}"
+        FlowerError.__init__(self, "settings_untrusted", where=where, name=key, why=why, how=how, folder=str(folder))
         self.where, self.setting, self.file = where, key, str(file)
 
 
@@ -195,6 +197,11 @@ KEYS: dict[str, Key] = {
                           "retentionDays"),
 }
 """Every key flower reads: the one schema the settings file, the environment, the flags and the editor's options are checked by."""
+
+FLAGS = {"rounds": "--rounds", "trim": "--no-trim", "model": "--model", "fallback_model": "--fallback-model",
+         "max_cost": "--max-cost", "isolated": "--isolated", "run_dir": "--run-dir", "store": "--store", "project": "--project",
+         "allow": "--allow", "mode": "--mode"}
+"""Key → the `flower` flag that sets it (cli/args.py defines them; `flower status --json` names a value's source by it)."""
 
 ENV = {key: k.env for key, k in KEYS.items()}
 """Key → the environment variable that sets it."""

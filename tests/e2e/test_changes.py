@@ -131,7 +131,7 @@ async def test_cli_changes_summarises_per_wake_and_revert_asks_or_needs_yes(mode
 
     shown = await flower("changes", env=env, cwd=workspace)
     assert shown.code == 0
-    assert "wake #1: 3 file(s)" in shown.out
+    assert "wake #1: 3 files" in shown.out
     assert "E calc.py  +1 -1  (Write)" in shown.out and "C 目标.md" in shown.out and "E 需求.md" in shown.out and str(workspace) not in shown.out
 
     refused = await flower("revert", "calc.py", env=env, cwd=workspace)  # not a terminal, no --yes

@@ -445,6 +445,9 @@ async def test_bad_params_get_invalid_params_and_the_env_must_be_strings(place, 
             await client.request(method, params)
         assert fragment in str(caught.value), (method, caught.value)
     assert (await client.request(p.RUNS, {}))["runs"][0]["folder"] == uri(workspace)
+    # An answer the engine chose is one line in its log, not a traceback (issue 34: a busy folder filled it with one).
+    logged = place.log.read_text()
+    assert "answered with an error: " in logged and "Traceback" not in logged and " ERROR " not in logged, logged
 
 
 
@@ -527,12 +530,14 @@ async def test_terminal_attached_answers_the_clarify_question_and_sees_the_run_f
     term = await Terminal.open(env=env, cwd=workspace)
     try:
         await term.expect("attached to the run in the flower engine")
+        await term.expect("== clarify ====")  # attached mid-step: the step's header, as a foreground run shows it (issue 34)
         model.release()
         await term.expect("Which operations should it support?")
         await term.expect("Your answer")  # the engine asked the terminal that attached (flower/ask)
         term.type("add and subtract only")
+        await term.expect("== work ====")  # each later step's header too
         await term.expect("judge #1: passed")
-        await term.expect("done")
+        await term.expect("done · the judge passed it (round 1)")  # the foreground run's closing line, not a bare "done"
         assert await term.wait() == 0
     finally:
         term.close()

@@ -78,7 +78,7 @@ async def test_the_cli_says_its_failures_in_chinese(model, env, workspace, run_d
     # No key in the environment and no `claude login`: said before anything is written.
     empty = tmp_path / "no-login"
     empty.mkdir()
-    err = await run(TASK, "-r", str(run_dir), code=1, env={"CLAUDE_CONFIG_DIR": str(empty)})
+    err = await run(TASK, "-r", str(run_dir), code=2, env={"CLAUDE_CONFIG_DIR": str(empty)})  # bad input (issue 34)
     assert err.strip() == f"flower: {text('missing_credentials', 'zh')}"
     assert not (run_dir / "lineage.json").exists() and list(workspace.iterdir()) == []
 

@@ -80,7 +80,7 @@ async def test_gc_lists_each_task_deletes_nothing_unasked_and_yes_collects_the_a
     cells = row(listed.out, "current (kept)")
     assert (int(cells[0]), int(cells[1])) == (len(current), sum(current.values())), listed.out
     assert "other" not in listed.out  # every stored session belongs to a task
-    assert f"flower gc --yes would free 1 archived task(s): {len(old)} sessions, {sum(old.values())} entries" in listed.out
+    assert f"flower gc --yes would free 1 archived task: {len(old)} sessions, {sum(old.values())} entries" in listed.out
     assert "Not on a terminal: nothing deleted. Add --yes to delete them." in listed.out
     assert stored(run_dir) == {**old, **current} and on_disk(run_dir) == size
 
@@ -97,7 +97,7 @@ async def test_gc_lists_each_task_deletes_nothing_unasked_and_yes_collects_the_a
     after = on_disk(run_dir)
     assert after < size - 300_000, (size, after)  # VACUUM gave BIG's room back to the disk
     line = next(line for line in done.out.splitlines() if line.startswith("deleted "))
-    assert line.startswith(f"deleted {len(old)} sessions ({sum(old.values())} entries) of 1 archived task(s)"), line
+    assert line.startswith(f"deleted {len(old)} sessions ({sum(old.values())} entries) of 1 archived task"), line
     print(f"\nflower gc --yes: {line}; sessions.db and its -wal/-shm {size} -> {after} bytes")
     assert {name: (archive / name).read_bytes() for name in kept_files} == kept_files  # S28: the archive's files stay
     assert files(tmp_path / "claude-config") == cli_files  # never the CLI's own files under ~/.claude
@@ -138,7 +138,7 @@ async def answered(run_dir: Path, env: dict[str, str], workspace: Path, answer: 
     """`flower gc` at a terminal: wait for its question, type `answer`, wait for `then`; what the terminal showed."""
     term = await Terminal.open("gc", "-r", str(run_dir), env=env, cwd=workspace)
     try:
-        await term.expect("would free 1 archived task(s): 2 sessions, 40 entries", timeout=30)
+        await term.expect("would free 1 archived task: 2 sessions, 40 entries", timeout=30)
         await term.expect("Their 需求.md, 目标.md and notes stay. [y/N]", timeout=30)
         term.type(answer)
         await term.expect(then, timeout=30)
@@ -152,7 +152,7 @@ async def test_gc_at_a_terminal_asks_and_enter_is_no(env, workspace, run_dir):
     old, current = await seeded(workspace, run_dir)
     await answered(run_dir, env, workspace, "", "nothing deleted")
     assert set(stored(run_dir)) == {*old, *current}
-    screen = await answered(run_dir, env, workspace, "y", "deleted 2 sessions (40 entries) of 1 archived task(s)")
+    screen = await answered(run_dir, env, workspace, "y", "deleted 2 sessions (40 entries) of 1 archived task")
     assert set(stored(run_dir)) == set(current)
     assert "Traceback" not in screen
 
@@ -165,7 +165,7 @@ async def test_gc_never_collects_a_session_the_current_task_names_even_when_an_a
     done = await flower("gc", "--yes", "-r", str(run_dir), env=env, cwd=workspace)
     assert done.code == 0, done.err
     assert set(stored(run_dir)) == {"old-clarify", *current}
-    assert "deleted 1 sessions (20 entries)" in done.out
+    assert "deleted 1 session (20 entries)" in done.out
 
 
 async def test_retention_days_at_wake_collects_old_archives_and_says_what_it_freed(model, env, workspace, run_dir):
@@ -180,7 +180,7 @@ async def test_retention_days_at_wake_collects_old_archives_and_says_what_it_fre
     done = await flower("add subtraction too", "-r", str(run_dir), env={**env, "FLOWER_RETENTION_DAYS": "30"}, cwd=workspace)
     assert done.code == 0, done.err
     freed = [line for line in done.out.splitlines() if line.startswith("· retention (30 days):")]  # a Notice line
-    assert len(freed) == 1 and f"deleted {len(old)} sessions of 1 archived task(s) from the store" in freed[0], done.out
+    assert len(freed) == 1 and f"deleted {len(old)} sessions of 1 archived task from the store" in freed[0], done.out
     now = stored(run_dir)
     assert not set(old) & set(now) and set(current) <= set(now)  # this wake's new goals session comes on top
     assert all(now[sid] >= n for sid, n in current.items())

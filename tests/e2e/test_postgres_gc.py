@@ -56,7 +56,7 @@ async def test_postgres_retention_at_wake_and_gc_collect_archived_tasks_only(mod
     woke = await flower("add a README section", "-r", str(run_dir), env={**env, "FLOWER_RETENTION_DAYS": "30"}, cwd=workspace)
     assert woke.code == 0, woke.err
     said = [line for line in woke.out.splitlines() if line.startswith("· retention (30 days):")]
-    assert len(said) == 1 and f"deleted {len(first)} sessions of 1 archived task(s) from the store" in said[0], woke.out
+    assert len(said) == 1 and f"deleted {len(first)} sessions of 1 archived task from the store" in said[0], woke.out
     now = set(stored(pg, pg_url))
     assert not first & now and second <= now and current <= now
 

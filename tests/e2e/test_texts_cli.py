@@ -14,8 +14,13 @@ from flower.testing import text as reply
 
 def english(template: str) -> re.Pattern[str]:
     """A line that is this English sentence, whatever its fields hold."""
-    parts = re.split(r"\{[^}]*\}", template.strip())
-    return re.compile(".*".join(re.escape(p) for p in parts), re.S)
+    out, at = [], 0
+    for field in re.finditer(r"\{[^}:]*(?::([^}]*))?\}", template.strip()):
+        out.append(re.escape(template.strip()[at:field.start()]))
+        spec = field.group(1) or ""  # `{n:file|files}` is one of its words (core/texts.py), any other field anything
+        out.append("(?:" + "|".join(map(re.escape, spec.split("|"))) + ")" if "|" in spec else ".*")
+        at = field.end()
+    return re.compile("".join(out) + re.escape(template.strip()[at:]), re.S)
 
 
 def chinese_words() -> str:

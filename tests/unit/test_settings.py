@@ -179,3 +179,19 @@ def test_an_environment_number_is_a_number_and_a_switch_a_switch(tmp_path: Path)
     with pytest.raises(SettingsError) as bad:
         load(tmp_path, env={"FLOWER_ROUNDS": "yes"})
     assert "$FLOWER_ROUNDS" in bad.value.text("en") and "'yes'" in bad.value.text("en")
+
+
+def test_flags_match_exactly_and_the_flags_messages_name_exist(tmp_path: Path) -> None:
+    """Issue 34: `--mode X` was taken as `--model X` (prefix matching); `--mode` and `--allow` exist and set their keys."""
+    from flower.cli.args import UsageError, given, main_parser
+    from flower.settings import FLAGS
+
+    args = main_parser("en").parse_intermixed_args(["--mode", "plan", "--allow", "Read,Bash(npm test:*)", "go"])
+    assert args.model is None
+    settings = load(tmp_path, given(args), labels=FLAGS, env={})
+    assert settings.mode == "plan" and settings.allow == ["Read", "Bash(npm test:*)"]
+    assert settings.sources["mode"] == "--mode"
+    with pytest.raises(UsageError, match="unrecognized arguments: --mod"):
+        main_parser("en").parse_intermixed_args(["--mod", "x"])
+    for key, flag in FLAGS.items():
+        assert flag in main_parser("en").format_help(), key

@@ -36,3 +36,28 @@ def test_step_labels_keep_the_suffix_of_their_manifest_name():
     assert header("en", "干活#round3", 3, 3, 2, True) == "== work#round3 ==============================  3/3  <- resumed · wake #2"
 
 
+
+
+def test_counts_take_the_right_word_in_both_languages():
+    from flower.core.texts import text
+
+    assert text("changes_wake", "en", wake=2, count=1) == "wake #2: 1 file"
+    assert text("changes_wake", "en", wake=2, count=3) == "wake #2: 3 files"
+    assert text("banner_goals", "en", count=1) == "1 goal" and text("banner_goals", "en", count=0) == "0 goals"
+    assert text("changes_wake", "zh", wake=2, count=1) == "第 2 次唤醒:1 个文件"
+    no_template_says_maybe_plural = [k for k, e in CATALOG.items() if "(s)" in e["en"]]
+    assert no_template_says_maybe_plural == []
+
+
+def test_nothing_to_revert_says_it_in_plain_words(tmp_path):
+    from flower.core.changes import ChangeLog
+    from flower.core.errors import FlowerError
+
+    log = ChangeLog(tmp_path / "runs", tmp_path)
+    with pytest.raises(FlowerError) as nothing:
+        log.revert("nothere.py")
+    assert nothing.value.text("en") == ("Nothing to revert: no wake changed nothere.py, or the file is already as it was "
+                                        "(see `flower changes`).")
+    with pytest.raises(FlowerError) as in_wake:
+        log.revert("nothere.py", wake=2)
+    assert "in wake 2 that still differs" in in_wake.value.text("en")

@@ -123,9 +123,18 @@ def test_inventory_names_what_the_folder_would_run(clone: Path) -> None:
                   "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch y"}]}]},
         "env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, "apiKeyHelper": "echo k"}))
     (clone / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": {"command": "sh", "args": ["-c", "touch z"]}}}))
+    # Issue 34: the URL the key would go to is shown, and a command as a shell would run it, whole and quoted.
     assert inventory(clone) == [
-        "its .claude/settings.json defines 2 hooks; env ANTHROPIC_BASE_URL; apiKeyHelper",
-        'its .mcp.json starts "helper" (sh -c touch z)',
+        "its .claude/settings.json defines 2 hooks; env ANTHROPIC_BASE_URL=http://127.0.0.1:9; apiKeyHelper",
+        "its .mcp.json starts \"helper\" (sh -c 'touch z')",
+    ]
+    long = "curl -s https://example.org/install.sh --output /tmp/a/very/long/path/that/goes/on/and/on/install.sh; sh /tmp/x"
+    (clone / ".mcp.json").write_text(json.dumps({"mcpServers": {"h": {"command": "sh", "args": ["-c", long]},
+                                                                "r": {"type": "http", "url": "https://u:secret@mcp.example.org/"}}}))
+    (clone / ".claude" / "settings.json").write_text(json.dumps({"env": {"HTTPS_PROXY": "http://me:pw@proxy:3128", "DEBUG": "1"}}))
+    assert inventory(clone) == [
+        "its .claude/settings.json defines env DEBUG, HTTPS_PROXY=http://me:***@proxy:3128",
+        f"its .mcp.json starts \"h\" (sh -c '{long}'), \"r\" (https://u:***@mcp.example.org/)",
     ]
 
 
@@ -135,7 +144,12 @@ def test_an_untrusted_folders_file_may_not_name_a_store_or_a_run_dir_outside(clo
         load(clone, env={}, trusted=False)
     line = refused.value.text("en")
     assert line.startswith(f"{clone / '.flower.toml'}: store cannot be set by an untrusted folder's file") and "\n" not in line
-    assert "$FLOWER_STORE" in line and f"flower trust {clone}" in line
+    assert "(--store or $FLOWER_STORE)" in line and f"flower trust {clone}" in line  # only ways that exist (issue 34)
+    (clone / ".flower.toml").write_text("retention_days = 3\n")
+    with pytest.raises(UntrustedSetting) as retention:
+        load(clone, env={}, trusted=False)
+    assert "set it yourself ($FLOWER_RETENTION_DAYS)" in retention.value.text("en")  # no --retention-days flag to name
+    (clone / ".flower.toml").write_text('store = "postgresql://me@db.example.org/flower"\nrounds = 3\n')
     assert isinstance(refused.value, SettingsError)  # one line and exit 2, as any bad setting
     assert load(clone, env={}, trusted=True).store.startswith("postgresql://")
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from ..core import crash, host
-from ..core.errors import FlowerError
+from ..core.errors import FlowerError, MissingCredentials
 from ..core.lock import WorkspaceBusy
 from ..core.texts import env_locale, text
 from ..core.trust import decide
@@ -111,7 +111,7 @@ def run(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"flower: {exc}\n")
         return EXIT_USAGE
-    except SettingsError as exc:  # a bad settings file, variable or flag value: bad input, one line naming it
+    except (SettingsError, MissingCredentials) as exc:  # a bad setting, or no API key: bad input (exit 2), one line naming it
         sys.stderr.write(f"flower: {exc.text(locale)}\n")
         return EXIT_USAGE
     except WorkspaceBusy as exc:

@@ -9,8 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.approvals import DEFAULT_MODE, MODES
 from ..core.shared import is_postgres_url, safe_url
 from ..core.texts import text
+from ..settings import FLAGS
 
 
 class UsageError(Exception):
@@ -21,7 +23,8 @@ class Parser(argparse.ArgumentParser):
     """argparse whose errors are one line and exit 2; `locale` picks the language of flower's own words."""
 
     def __init__(self, *, locale: str, **kw: Any) -> None:
-        super().__init__(**kw)
+        # Exact flags only (issue 34): with argparse's prefix matching `--mode X` was silently taken as `--model X`.
+        super().__init__(allow_abbrev=False, **kw)
         self.locale = locale
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -72,11 +75,6 @@ def add_agent_settings(parser: argparse.ArgumentParser) -> None:
                         help="ignore CLAUDE.md, .claude/settings*.json, .mcp.json and ~/.claude (they apply by default)")
 
 
-FLAGS = {"rounds": "--rounds", "trim": "--no-trim", "model": "--model", "fallback_model": "--fallback-model",
-         "max_cost": "--max-cost", "isolated": "--isolated", "run_dir": "--run-dir", "store": "--store", "project": "--project"}
-"""Setting key → the flag that sets it, as `flower status --json` names a value's source."""
-
-
 def given(args: argparse.Namespace) -> dict[str, object]:
     """The settings given as flags (absent ones are None, so the environment or the file decides)."""
     return {key: getattr(args, key, None) for key in FLAGS}
@@ -116,6 +114,11 @@ def main_parser(locale: str) -> Parser:
                       help="at most N work rounds in this wake (default 10; resets every wake)")
     made.add_argument("--max-cost", type=cost_type(locale), metavar="USD",
                       help="stop this wake cleanly once it has spent USD (every step, round and judge); the next wake continues")
+    made.add_argument("--allow", metavar="RULES",
+                      help='tools the work agent may use unasked, comma-separated, e.g. "Read,Edit,Bash(npm test:*)" '
+                           "(default: Read,Write,Edit,Glob,Grep,Bash; env FLOWER_ALLOW)")
+    made.add_argument("--mode", metavar="MODE",
+                      help="the CLI's permission mode: " + ", ".join(MODES) + f" (default: {DEFAULT_MODE}; env FLOWER_MODE)")
     add_agent_settings(made)
     add_run_dir(made)
     add_store(made)

@@ -18,8 +18,8 @@ from ..core.shared import is_postgres_url
 from ..core.text import megabytes
 from ..core.texts import Said
 from ..core.trust import decide, why
-from ..settings import Settings, load
-from .args import FLAGS, UsageError, given, writable_run_dir
+from ..settings import FLAGS, Settings, load
+from .args import UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
 from .keyboard import Asker, Keyboard, listen, prompt
 from .trust import settle

@@ -13,13 +13,35 @@ from pathlib import Path
 from typing import TextIO
 
 from ..core import texts
-from ..core.events import AssistantText, Banner, Event, Handoff, Header, Notice, Question, StepEnded, ToolCall, Verdict, Waiting
+from ..core.banner import label
+from ..core.events import (
+    AssistantText,
+    Banner,
+    Event,
+    Handoff,
+    Header,
+    Notice,
+    Question,
+    StepEnded,
+    StepStarted,
+    ToolCall,
+    Verdict,
+    Waiting,
+)
 from ..core.manifest import parse_name
 from ..core.redact import redact
 from ..core.resilience import endpoint
 from ..core.text import clip, tool_arg
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+QUIET_S = 1.0
+"""The live line shows once the model has been silent this long: a reply arriving at once needs no line (issue 34)."""
+
+
+def elapsed(seconds: float) -> str:
+    """`42s`, `3m05s`, `1h02m`: how long something has lasted, in a live line."""
+    s = max(0, int(seconds))
+    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def first_line(text: str | None, width: int = 160) -> str:
@@ -84,6 +106,12 @@ class Console:
         self._wait: tuple[float, Waiting] | None = None  # (deadline, event) while a wait is shown live
         self._shown = False  # a live line is on screen
         self._frame = 0
+        self._step: str | None = None
+        """The step running now (its manifest name), for the live line; None between steps."""
+        self._since = time.monotonic()
+        """When the model was last heard from: the request in flight has lasted since then."""
+        self.asking = False
+        """A question is on the terminal waiting for the person's answer: the live line stays away from it."""
 
     # -- plumbing --------------------------------------------------------------------------
     def text(self, key: str, **fields: object) -> str:
@@ -122,6 +150,12 @@ class Console:
         """The service listener: one event in, its lines out."""
         if not isinstance(event, Waiting):
             self._wait = None
+            self._since = time.monotonic()  # the model (or the step) said something: a new request is in flight
+        match event:
+            case StepStarted(step=step):
+                self._step = step
+            case StepEnded():
+                self._step = None
         match event:
             case Banner(text=text):
                 self.line(self.style(text, "1;32"))
@@ -160,17 +194,29 @@ class Console:
     def waiting(self, e: Waiting, left: float) -> str:
         """What a wait waits for, with the time left."""
         seconds = f"{max(0, round(left))}s"
-        if e.reason == "offline":
-            return self.text("offline", host=self.host, seconds=seconds, attempt=e.attempt, max=e.max_attempts)
+        if e.reason == "offline":  # probes use no attempt: the time offline is what moves (issue 34)
+            since = time.time() - e.offline_since if e.offline_since else 0.0
+            return self.text("offline", host=self.host, seconds=seconds, down=elapsed(since))
         return self.text("backoff", seconds=seconds, next=e.attempt + 1, max=e.max_attempts, error=first_line(e.error, 100))
 
+    def status_line(self) -> str | None:
+        """The live line now: the step, what it waits for and for how long (issue 34); None when there is nothing to say."""
+        if self._wait:
+            deadline, e = self._wait
+            return self.waiting(e, deadline - time.monotonic())
+        quiet = time.monotonic() - self._since
+        if self._step is None or quiet < QUIET_S:
+            return None
+        return self.text("live_model", step=label(self.locale, self._step), seconds=elapsed(quiet))
+
     def tick(self) -> None:
-        """Redraw the live line of the current wait (a spinner and a countdown)."""
-        if not self._wait or not self.live:
+        """Redraw the live line (a spinner, the step, what it waits for and how long), unless a question is being answered."""
+        line = None if self.asking or not self.live else self.status_line()
+        if line is None:
+            self.clear()
             return
-        deadline, e = self._wait
         self._frame = (self._frame + 1) % len(SPINNER)
-        self.info.write("\r\x1b[2K" + self.style(f"{SPINNER[self._frame]} {self.waiting(e, deadline - time.monotonic())}", "33"))
+        self.info.write("\r\x1b[2K" + self.style(f"{SPINNER[self._frame]} {line}", "33" if self._wait else "2"))
         self.info.flush()
         self._shown = True
 

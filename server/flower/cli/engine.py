@@ -16,7 +16,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.approvals import Approval, Decision
-from ..core.events import AssistantText, Banner, Event, Handoff, Header, Notice, Question, StepEnded, ToolCall, Verdict, Waiting
+from ..core.banner import RULE, label
+from ..core.events import (
+    AssistantText,
+    Banner,
+    Event,
+    Handoff,
+    Header,
+    Notice,
+    Question,
+    StepEnded,
+    StepStarted,
+    ToolCall,
+    Verdict,
+    Waiting,
+)
 from ..lsp import protocol as p
 from .args import UsageError
 from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -113,6 +127,8 @@ def event_of(method: str, params: dict[str, Any]) -> Event | None:
                             session_id=params["sessionId"], uuid=params["uuid"], step=step)
         case p.TRANSCRIPT if params["role"] == "assistant" and params["kind"] == "text":
             return AssistantText(text=params["text"], session_id=params["sessionId"], uuid=params["uuid"], step=step)
+        case p.STEP_START:  # the live line's step (issue 34)
+            return StepStarted(index=params["index"], total=params["total"], session_id=params.get("sessionId"), step=step)
         case p.STEP_END:
             return StepEnded(ok=params["ok"], session_id=params["sessionId"], error=params["error"], step=step)
         case p.VERDICT:
@@ -143,10 +159,13 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     end: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
     folder: str | None = None
     answers: Answers | None = None
+    verdicts: list[dict[str, Any]] = []
 
     def on(method: str, params: Any) -> None:
         if not isinstance(params, dict) or params.get("folder") != folder:
             return
+        if method == p.VERDICT:
+            verdicts.append(params)
         if method == p.STATE and not params["running"] and not end.done():
             end.set_result(params)
         elif method == p.APPROVED and answers is not None:
@@ -181,6 +200,9 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
             if (event := event_of(p.TRANSCRIPT, entry)) is not None:
                 console(event)
         console.note(console.text("engine_attached"))
+        if (step := attached["status"].get("step")) is not None:  # attached mid-step: its header, as a foreground run shows
+            console(Header(text=f"== {label(locale, step)} {RULE}", step=step))
+            console(StepStarted(index=0, total=0, step=step))
         env = travelling()
         if text:
             await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
@@ -214,8 +236,9 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         console.line("")
         console.note(console.text("engine_detached"))
         return EXIT_OK
-    if outcome["ok"]:
-        console.line(console.style(console.text("done_plain"), "1;32"))
+    if outcome["ok"]:  # the foreground run's closing line (issue 34): the judge's round when it passed
+        passed = verdicts[-1]["round"] if verdicts and verdicts[-1]["passed"] else None
+        console.line(console.style(console.text("done", rounds=passed) if passed else console.text("done_plain"), "1;32"))
         return EXIT_OK
     console.error(first_line(outcome["error"]) if outcome["error"] else console.text("run_unfinished"))
     return EXIT_FAILED

@@ -94,6 +94,8 @@ class Asker:
 
     async def _read(self, heading: str, prompt: str) -> str | None:
         async with self._turn:
+            self.console.asking = True  # the live line keeps off the question's line (issue 34)
+            self.console.clear()
             if heading:
                 self.console.line(self.console.style(heading, "1"))
             self.console.out.write("\a" + prompt)  # the bell: the run waits for the person
@@ -103,6 +105,7 @@ class Asker:
                 return await self.waiting
             finally:
                 self.waiting = None
+                self.console.asking = False
 
 
 async def listen(keyboard: Keyboard, say: Callable[[str], Awaitable[object]], asker: Asker) -> None:

@@ -238,7 +238,7 @@ class ChangeLog:
                     targets.append((rel or "", entry))
                     break
             if not targets:
-                raise FlowerError("revert_nothing", path=path, wake=wake if wake is not None else "any")
+                raise FlowerError("revert_nothing", path=path, wake=wake) if wake is not None else FlowerError("revert_nothing_any", path=path)
         elif wake is not None:
             targets = [(rel, e) for rel, e in sorted(self._load(wake).get("files", {}).items()) if self._compare(rel, e)]
             if not targets:

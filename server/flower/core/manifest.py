@@ -76,6 +76,8 @@ class ManifestRow:
     window: int | None = None
     retired: tuple[str, ...] = ()
     """The sessions this run's handoff left behind (S26): work moved on to `session_id`."""
+    context: int | None = None
+    """The session's context size in tokens when the run ended (S19), for the forecast (issue 34)."""
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ManifestRow | None:
@@ -83,13 +85,14 @@ class ManifestRow:
         step = row.get("step")
         if not isinstance(step, str):
             return None
-        window, retired = row.get("window"), row.get("retired")
+        window, retired, context = row.get("window"), row.get("retired"), row.get("context")
         return cls(step=step, run=_str(row.get("run")), session_id=_str(row.get("session_id")), ok=row.get("ok") is True,
                    cost_usd=_number(row.get("cost_usd")), started_at=_number(row.get("started_at")),
                    ended_at=_number(row.get("ended_at")), text=_str(row.get("text")) or "", error=_str(row.get("error")),
                    model=_str(row.get("model")) or None,
                    window=window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None,
-                   retired=tuple(r for r in retired if isinstance(r, str)) if isinstance(retired, list) else ())
+                   retired=tuple(r for r in retired if isinstance(r, str)) if isinstance(retired, list) else (),
+                   context=context if isinstance(context, int) and not isinstance(context, bool) and context > 0 else None)
 
 
 def _str(value: object) -> str | None:

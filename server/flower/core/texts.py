@@ -17,7 +17,7 @@ CATALOG: dict[str, dict[str, str]] = {
     # -- the wake banner and step headers (S19) ---------------------------------------------------
     "banner": {"en": "<- resumed in {where} · {facts}", "zh": "<- 在 {where} 接上上次  {facts}"},
     "banner_confirmed": {"en": "requirements confirmed", "zh": "需求已确认"},
-    "banner_goals": {"en": "{count} goals", "zh": "目标 {count} 条"},
+    "banner_goals": {"en": "{count} {count:goal|goals}", "zh": "目标 {count} 条"},
     "banner_context": {"en": "work context {size}", "zh": "干活上下文 {size}"},
     "banner_wake": {"en": "wake #{woke}", "zh": "第 {woke} 次唤醒"},
     "header_resumed": {"en": "<- resumed · wake #{woke}", "zh": "<- 接上次 · 第 {woke} 次唤醒"},
@@ -190,11 +190,15 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "Nothing to revert: {path} has no change recorded in wake {wake} that still differs (see `flower changes`).",
         "zh": "没有可还原的:{path} 在第 {wake} 次唤醒里没有仍不同的改动记录(见 `flower changes`)。",
     },
+    "revert_nothing_any": {
+        "en": "Nothing to revert: no wake changed {path}, or the file is already as it was (see `flower changes`).",
+        "zh": "没有可还原的:没有哪次唤醒改过 {path},或它已经是原来的样子(见 `flower changes`)。",
+    },
     "revert_no_image": {
         "en": "{path} changed during a Bash call but was too large to keep a copy of: restore it from version control.",
         "zh": "{path} 是在 Bash 调用中改的,但太大没有留副本:请从版本控制里恢复。",
     },
-    "revert_confirm": {"en": "Restore {count} file(s) as they were before wake {wake}? [y/N] ",
+    "revert_confirm": {"en": "Restore {count} {count:file|files} as they were before wake {wake}? [y/N] ",
                        "zh": "把 {count} 个文件恢复到第 {wake} 次唤醒之前的样子? [y/N] "},
     "revert_needs_yes": {"en": "Not on a terminal: add --yes to restore without asking.",
                          "zh": "不在终端上:加 --yes 就不再询问直接恢复。"},
@@ -207,7 +211,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "gc_other": {"en": "other (kept: no task names them)", "zh": "其他(保留:不属于任何任务)"},
     "gc_store": {"en": "the store takes {size} MB on disk ({where})", "zh": "存储在磁盘上占 {size} MB({where})"},
     "gc_would_free": {
-        "en": "{which} would free {count} archived task(s): {sessions} sessions, {entries} entries, {size} MB",
+        "en": "{which} would free {count} archived {count:task|tasks}: {sessions} {sessions:session|sessions}, {entries} {entries:entry|entries}, {size} MB",
         "zh": "{which}会清理 {count} 个已归档任务:{sessions} 个会话,{entries} 条,{size} MB",
     },
     "gc_every": {"en": "flower gc --yes", "zh": "flower gc --yes "},
@@ -223,7 +227,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "gc_listed_only": {"en": "Not on a terminal: nothing deleted. Add --yes to delete them.",
                        "zh": "不在终端上:什么都没删。加 --yes 才会删除。"},
     "gc_freed": {
-        "en": "deleted {sessions} sessions ({entries} entries) of {count} archived task(s); the store went from {before} MB to {after} MB on disk",
+        "en": "deleted {sessions} {sessions:session|sessions} ({entries} {entries:entry|entries}) of {count} archived {count:task|tasks}; the store went from {before} MB to {after} MB on disk",
         "zh": "已删除 {count} 个已归档任务的 {sessions} 个会话({entries} 条);存储在磁盘上从 {before} MB 变为 {after} MB",
     },
     "gc_postgres_reuse": {
@@ -233,7 +237,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "gc_bad_age": {"en": "{value} is not an age: give days or hours, e.g. --older-than 90d or 12h",
                    "zh": "{value} 不是时长:用天或小时,例如 --older-than 90d 或 12h"},
     "retention_freed": {
-        "en": "retention ({days} days): deleted {sessions} sessions of {count} archived task(s) from the store; {before} MB -> {after} MB on disk",
+        "en": "retention ({days} {days:day|days}): deleted {sessions} {sessions:session|sessions} of {count} archived {count:task|tasks} from the store; {before} MB -> {after} MB on disk",
         "zh": "保留期({days} 天):已从存储删除 {count} 个已归档任务的 {sessions} 个会话;磁盘占用 {before} MB -> {after} MB",
     },
     "store_large": {
@@ -241,13 +245,14 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "存储在磁盘上占 {size} GB:`flower gc` 可查看已归档任务占用的空间并清理",
     },
     "changes_none": {"en": "No changes recorded here yet.", "zh": "这里还没有记录到改动。"},
-    "changes_wake": {"en": "wake #{wake}: {count} file(s)", "zh": "第 {wake} 次唤醒:{count} 个文件"},
+    "changes_wake": {"en": "wake #{wake}: {count} {count:file|files}", "zh": "第 {wake} 次唤醒:{count} 个文件"},
     "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
     "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
     "offline": {
-        "en": "offline, waiting for {host} to answer · next probe in {seconds} · attempt {attempt}/{max}",
-        "zh": "离线,等 {host} 恢复 · {seconds} 后再探 · 第 {attempt}/{max} 次",
+        "en": "offline for {down}, waiting for {host} to answer · next probe in {seconds}",
+        "zh": "已离线 {down},等 {host} 恢复 · {seconds} 后再探",
     },
+    "live_model": {"en": "{step} · waiting for the model · {seconds}", "zh": "{step} · 等模型回复 · {seconds}"},
     "backoff": {
         "en": "retrying in {seconds} (attempt {next}/{max}) after: {error}",
         "zh": "{seconds} 后重试(第 {next}/{max} 次) · {error}",
@@ -352,7 +357,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "requirements_incomplete": {"en": "{file} is still incomplete", "zh": "{file} 仍不完整"},
     "no_goals": {"en": "no checklist items were written to {file}", "zh": "{file} 里没有写出任何清单条目"},
     "judge_not_passed": {
-        "en": "the judge did not pass the work in {rounds} round(s): {reasons}",
+        "en": "the judge did not pass the work in {rounds} {rounds:round|rounds}: {reasons}",
         "zh": "判定者 {rounds} 轮内没有通过这项工作: {reasons}",
     },
     "fix_auth": {
@@ -391,7 +396,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "status_workspace": {"en": "workspace {path}", "zh": "工作区   {path}"},
     "status_run_dir": {"en": "run dir   {path}", "zh": "记录     {path}"},
     "status_resumes": {
-        "en": "woke {woke} time(s); the next run resumes (wake #{next})",
+        "en": "woke {woke} {woke:time|times}; the next run resumes (wake #{next})",
         "zh": "已唤醒 {woke} 次;下次运行接着做(第 {next} 次唤醒)",
     },
     "status_nothing": {"en": "nothing to resume here: flower \"task\" starts one", "zh": "这里还没有可接续的会话:flower \"任务\" 开始"},
@@ -531,8 +536,8 @@ For real: export ANTHROPIC_API_KEY=…; cd your-project; flower "what to build"
     "trust_no": {"en": "{folder} is no longer trusted (recorded in {record})", "zh": "{folder} 不再被信任(记录在 {record})"},
     "settings_untrusted": {
         "en": "{where}: {name} cannot be set by an untrusted folder's file ({why}); set it yourself "
-              "(a flag or ${env}), or trust the folder: flower trust {folder}",
-        "zh": "{where}: 未被信任的文件夹的文件不能设置 {name}({why});请自己设置(参数或 ${env}),或信任这个文件夹: flower trust {folder}",
+              "({how}), or trust the folder: flower trust {folder}",
+        "zh": "{where}: 未被信任的文件夹的文件不能设置 {name}({why});请自己设置({how}),或信任这个文件夹: flower trust {folder}",
     },
     "untrusted_mode": {"en": "it says how tools are permitted", "zh": "它决定工具如何被允许"},
     "untrusted_allow": {"en": "it may only narrow the tools allowed ({allowed}), not widen them",
@@ -563,9 +568,22 @@ def env_locale(environ: Mapping[str, str] = os.environ) -> str:
     return locale_from(next((environ[name] for name in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(name)), None))
 
 
+class _Plurals(string.Formatter):
+    """`{n:file|files}` is the word for a count (issue 34: never `file(s)`); any other spec is format()'s own."""
+
+    def format_field(self, value: object, format_spec: str) -> str:
+        if "|" in format_spec and isinstance(value, int):
+            one, many = format_spec.split("|", 1)
+            return one if value == 1 else many
+        return format(value, format_spec)
+
+
+_PLURALS = _Plurals()
+
+
 def text(key: str, locale: str | None, **fields: object) -> str:
     """The sentence `key` in `locale` (any spelling `locale_from` accepts), its {fields} filled in."""
-    return CATALOG[key][locale_from(locale)].format(**fields)
+    return _PLURALS.format(CATALOG[key][locale_from(locale)], **fields)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from .durable import write_atomic
+from .shared import safe_url
 from .texts import Said, say
 
 log = logging.getLogger(__name__)
@@ -150,7 +152,7 @@ def inventory(folder: str | os.PathLike[str]) -> list[str]:
                 parts.append(f"{n} hook{'s' if n != 1 else ''}")
         env = settings.get("env")
         if isinstance(env, dict) and env:
-            parts.append("env " + ", ".join(sorted(map(str, env))))
+            parts.append("env " + ", ".join(_variable(str(k), v) for k, v in sorted(env.items(), key=lambda kv: str(kv[0]))))
         parts.extend(key for key in ("apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper",
                                      "statusLine", "enabledPlugins", "permissions") if settings.get(key))
         if parts:
@@ -166,10 +168,16 @@ def _server(name: str, spec: object) -> str:
     if not isinstance(spec, dict):
         return f'"{name}"'
     if spec.get("command"):
-        words = [str(spec["command"]), *map(str, spec.get("args") or [])]
-        shown = " ".join(words)
-        return f'"{name}" ({shown[:60]}{"…" if len(shown) > 60 else ""})'
-    return f'"{name}" ({spec.get("url") or spec.get("type") or "?"})'
+        # Whole and quoted as a shell would run it (issue 34): a cut or unquoted command hides what the person agrees to.
+        return f'"{name}" ({shlex.join([str(spec["command"]), *map(str, spec.get("args") or [])])})'
+    return f'"{name}" ({safe_url(str(spec.get("url") or spec.get("type") or "?"))})'
+
+
+def _variable(name: str, value: object) -> str:
+    """A variable the folder sets, with its value when it says where requests (and the API key in them) go (issue 34)."""
+    if name.endswith(("_URL", "_PROXY")) or name.lower() in ("http_proxy", "https_proxy", "all_proxy"):
+        return f"{name}={safe_url(str(value))}"
+    return name
 
 
 def project_memory(folder: str | os.PathLike[str]) -> str:

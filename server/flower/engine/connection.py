@@ -145,7 +145,7 @@ class Connection(FlowerServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log out-of-band errors (to the engine's log; redacted)."""
-        log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
+        p.report(log, error, source)
 
 
 class BoundedWriter:

@@ -9,6 +9,7 @@ with InvalidParams and a message that says what to send instead.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, TypeVar
@@ -17,7 +18,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from lsprotocol.converters import get_converter
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 
 from ..core.banner import title
 from ..core.manifest import in_work_session
@@ -1031,6 +1032,32 @@ def folder_status(s: Status, locale: str, now: float, **editor: Any) -> FolderSt
     plain.update(has_task=s.started, work_session=in_work_session(s.step), step_label=title(locale, s.step) if s.step else None,
                  unreachable=s.unreachable.text(locale) if s.unreachable is not None else None, **editor)
     return _FROM_DOMAIN.structure(plain, FolderStatus)
+
+
+def answered(error: BaseException | None) -> bool:
+    """Whether an error is an answer flower chose (a busy folder, bad params), not a fault: logged as one line (issue 34)."""
+    return isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError)
+
+
+class ExpectedErrors(logging.Filter):
+    """pygls logs every error answer with its traceback; an answer flower chose becomes one INFO line (issue 34)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if answered(error):
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg, record.args = "answered with an error: %s", (redact(str(error)),)
+        return True
+
+
+EXPECTED_ERRORS = ExpectedErrors()
+
+
+def report(logger: logging.Logger, error: Exception, source: Any) -> None:
+    """Log an error a handler ended with (redacted, D6): a fault at ERROR; an answer flower chose is already pygls's INFO line."""
+    logger.log(logging.DEBUG if answered(error) else logging.ERROR, "%s: %s", getattr(source, "__name__", source),
+               redact(str(error)))
 
 
 # -- to the wire (D6: no API key ever leaves) --------------------------------------------------

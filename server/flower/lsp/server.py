@@ -60,6 +60,7 @@ class FlowerServer(LanguageServer):
                  converter: Callable[[], cattrs.Converter] = converter_factory) -> None:
         super().__init__("flower", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.None_,
                          converter_factory=converter, protocol_cls=protocol_cls)
+        logging.getLogger("pygls.protocol.json_rpc").addFilter(p.EXPECTED_ERRORS)  # once: a filter is added only once
         self.folders: dict[str, Folder] = {}
         """Normalized folder path → Folder."""
         self.locale = "en"
@@ -130,7 +131,7 @@ class FlowerServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log out-of-band errors; never show raw exception text (it could carry secrets) to the person."""
-        log.error("%s: %s", getattr(source, "__name__", source), p.redact(str(error)))
+        p.report(log, error, source)
 
 
 LATE_S = 0.01

@@ -1,0 +1,95 @@
+"""How far the work session is from the wall: context per work round, its recent slope, rounds left, cost per round.
+
+S19 puts the context size on the wake line so that a person can start over before the wall; S26 records how it
+grows (28.7K → 185.9K over 70 rounds, ~2.2K a round). From the manifest's rows (each work round records the
+session's context when it ended) this says, at the recent slope, how many work rounds remain until the handoff
+threshold and until the model's window, and what a round costs in this wake and in the whole task (issue 34).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .manifest import ManifestRow, in_work_session
+
+RECENT = 10
+"""Rounds of the current session the slope is taken over: recent enough to follow a change of pace."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """One work round as the records hold it."""
+
+    n: int
+    """1 for the task's first work round."""
+    context: int | None
+    """The work session's context in tokens when the round ended (None: not recorded)."""
+    session: str | None
+    handoff: bool
+    """The round ran in a new session: a handoff (S26) or a fresh start put the context back down before it."""
+    started_at: float
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Where the work session's context is heading, in work rounds and dollars."""
+
+    rounds: list[Round]
+    slope: float | None
+    """Tokens the context grows per work round lately (the current session's last rounds); None with fewer than two."""
+    to_handoff: int | None
+    """Work rounds until the context reaches the handoff threshold at that slope (0: there already); None: not growing."""
+    to_window: int | None
+    """Work rounds until it reaches the model's window (the wall) at that slope; None: not growing."""
+    wake_per_round: float | None
+    """USD this wake spent per work round (every step and judge it ran, over its work rounds); None before one."""
+    task_per_round: float | None
+    """USD the task spent per work round since it began."""
+
+
+def is_work_round(row: ManifestRow) -> bool:
+    """A row of the work step (its first run, a retry or a round), not its judge or its handoff note: the one rule."""
+    return in_work_session(row.step)
+
+
+def rounds_of(rows: Sequence[ManifestRow]) -> list[Round]:
+    """The task's work rounds in the order they ran."""
+    out: list[Round] = []
+    for row in sorted((r for r in rows if is_work_round(r)), key=lambda r: r.started_at):
+        moved = bool(out) and row.session_id is not None and row.session_id != out[-1].session
+        out.append(Round(len(out) + 1, row.context, row.session_id or (out[-1].session if out else None), moved,
+                         row.started_at))
+    return out
+
+
+def slope_of(rounds: Sequence[Round]) -> float | None:
+    """Least-squares tokens per round over the current session's last RECENT rounds with a recorded context."""
+    since = max((i for i, r in enumerate(rounds) if r.handoff), default=0)
+    points = [(r.n, r.context) for r in rounds[since:] if r.context is not None][-RECENT:]
+    if len(points) < 2:
+        return None
+    mx = sum(n for n, _ in points) / len(points)
+    my = sum(c for _, c in points) / len(points)
+    spread = sum((n - mx) ** 2 for n, _ in points)
+    return sum((n - mx) * (c - my) for n, c in points) / spread
+
+
+def _left(context: int | None, limit: int, slope: float | None) -> int | None:
+    if context is None or slope is None or slope <= 0 or limit <= 0:
+        return None
+    return max(0, math.ceil((limit - context) / slope))
+
+
+def forecast(rows: Sequence[ManifestRow], context: int | None, handoff_at: int, window: int, wake: str | None) -> Forecast:
+    """The forecast from the task's manifest rows, the work session's context now, and the wake's run mark (`run`)."""
+    rounds = rounds_of(rows)
+    slope = slope_of(rounds)
+    now = context if context is not None else next((r.context for r in reversed(rounds) if r.context is not None), None)
+    in_wake = [r for r in rows if wake is not None and r.run == wake]
+    wake_rounds = sum(1 for r in in_wake if is_work_round(r))
+    return Forecast(
+        rounds=rounds, slope=slope, to_handoff=_left(now, handoff_at, slope), to_window=_left(now, window, slope),
+        wake_per_round=sum(r.cost_usd for r in in_wake) / wake_rounds if wake_rounds else None,
+        task_per_round=sum(r.cost_usd for r in rows) / len(rounds) if rounds else None)
