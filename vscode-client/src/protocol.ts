@@ -461,6 +461,8 @@ export interface TranscriptNotification {
     seq: number;
     /** A subagent's entry: the `toolUseId` of the `Agent` call it works for; null/absent for the main conversation. */
     parent?: string | null;
+    /** `step` in the window's language: the section head's title, also for a step no stepStart announced (the judge's). */
+    stepLabel?: string | null;
 }
 export const transcript = new NotificationType<TranscriptNotification>('flower/transcript');
 

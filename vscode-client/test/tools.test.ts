@@ -44,6 +44,8 @@ test('step heads and facts: the title is the server\'s (names are put into words
     const run = { step: '干活#round2', title: 'work · round 2', state: 'running' as const, costUsd: null, durationS: null, passed: null };
     assert.equal(stepTitle('干活#round2', run), 'work · round 2');
     assert.equal(stepTitle('custom', undefined), 'custom', 'a step the server never described shows its name');
+    // A judge's round has no stepStart: its rows carry the server's words for it.
+    assert.equal(stepTitle('干活·判定#1', undefined, 'judge · round 1'), 'judge · round 1');
     assert.deepEqual([duration(42), duration(185), duration(3725)], ['42 s', '3 min 5 s', '1 h 2 min']);
     assert.deepEqual([cost(0.41), cost(0.004)], ['$0.41', '$0.004']);
     assert.deepEqual(stepFacts({ step: 'x', title: 'x', state: 'failed', costUsd: 0, durationS: 1, passed: null }, ENGLISH), ['failed', '1 s']);

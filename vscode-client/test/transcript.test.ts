@@ -210,3 +210,10 @@ test('a subagent section says what it was asked to do and how many tool calls it
     assert.equal(section(prompted, []).description, 'find the bug');
     assert.equal(section(prompted, []).background, true); // the CLI's default
 });
+
+test('an entry keeps the server\'s words for its step (a judge\'s round has no stepStart; issue 33)', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'j1', { step: '干活·判定#1', stepLabel: 'judge · round 1' }));
+    m.appendTranscript(entry(2, 'w1'));
+    assert.deepEqual(m.all().map((r) => r.stepTitle), ['judge · round 1', null]);
+});

@@ -235,7 +235,7 @@ class Folder:
         return p.TranscriptNotification(
             folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role, kind=i.kind, text=i.text,
             tool_name=i.tool_name, tool_input=i.tool_input, tool_use_id=i.tool_use_id, pruned=i.pruned,
-            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent)
+            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent, step_label=self._title(i.step))
 
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
@@ -502,7 +502,7 @@ class Folder:
         self.notify(p.TRANSCRIPT, p.TranscriptNotification(
             self.uri, step, session_id, uuid, role, kind, text, tool.name if tool else None,
             cut(tool.input) if tool else None, tool.tool_use_id if tool else None,
-            verdict, None, self._seq, parent))
+            verdict, None, self._seq, parent, self._title(step)))
 
     async def _event(self, event: Event) -> None:
         f = self.uri

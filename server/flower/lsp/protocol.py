@@ -812,6 +812,8 @@ class TranscriptNotification:
     """Live: the folder's notification counter (above every history seq known). History: the position in sessions.db."""
     parent: str | None = None
     """A subagent's entry: the `toolUseId` of the `Agent` call it works for (issue 32); null for the main conversation."""
+    step_label: str | None = None
+    """`step` in the client's language (`judge · round 1`), as `FolderStatus.stepLabel`: its section head's title (issue 33)."""
 
 
 @attrs.define

@@ -64,9 +64,9 @@ export function fill(template: string, value: string | number): string {
     return template.replace('{0}', String(value));
 }
 
-/** A section head's title: the server's words for the step, else (a step it never described) its name. */
-export function stepTitle(step: string, info: StepInfo | undefined): string {
-    return info?.title ?? step;
+/** A section head's title: the server's words for the step run, else those that came with its row, else its name. */
+export function stepTitle(step: string, info: StepInfo | undefined, said: string | null = null): string {
+    return info?.title ?? said ?? step;
 }
 
 /** `42 s`, `3 min 5 s`, `1 h 2 min`. */

@@ -135,6 +135,7 @@ export class TranscriptModel {
                 // puts the round and the verdict into words in the window's language (issue #25).
                 row.text = e.n.reasons.split('\n', 1)[0];
                 row.step = e.n.step;
+                row.stepTitle = e.n.label;
                 row.passed = e.n.passed;
                 if (e.n.step !== null) {
                     this.steps.set(e.n.step, {
@@ -378,6 +379,7 @@ export class TranscriptModel {
         row.prunedText = n.prunedText;
         row.toolUseId = n.toolUseId;
         row.parent = n.parent ?? null;
+        row.stepTitle = n.stepLabel ?? null;
         return row;
     }
 }

@@ -122,6 +122,7 @@ function render(row: Row): HTMLElement {
     if (row.result) el.dataset.result = 'true';
     if (row.toolUseId) el.dataset.toolUseId = row.toolUseId;
     if (row.parent) el.dataset.parent = row.parent; // a subagent's row: nested under its Agent call (issue 32)
+    if (row.stepTitle) el.dataset.stepTitle = row.stepTitle; // the server's words for its step (issue 33)
     if (row.passed !== null) el.dataset.passed = String(row.passed);
     el.className = `row ${row.kind}`;
     el.hidden = !view.visible;
@@ -149,7 +150,7 @@ function render(row: Row): HTMLElement {
 /** `judge · round 1: not passed — …`: the round as the server titles the judge's step, the verdict in the window's language. */
 function verdictLine(row: Row, reasons: string): string {
     const said = row.passed === true ? labels.passed : labels.notPassed;
-    return `${stepTitle(row.step ?? '', steps.get(row.step ?? ''))}: ${said}${reasons ? ` — ${reasons}` : ''}`;
+    return `${stepTitle(row.step ?? '', steps.get(row.step ?? ''), row.stepTitle ?? null)}: ${said}${reasons ? ` — ${reasons}` : ''}`;
 }
 
 function button(className: string, testid: string, text: string): HTMLButtonElement {
@@ -327,7 +328,7 @@ function head(el: HTMLElement, step: string, collapsedNow: boolean): HTMLElement
     chevron.textContent = collapsedNow ? '▸' : '▾';
     const title = document.createElement('span');
     title.className = 'step-title';
-    title.textContent = stepTitle(step, info);
+    title.textContent = stepTitle(step, info, el.dataset.stepTitle ?? null);
     const facts = document.createElement('span');
     facts.className = 'step-facts';
     facts.dataset.testid = 'step-facts';
