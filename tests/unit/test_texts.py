@@ -32,7 +32,8 @@ def test_the_process_locale_follows_posix_precedence():
 
 def test_step_labels_keep_the_suffix_of_their_manifest_name():
     assert label("en", "干活#round2") == "work#round2" and label("zh", "干活#round2") == "干活#round2"
-    assert label("en", "干活·判定#1") == "work·判定#1" and label("en", "once") == "once"
+    assert label("en", "干活·判定#1") == "work · judge #1" and label("en", "once") == "once"  # issue 34: no seed words in en
+    assert label("zh", "干活·判定#1") == "干活·判定#1" and label("en", "干活#round2·交接#3") == "work#round2 · handoff #3"
     assert header("en", "干活#round3", 3, 3, 2, True) == "== work#round3 ==============================  3/3  <- resumed · wake #2"
 
 

@@ -5,6 +5,7 @@
     flower --new "task"      archive this task and start another (S28)
     flower once "prompt"     one agent, no workflow, no lineage; --resume SID to continue it (S29)
     flower status            what the next run would resume
+    flower log               the task's transcript, paged; --follow prints new entries as they come (issue 34)
     flower trust [DIR]       let this folder's own hooks, env and MCP servers run (untrust takes it back, D10)
     flower changes           what the agents changed, per wake (issue #25)
     flower revert FILE       put a file back as it was before the wake that changed it; --wake N: all of one wake
@@ -43,6 +44,7 @@ from .args import (
     changes_parser,
     demo_parser,
     gc_parser,
+    log_parser,
     main_parser,
     once_parser,
     ps_parser,
@@ -65,7 +67,7 @@ from .commands import (
 from .console import Redacted
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
-COMMANDS = ("once", "status", "changes", "revert", "gc", "demo", "trust", "untrust", "serve", "stop", "ps")
+COMMANDS = ("once", "status", "log", "changes", "revert", "gc", "demo", "trust", "untrust", "serve", "stop", "ps")
 
 
 def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
@@ -76,6 +78,9 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             return once_command, once_parser(locale).parse_intermixed_args(rest)
         if command == "status":
             return status_command, status_parser(locale).parse_args(rest)
+        if command == "log":
+            from .log import log_command  # here, not at import: it reads the store through the service
+            return log_command, log_parser(locale).parse_args(rest)
         if command in ("changes", "revert"):
             from . import changes  # here, not at import: it needs the service (and the SDK behind it)
             if command == "changes":

@@ -100,7 +100,7 @@ def main_parser(locale: str) -> Parser:
     made = Parser(
         locale=locale, prog="flower",
         description="Run a long coding-agent task in this directory; run it again and it continues the same conversation.",
-        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower changes · flower revert FILE|--wake N · "
+        epilog="Also: flower once \"prompt\" [--resume SID] · flower status · flower log [--follow] · flower changes · flower revert FILE|--wake N · "
                "flower gc [--older-than 90d] [--yes] · flower trust|untrust [DIR] · flower demo (offline, no API key) · flower serve · flower ps · flower stop. "
                "Exit codes: 0 done, 1 not finished, 2 bad input, 3 workspace busy, 130 interrupted.",
     )
@@ -143,6 +143,21 @@ def status_parser(locale: str) -> Parser:
     """`flower status [--json] [-r DIR]`."""
     made = Parser(locale=locale, prog="flower status", description="What the next run here would resume.")
     made.add_argument("--json", action="store_true", help="print the status as JSON")
+    add_run_dir(made)
+    add_store(made)
+    return made
+
+
+def log_parser(locale: str) -> Parser:
+    """`flower log [-n N | --all] [--follow] [-r DIR] [--store URL]` (issue 34)."""
+    made = Parser(locale=locale, prog="flower log",
+                  description="The task's transcript as stored: every step's conversation, oldest first, through a pager "
+                              "on a terminal. No wake, no lock, nothing written.")
+    made.add_argument("-n", "--lines", type=rounds_type(locale), default=200, metavar="N",
+                      help="the newest N entries (default 200)")
+    made.add_argument("--all", action="store_true", help="every entry from the task's start")
+    made.add_argument("-f", "--follow", action="store_true",
+                      help="then keep printing new entries as a run here (or in the engine) writes them; Ctrl-C ends it")
     add_run_dir(made)
     add_store(made)
     return made

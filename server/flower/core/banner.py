@@ -36,8 +36,11 @@ def banner(locale: str, workspace: str | os.PathLike[str], goals: int, context: 
 
 
 def label(locale: str, step: str) -> str:
-    """A step's name as shown: `干活#round2` → `work#round2` in English; the seed's Chinese in zh."""
-    base = parse_name(step)[0]
+    """A step's name as shown: `干活#round2` → `work#round2`, `干活·判定#1` → `work · judge #1` in English (issue 34:
+    never the seed's words in the English UI; the records keep them); the seed's Chinese as it is in zh."""
+    base, kind, n = parse_name(step)
+    if kind in ("judge", "handoff"):
+        return text(f"step_{kind}", locale, step=label(locale, base), n=n)
     key = STEP_KEYS.get(base)
     return (text(key, locale) if key else base) + step[len(base):]
 
@@ -50,12 +53,12 @@ def title(locale: str, step: str) -> str:
     """
     base, kind, n = parse_name(step)
     if kind == "judge":
-        return text("step_judge", locale, n=n)
+        return text("title_judge", locale, n=n)
     if kind == "handoff":
-        return text("step_handoff", locale, n=n)
+        return text("title_handoff", locale, n=n)
     key = STEP_KEYS.get(base)
     shown = text(key, locale) if key else title(locale, base) if kind != "first" else base
-    return text(f"step_{kind}", locale, step=shown, n=n) if kind in ("round", "retry") else shown
+    return text(f"title_{kind}", locale, step=shown, n=n) if kind in ("round", "retry") else shown
 
 
 def header(locale: str, step: str, index: int, total: int, woke: int, resumed: bool) -> str:
