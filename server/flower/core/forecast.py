@@ -12,10 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .manifest import ManifestRow, parse_name, step_of
+from .manifest import ManifestRow, in_work_session
 
-WORK = "干活"
-"""The work step's name in the records (S7); its rounds and retries are the rounds counted here."""
 RECENT = 10
 """Rounds of the current session the slope is taken over: recent enough to follow a change of pace."""
 
@@ -52,8 +50,8 @@ class Forecast:
 
 
 def is_work_round(row: ManifestRow) -> bool:
-    """A row of the work step (its first run, a retry or a round), not its judge or its handoff note."""
-    return parse_name(row.step)[1] in ("first", "retry", "round") and step_of(row.step) == WORK
+    """A row of the work step (its first run, a retry or a round), not its judge or its handoff note: the one rule."""
+    return in_work_session(row.step)
 
 
 def rounds_of(rows: Sequence[ManifestRow]) -> list[Round]:
