@@ -19,9 +19,10 @@ from .core.caller import Ask, Caller
 from .core.changes import ChangeLog, WakeChanges
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
+from .core.forecast import Forecast, forecast
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock, held
-from .core.manifest import in_work_session
+from .core.manifest import ManifestRow, in_work_session
 from .core.records import SENTENCES_FILE
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
@@ -348,7 +349,7 @@ class FlowerService:
         rows = recorded(self.workspace, self.run_dir, records).rows
         work = st.steps.get(WORK)
         window = next((r.window for r in reversed(rows) if r.window), None)
-        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size)
+        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size, rows)
 
     async def refresh(self) -> None:
         """Read status's records again, off the event loop; callers at the same time share one read.
@@ -410,10 +411,17 @@ class FlowerService:
     def _view(self) -> Status:
         """The one status (issue 33): the records' part, then each live fact from its one reader below."""
         st = self._recorded_now()
+        context, window = self._context_now(), self._window_now()
         return dataclasses.replace(
-            st, **self._run_now(st), context=self._context_now(), window=self._window_now(), handoff_at=self.handoff_at,
+            st, **self._run_now(st), context=context, window=window, handoff_at=self.handoff_at,
             verdict=self._verdict_now(), model=self._model_now(st), cost=self._cost_now(st), settings=self._shown,
-            unreachable=self._unreachable_now(), store_bytes=self._rest.store_bytes if self._rest is not None else None)
+            unreachable=self._unreachable_now(), store_bytes=self._rest.store_bytes if self._rest is not None else None,
+            forecast=self._forecast_now(context, window))
+
+    def _forecast_now(self, context: int | None, window: int) -> Forecast | None:
+        """Rounds left to the handoff and to the window, and the cost per round: the records' rows and the live context."""
+        rows = self._rest.rows if self._rest is not None else []
+        return forecast(rows, context, self.handoff_at, window, rows[-1].run if rows else None) if rows else None
 
     def _recorded_now(self) -> Status:
         """The records' part: the last snapshot read, with a running wake's lineage over it (in memory it is newer, D5)."""
@@ -501,6 +509,8 @@ class _Rest:
     window: int | None
     verdict: tuple[int, bool, str] | None
     store_bytes: int | None
+    rows: list[ManifestRow]
+    """The task's manifest rows, for the forecast (issue 34)."""
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from .core import goals
 from .core.approvals import Approval
+from .core.forecast import Forecast
 from .core.lineage import Lineage, task_began
 from .core.manifest import ManifestRow, parsed_rows
 from .core.records import FileRecords, Records
@@ -112,6 +113,8 @@ class Status:
     """What the task's store takes on disk (sessions.db, or the shared schema's tables); None until read (#26)."""
     background: list[str] = field(default_factory=list)
     """The subagents and background shells the running wake's CLI runs now, as the person knows them (issue 32)."""
+    forecast: Forecast | None = None
+    """Work rounds left to the handoff threshold and to the window at the recent slope, and the cost per round (issue 34)."""
 
 
 @dataclass(frozen=True, kw_only=True)

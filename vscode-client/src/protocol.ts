@@ -92,6 +92,23 @@ export interface FolderStatus {
     workSession: boolean;
     /** `step` in the window's language (`work · round 2`, `judge · round 1`), null when idle. */
     stepLabel: string | null;
+    /** Where the work session's context is heading: rounds left and cost per round (issue 34); null before a work round. */
+    forecast?: Forecast | null;
+}
+
+/** Work rounds left before the handoff threshold and the window at the recent slope, and the cost per round (issue 34). */
+export interface Forecast {
+    rounds: number;
+    /** Tokens per work round lately; null with fewer than two rounds. */
+    slope: number | null;
+    /** Work rounds until `handoffAt` at that slope (0: there already); null when the context does not grow. */
+    toHandoff: number | null;
+    /** Work rounds until `window` at that slope; null when the context does not grow. */
+    toWindow: number | null;
+    /** USD per work round of this (or the last) wake. */
+    wakePerRound: number | null;
+    /** USD per work round of the whole task. */
+    taskPerRound: number | null;
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */

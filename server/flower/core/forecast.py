@@ -34,9 +34,10 @@ class Round:
 
 @dataclass(frozen=True)
 class Forecast:
-    """Where the work session's context is heading, in work rounds and dollars."""
+    """Where the work session's context is heading, in work rounds and dollars (what status carries)."""
 
-    rounds: list[Round]
+    rounds: int
+    """Work rounds the task has run."""
     slope: float | None
     """Tokens the context grows per work round lately (the current session's last rounds); None with fewer than two."""
     to_handoff: int | None
@@ -90,6 +91,6 @@ def forecast(rows: Sequence[ManifestRow], context: int | None, handoff_at: int, 
     in_wake = [r for r in rows if wake is not None and r.run == wake]
     wake_rounds = sum(1 for r in in_wake if is_work_round(r))
     return Forecast(
-        rounds=rounds, slope=slope, to_handoff=_left(now, handoff_at, slope), to_window=_left(now, window, slope),
+        rounds=len(rounds), slope=round(slope, 1) if slope is not None else None, to_handoff=_left(now, handoff_at, slope), to_window=_left(now, window, slope),
         wake_per_round=sum(r.cost_usd for r in in_wake) / wake_rounds if wake_rounds else None,
         task_per_round=sum(r.cost_usd for r in rows) / len(rounds) if rounds else None)

@@ -249,6 +249,24 @@ class Cost:
 
 
 @attrs.define
+class Forecast:
+    """Work rounds left before the handoff threshold and the window at the recent slope, and the cost per round (issue 34)."""
+
+    rounds: int
+    """Work rounds the task has run."""
+    slope: float | None
+    """Tokens the work session's context grows per work round lately (its last 10 rounds); null with fewer than two."""
+    to_handoff: int | None
+    """Work rounds until the context reaches `handoffAt` at that slope (0: there already); null when it does not grow."""
+    to_window: int | None
+    """Work rounds until it reaches `window` (the wall) at that slope; null when it does not grow."""
+    wake_per_round: float | None
+    """USD per work round of this (or the last) wake, every step and judge counted; null before one."""
+    task_per_round: float | None
+    """USD per work round of the whole task."""
+
+
+@attrs.define
 class SettingsProblem:
     """A setting the folder's server cannot use: its wakes are refused with `message` until it is fixed."""
 
@@ -375,6 +393,8 @@ class FolderStatus:
     rounds and a handoff note, and when idle (issue 33)."""
     step_label: str | None = None
     """`step` as the client's language says it (`work · round 2`, `judge · round 1`), or null when idle."""
+    forecast: Forecast | None = None
+    """Where the work session's context is heading (issue 34), or null before the task's first work round."""
 
 
 @attrs.define
