@@ -24,6 +24,7 @@ from ..core.trust import why
 from ..settings import FLAGS, Settings, load
 from .args import UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
+from .exits import EXIT_FAILED, EXIT_OK
 from .keyboard import Asker, Keyboard, listen, prompt
 from .trust import settle
 
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from ..task import Task
     from .running import Running
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Settings:
