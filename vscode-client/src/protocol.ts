@@ -366,6 +366,8 @@ export interface ApprovedNotification {
     id: string;
     decision: 'allow' | 'allowAlways' | 'deny';
     by: 'person' | 'unattended';
+    /** A denial: what the model was told instead of the result; null otherwise (issue 34). */
+    reason?: string | null;
 }
 export const approved = new NotificationType<ApprovedNotification>('flower/approved');
 
@@ -445,6 +447,8 @@ export interface TranscriptNotification {
     seq: number;
     /** A subagent's entry: the `toolUseId` of the `Agent` call it works for; null/absent for the main conversation. */
     parent?: string | null;
+    /** History: a `result` that is a denial, not the tool's output; `text` is what the model was told (issue 34). */
+    denied?: boolean;
 }
 export const transcript = new NotificationType<TranscriptNotification>('flower/transcript');
 
