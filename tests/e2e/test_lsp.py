@@ -258,7 +258,8 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
     transcript = client.seen(p.TRANSCRIPT, folder)
     assert transcript[0] | {"folder": None, "seq": None} == {
         "folder": None, "step": None, "sessionId": None, "uuid": None, "role": "user", "kind": "text", "text": TASK,
-        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None, "parent": None}
+        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None, "parent": None,
+        "denied": False}
     seqs = [t["seq"] for t in transcript]
     assert seqs == sorted(set(seqs)) and seqs[0] >= 1  # strictly increasing per folder
     writes = [t for t in transcript if t["kind"] == "tool"]
