@@ -288,7 +288,7 @@ test('Deny… asks for an optional sentence: Enter denies with it, Cancel goes b
 
 // -- a sidebar laid out for reading (issue 34) ------------------------------------------------
 
-const LONG = 'python /home/me/app/tools/benchmarks/run_all_the_benchmarks.py --output=/home/me/app/runs/benchmarks/results-2026-12-03.json --repeat 5';
+const LONG = 'python3 /tmp/flower-e2e-ws-reading-cpGqV3/tools/benchmarks/run_all_the_benchmarks.py --output=/tmp/flower-e2e-ws-reading-cpGqV3/runs/benchmarks/results-2026-12-03.json --repeat 5';
 
 /** The text nodes of `selector` that wrap onto two lines although they hold no space: a word or path cut in the middle. */
 async function cutInside(page: Page, selector: string): Promise<string[]> {
@@ -313,7 +313,7 @@ test('a long command card at a sidebar\'s width: wrapped at path boundaries, its
     const c = page.locator('[data-testid="approval"]');
     await c.waitFor();
     assert.deepEqual(await cutInside(page, '[data-testid="approval-detail"]'), [], 'no name is cut in the middle');
-    assert.ok((await page.locator('[data-testid="approval-detail"] wbr').count()) > 5, 'break opportunities after the separators');
+    assert.ok((await page.locator('[data-testid="approval-detail"] .seg').count()) > 5, 'pieces between the separators');
     const inView = async (testid: string): Promise<boolean> => {
         const box = await page.locator(`[data-testid="${testid}"]`).boundingBox();
         return box !== null && box.y >= 0 && box.y + box.height <= 640 && box.x >= 0 && box.x + box.width <= 300;

@@ -1,8 +1,9 @@
 /**
  * Where a long command or path may wrap (issue 34): after a path separator and the punctuation
- * between a command's arguments, never inside a name. The page puts a `<wbr>` between the pieces
- * and keeps `word-break: normal`, so `overflow-wrap: anywhere` (which cut `/home/me/pro|ject`)
- * is not needed; spaces wrap by themselves. Pure: no DOM, unit-tested in Node.
+ * between a command's arguments, never inside a name. The page makes each piece an inline block,
+ * so a line breaks between pieces (not after the `-` of `flower-e2e-ws`, nor anywhere in a name as
+ * `overflow-wrap: anywhere` on the whole text did); spaces wrap by themselves. Pure: no DOM,
+ * unit-tested in Node.
  */
 
 /** Characters after which a line may break: path separators, `=`, `&`, `?`, `,`, `;`, `|`, `:`. */

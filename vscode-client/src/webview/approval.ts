@@ -45,12 +45,20 @@ function button(label: string, testid: string, onClick: () => void, primary = fa
     return b;
 }
 
-/** Text that wraps at word and path boundaries only: a `<wbr>` after each separator (issue 34). */
+/**
+ * Text that wraps at word and path boundaries only (issue 34): each piece between separators (`/`, `=`, …, see
+ * model/wrap.ts) is an inline block, so a line breaks between pieces or at spaces — never after the `-` inside a
+ * name, as the browser otherwise would — and only a piece wider than the whole line wraps inside itself.
+ */
 export function wrapped(parent: HTMLElement, text: string): HTMLElement {
-    breakPieces(text).forEach((piece, i) => {
-        if (i > 0) parent.appendChild(document.createElement('wbr'));
-        parent.appendChild(document.createTextNode(piece));
-    });
+    for (const part of text.split(/(\s+)/)) {
+        if (part === '') continue;
+        if (/^\s+$/.test(part)) {
+            parent.appendChild(document.createTextNode(part));
+            continue;
+        }
+        for (const piece of breakPieces(part)) parent.appendChild(el('span', 'seg', piece));
+    }
     return parent;
 }
 
@@ -124,7 +132,8 @@ function cardElement(
     if (c.always !== null) {
         const rule = el('div', 'approval-rule');
         rule.appendChild(document.createTextNode(`${t.alwaysRule} `));
-        rule.appendChild(wrapped(el('code', ''), c.always));
+        rule.appendChild(el('code', '', c.always));
+        rule.title = `${t.alwaysRule} ${c.always}`; // one line: the whole rule on hover (issue 34)
         actions.appendChild(rule);
     }
     actions.appendChild(deny);
