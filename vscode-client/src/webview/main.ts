@@ -148,7 +148,10 @@ function render(row: Row): HTMLElement {
     else if (row.kind === 'tool') {
         tool(body, row, view.text);
         if (row.denied != null) denial(body, relativeText(row.denied, workspace)); // live: no result follows it
-    } else if (row.kind === 'user' && parseStep(row.step ?? '').kind === 'judge') judgePrompt(body, text);
+    } else if (row.kind === 'user' && parseStep(row.step ?? '').kind === 'judge') {
+        el.classList.add('judge-prompt');
+        judgePrompt(body, text);
+    }
     else if (row.kind === 'verdict') body.textContent = verdictLine(row, text);
     else if (row.kind === 'header') body.textContent = ''; // the section head replaces the terminal's ruler
     else body.textContent = text;
