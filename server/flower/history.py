@@ -24,15 +24,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from claude_agent_sdk import project_key_for_directory
-
 from .core.lineage import Lineage
 from .core.manifest import Manifest, parse_name
 from .core.records import Records
 from .core.redact import cut
 from .core.text import clip, tool_label
+from .runtime import Sessions, project_key
 from .stores.base import Store
-from .stores.opener import open_store
 from .stores.prune import prune
 from .stores.transcript import is_denial
 from .workflow.goal import verdict_of
@@ -229,10 +227,10 @@ class History:
                  records: Records | None = None) -> None:
         """`store` and `records` are the folder's (`Sessions.raw`, `Sessions.records`); none given: run_dir's files."""
         self.workspace, self.run_dir = Path(workspace), Path(run_dir)
-        self.project_key = project_key_for_directory(self.workspace)
+        self.project_key = project_key(self.workspace)  # the runtime's: the SDK stays behind the runtime and stores (D3)
         if store is None or records is None:
-            opened, files = open_store(self.run_dir, None, self.workspace, self.project_key)
-            store, records = store or opened, records or files
+            opened = Sessions.open(self.run_dir, workspace=self.workspace)
+            store, records = store or opened.raw, records or opened.records
         self.store, self.records = store, records
         self.trim = trim
         self._pool: ProcessPoolExecutor | None = None

@@ -50,6 +50,7 @@ from claude_agent_sdk.types import PermissionRuleValue
 from .core import children
 from .core.approvals import Approval, Approvals, describe, tool_of
 from .core.background import AGENT, STATE_EVENTS, Background, Task, ceiling
+from .core.caller import Caller
 from .core.changes import WRITE_TOOLS, ChangeLog
 from .core.context import tail_pages, tokens_of
 from .core.errors import FlowerError, MissingCredentials
@@ -254,6 +255,7 @@ class Runtime:
         mode: str | None = None,
         approvals: Approvals | None = None,
         prefetch: Prefetch | None = None,
+        caller: Caller | None = None,
     ):
         self.workspace = Path(os.path.abspath(workspace))
         # S4: run_dir is relative to the current directory, not to the workspace.
@@ -288,6 +290,8 @@ class Runtime:
         """The person's `allow` rules and permission `mode` for agents that follow the settings (None: the agent's own)."""
         self.approvals = approvals
         """Where a tool call outside the rules is asked (None: it is denied on the spot, as the CLI does unasked)."""
+        self.caller = caller or Caller()
+        """The front-end this wake runs for: who it asks besides `approvals`' own, and how long it waits (issue 33)."""
         self.journal = Journal(self.run_dir)
         """Every message of every run, kept as it arrives: what a kill keeps from the CLI's transcript (issue #22)."""
         self.changes = ChangeLog(self.run_dir, self.workspace)
@@ -616,7 +620,8 @@ class Runtime:
         approval = Approval(id=context.tool_use_id or f"{tool}-{time.time()}", step=step, tool=tool, input=tool_input,
                             summary=summary, detail_kind=kind, detail=detail, suggestions=rules,
                             agent=self._subagent(context.agent_id))
-        decision = await self.approvals.decide(approval)
+        asker = self.caller.approve
+        decision = await self.approvals.decide(approval, [asker] if asker is not None else [], self.caller.wait)
         if decision.choice == "deny":
             return PermissionResultDeny(message=decision.reason(tool))
         if decision.choice == "allow":

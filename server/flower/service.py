@@ -10,10 +10,12 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from . import retention
 from .core import goals, taskfiles, texts
 from .core.approvals import Approvals
+from .core.caller import Ask, Caller
 from .core.changes import ChangeLog, WakeChanges
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
@@ -23,55 +25,92 @@ from .core.records import SENTENCES_FILE
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
 from .core.text import megabytes
-from .core.trust import Trust, decide
+from .core.trust import Trust
 from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
 from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
 from .stores.prefetch import Prefetch
 from .workflow.base import step_of
-from .workflow.flower import WORK, Ask, FlowerPath
+from .workflow.flower import WORK, FlowerPath
 from .workflow.goal import judged
 
 log = logging.getLogger(__name__)
 
 
-class FlowerService:
-    """Drives the flower path in one workspace for any front-end; events go to every subscriber."""
+@dataclass(frozen=True)
+class Config:
+    """How a task's service runs its wakes: one typed value, read from the settings once (`of`) or given by a program."""
 
-    def __init__(self, workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None, *,
-                 locale: str = "en", trim: bool = True, rounds: int | None = None, env: dict[str, str] | None = None,
-                 resilience: Resilience | None = None, handoff_at: int | None = None, window: int = WINDOW,
-                 model: str | None = None, fallback_model: str | None = None, isolated: bool = False,
-                 max_cost: float | None = None, settings: Settings | None = None, store: str | None = None,
-                 project: str | None = None, trust: Trust | None = None, allow: list[str] | None = None,
-                 mode: str | None = None, approvals: Approvals | None = None, retention_days: int | None = None,
-                 store_warn: int = retention.STORE_WARN_BYTES):
+    locale: str = "en"
+    trim: bool = True
+    rounds: int = 10
+    resilience: Resilience | None = None
+    handoff_at: int | None = None
+    """The work session's context size that starts a handoff (S26); None: 60% of `window`."""
+    window: int = WINDOW
+    model: str | None = None
+    fallback_model: str | None = None
+    isolated: bool = False
+    max_cost: float | None = None
+    settings: Settings | None = None
+    """The settings these values were read from (shown by status), when a front-end read them."""
+    store: str | None = None
+    project: str | None = None
+    trust: Trust | None = None
+    """Whether the folder's own Claude Code settings and MCP servers may run (D10); None: decided from this process."""
+    allow: list[str] | None = None
+    mode: str | None = None
+    approvals_wait: float | None = None
+    approvals_unattended: Literal["deny", "wait"] = "deny"
+    retention_days: int | None = None
+    """A wake first deletes the sessions of archived tasks unused this many days (#26); None: never."""
+    store_warn: int = retention.STORE_WARN_BYTES
+    """A store at least this large on disk gets one line at wake suggesting `flower gc`."""
+
+    @classmethod
+    def of(cls, settings: Settings, *, locale: str = "en", trust: Trust | None = None) -> Config:
+        """The configuration `settings` give (flower.settings: flags, environment, file, defaults)."""
+        return cls(locale=locale, trim=settings.trim, rounds=settings.rounds, handoff_at=settings.handoff_at,
+                   model=settings.model, fallback_model=settings.fallback_model, isolated=settings.isolated,
+                   max_cost=settings.max_cost, settings=settings, store=settings.store, project=settings.project,
+                   trust=trust, allow=settings.allow, mode=settings.mode, approvals_wait=settings.approvals_wait,
+                   approvals_unattended="wait" if settings.approvals_unattended == "wait" else "deny",
+                   retention_days=settings.retention_days)
+
+
+class FlowerService:
+    """Drives the flower path in one workspace for any front-end; events go to every subscriber.
+
+    Built from one `Config`; what a wake runs with (its environment, who answers its questions) comes with that
+    wake as a `Caller` (core/caller.py), so two clients of one service never share theirs (issue 33).
+    """
+
+    def __init__(self, workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None,
+                 config: Config | None = None):
+        config = config or Config()
+        self.config = config
         self.workspace = Path(os.path.abspath(workspace))
         self.run_dir = Path(os.path.abspath(run_dir)) if run_dir else self.workspace / "runs"
-        self.locale, self.trim, self.rounds, self.env = locale, trim, rounds or 10, env
-        self.resilience, self.window = resilience, window
-        self.handoff_at = handoff_at or int(window * 0.6)
-        self.model, self.fallback_model, self.isolated, self.max_cost = model, fallback_model, isolated, max_cost
-        self.settings = settings
-        """The settings these values were read from (shown by status), when a front-end read them."""
-        self._shown = settings.shown() if settings is not None else None
+        self.locale, self.trim, self.rounds = config.locale, config.trim, config.rounds or 10
+        self.resilience, self.window = config.resilience, config.window
+        self.handoff_at = config.handoff_at or int(config.window * 0.6)
+        self.model, self.fallback_model, self.isolated = config.model, config.fallback_model, config.isolated
+        self.max_cost, self.settings = config.max_cost, config.settings
+        self._shown = self.settings.shown() if self.settings is not None else None
         """`settings.shown()`, made once: settings never change in a service, and status is asked often."""
-        self.trust = trust or decide(self.workspace, {**os.environ, **(env or {})})
-        """Whether the folder's own Claude Code settings and MCP servers may run, for every agent of every wake (D10)."""
-        self.allow, self.mode = allow, mode
-        self.approvals = approvals or Approvals()
-        """Tool calls outside `allow`, put to the person: front-ends add their askers (issue 24)."""
-        self.retention_days = retention_days
-        """A wake first deletes the sessions of archived tasks unused this many days (#26); None: never."""
-        self.store_warn = store_warn
-        """A store at least this large on disk gets one line at wake suggesting `flower gc`."""
+        self.trust = config.trust
+        """Whether the folder's own Claude Code settings and MCP servers may run, for every agent of every wake (D10);
+        None: each wake's Runtime decides it from its own environment."""
+        self.allow, self.mode = config.allow, config.mode
+        self.approvals = Approvals(config.approvals_wait, config.approvals_unattended)
+        """Tool calls outside `allow`, put to the person: each wake's `Caller` says who asks (issue 24)."""
+        self.retention_days, self.store_warn = config.retention_days, config.store_warn
         self._question_since: float | None = None
         self._offline_since: float | None = None
-        self.budget = Budget(max_cost)
+        self.budget = Budget(self.max_cost)
         """The current (or last) wake's spending: a new one per wake, since the cap (`max_cost`) is per wake."""
-        self.ask: Ask | None = None
-        """Set by a front-end to put clarify questions to the person; None means nobody is there."""
-        self.sessions = Sessions.open(self.run_dir, trim=trim, store=store, workspace=self.workspace, project=project)
+        self.sessions = Sessions.open(self.run_dir, trim=self.trim, store=config.store, workspace=self.workspace,
+                                      project=config.project)
         """This workspace's sessions.db, shared by every wake's Runtime and by the readers below."""
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[WakeOutcome] | None = None
@@ -98,19 +137,6 @@ class FlowerService:
         """The model the CLI last reported in this process."""
         self._woken = False
         """A wake ran in this process: `budget` holds its cost."""
-        self.prefetch: Prefetch | None = None
-        """The work session's pruned view a worker is preparing (set by the command line): the next wake's resume takes it."""
-
-    @classmethod
-    def from_settings(cls, workspace: str | os.PathLike[str], settings: Settings, run_dir: str | os.PathLike[str], *,
-                      locale: str = "en", env: dict[str, str] | None = None, trust: Trust | None = None) -> FlowerService:
-        """A service configured by `settings` (flower.settings: flags, environment, file, defaults)."""
-        return cls(workspace, run_dir, locale=locale, trim=settings.trim, rounds=settings.rounds, env=env,
-                   handoff_at=settings.handoff_at, model=settings.model, fallback_model=settings.fallback_model,
-                   isolated=settings.isolated, max_cost=settings.max_cost, settings=settings, store=settings.store,
-                   project=settings.project, trust=trust, allow=settings.allow, mode=settings.mode,
-                   approvals=Approvals(settings.approvals_wait, "wait" if settings.approvals_unattended == "wait" else "deny"),
-                   retention_days=settings.retention_days)
 
     # -- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -148,25 +174,32 @@ class FlowerService:
         """Whether a wake is in progress in this process."""
         return self._task is not None and not self._task.done()
 
-    async def wake(self, text: str | None = None) -> WakeOutcome:
-        """Continue here (text = a wake sentence), or start (text = the task); joins a wake already running (D5)."""
+    async def wake(self, text: str | None = None, caller: Caller | None = None, *,
+                   prefetch: Prefetch | None = None) -> WakeOutcome:
+        """Continue here (text = a wake sentence), or start (text = the task); joins a wake already running (D5).
+
+        `caller` is whom a wake started here runs for (its variables, who answers its questions: issue 33);
+        `prefetch`, the work session's pruned view a worker is preparing, which its resume takes (stores/prefetch.py).
+        """
         task = self._task
         if task is not None and not task.done():
+            if prefetch is not None:  # the running wake resumed without it
+                prefetch.discard()
             if text and text.strip():
                 await self.say(text)
             return await asyncio.shield(task)
-        self._task = asyncio.create_task(self._run(text))
+        self._task = asyncio.create_task(self._run(text, caller or Caller(), prefetch))
         return await asyncio.shield(self._task)
 
-    async def say(self, text: str) -> WakeOutcome | None:
+    async def say(self, text: str, caller: Caller | None = None) -> WakeOutcome | None:
         """A sentence for the work session: delivered at its next turn while running (None), else a wake (S15)."""
         if self.running and self._path is not None:
             self._path.hear(text.strip())  # pending on disk at once (issue 31), then delivered
             self._emit(Notice(text=texts.text("queued", self.locale, sentence=text.strip())))
             return None
-        return await self.wake(text)
+        return await self.wake(text, caller)
 
-    async def new(self, text: str) -> WakeOutcome:
+    async def new(self, text: str, caller: Caller | None = None) -> WakeOutcome:
         """Start something else: archive lineage, 需求.md and 目标.md (S28), then start `text` as the task."""
         if not text or not text.strip():
             raise FlowerError("new_needs_task")
@@ -183,7 +216,7 @@ class FlowerService:
         self._context = self._verdict = None  # they were the archived task's
         self._dirty = True
         self._emit(Notice(text=texts.text("archived", self.locale, path=into)))
-        return await self.wake(text)
+        return await self.wake(text, caller)
 
     def cancel(self) -> None:
         """Stop the running wake cleanly at the person's request; the lineage keeps its sessions, so the next wake resumes."""
@@ -198,9 +231,6 @@ class FlowerService:
             if self.running:
                 self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        if self.prefetch is not None:  # no wake took it
-            self.prefetch.discard()
-            self.prefetch = None
         await self.sessions.close()
 
     async def pruned(self, session_id: str) -> dict[str, str] | None:
@@ -233,15 +263,18 @@ class FlowerService:
         with WorkspaceLock(self.run_dir):  # a wake starting meanwhile waits for the restore, and vice versa
             return await asyncio.to_thread(self.change_log.revert, path, wake)
 
-    async def _run(self, text: str | None) -> WakeOutcome:
+    async def _run(self, text: str | None, caller: Caller, prefetch: Prefetch | None) -> WakeOutcome:
         self.budget, self._woken = Budget(self.max_cost), True
-        rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=self.env,
+        # The prefetch is the Runtime's now: it takes it or discards it when it closes.
+        rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=dict(caller.env),
                      model=self.model, fallback_model=self.fallback_model, isolated=self.isolated, budget=self.budget,
-                     trust=self.trust, allow=self.allow, mode=self.mode, approvals=self.approvals, prefetch=self.prefetch)
-        self.prefetch = None  # the Runtime's now: it takes it or discards it when it closes
+                     trust=self.trust, allow=self.allow, mode=self.mode, approvals=self.approvals, prefetch=prefetch,
+                     caller=caller)
         rt.listeners.append(self._emit)
         self._runtime = rt
-        self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at, ask=self._ask)
+        ask = caller.ask
+        self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at,
+                                ask=(lambda question: self._ask(ask, question)) if ask is not None else None)
         try:
             await self.housekeeping()
             ctx = await self._path.wake(text)
@@ -279,12 +312,11 @@ class FlowerService:
         except Exception as exc:  # the store's size is a bonus to the wake, its failure only a log line
             log.warning("retention at wake: %s", exc)
 
-    async def _ask(self, question: str) -> str | None:
-        if self.ask is None:
-            return None
+    async def _ask(self, ask: Ask, question: str) -> str | None:
+        """The wake's caller answers a clarify question; status says the run waits for the person meanwhile."""
         self._question_since = time.time()
         try:
-            return await self.ask(question)
+            return await ask(question)
         finally:
             self._question_since = None
 

@@ -29,6 +29,7 @@ from a flag or the environment it is relative to the current directory (S4).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -40,6 +41,8 @@ from .core.approvals import DEFAULT_ALLOW, DEFAULT_MODE, MODES, narrows
 from .core.errors import FlowerError
 from .core.shared import is_postgres_url, safe_url
 from .core.texts import Said, say
+
+log = logging.getLogger(__name__)
 
 FILE = ".flower.toml"
 PYPROJECT = "pyproject.toml"
@@ -208,6 +211,33 @@ ENV = {key: k.env for key, k in KEYS.items()}
 
 OPTIONS = {k.option: key for key, k in KEYS.items() if k.option is not None}
 """Editor option (camelCase, as `initializationOptions` names it) → key."""
+OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
+"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
+NOT_SETTINGS = ("trusted",)
+"""Editor options that are no setting: VS Code's workspace trust (D10), read by the editor server."""
+
+
+def options_of(raw: Any) -> dict[str, object]:
+    """An editor's options (`initializationOptions`, protocol.md) as setting key → value, unchecked: `load` checks them.
+
+    A bad value is the folder's settings error, said to the person like a bad settings file; an unknown key is
+    ignored with a warning; null, and a blank string (a text setting the editor's UI cleared), is not given.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        log.warning("initializationOptions: ignoring %s (an object is expected)", type(raw).__name__)
+        return {}
+    given: dict[str, object] = {}
+    for option, value in raw.items():
+        key = OPTIONS.get(option)
+        if option in NOT_SETTINGS:
+            continue
+        if key is None:
+            log.warning("initializationOptions: ignoring unknown %s", option)
+        elif value is not None and not (isinstance(value, str) and not value.strip()):
+            given[key] = value
+    return given
 
 
 def _from_env(raw: str, check: Callable[[object], Any]) -> object:

@@ -23,7 +23,7 @@ from pygls.uris import from_fs_path
 import flowerscript as fs
 from conftest import until
 from flower import Runtime
-from flower.engine.client import EngineClient
+from flower.engine.client import EngineClient, EngineError
 from flower.lsp import protocol as p
 from flower.testing import Reply, say
 
@@ -602,3 +602,34 @@ async def test_a_tool_question_goes_to_every_window_the_first_answer_wins_and_a_
     assert first.exists() and not second.exists()
     denied = [b2 for r in model.requests for b2 in r.tool_results() if b2.get("tool_use_id") == waiting["approval"]["id"]]
     assert denied and "not the second one" in json.dumps(denied[0])
+
+
+async def test_each_wake_runs_with_the_environment_of_the_request_that_started_it(place, model, workspace):
+    """Issue 33: a client's variables travel with its wake, never left on the folder for the next one. Two clients
+    wake one folder at once with their own keys: the model receives only the key of the request that started the wake
+    (the other joined it). A request that then sends no variables runs on the engine's own, which hold no key: it is
+    refused as such, and nothing reaches the model with a key someone else sent earlier."""
+    key_a, key_b = "sk-ant-api03-" + "A" * 40, "sk-ant-api03-" + "B" * 40
+    env_a, env_b = {**place.client_env, "ANTHROPIC_API_KEY": key_a}, {**place.client_env, "ANTHROPIC_API_KEY": key_b}
+    model.push(*fs.first_run(workspace))
+    assert (await place.serve()).returncode == 0
+    folder = uri(workspace)
+    a, b = await place.client(workspace), await place.client(workspace)
+    await a.request(p.ATTACH, {"folder": folder})
+    await b.request(p.ATTACH, {"folder": folder})
+    await a.request(p.WAKE, {"folder": folder, "text": TASK, "env": env_a})
+    await a.ended()
+    assert [r.api_key for r in model.conversation] == [key_a] * FULL_RUN
+
+    model.push(*fs.work(workspace), *fs.judge())  # an empty wake: two work turns and the judge
+    woke_a, woke_b = await asyncio.gather(a.request(p.WAKE, {"folder": folder, "env": env_a}),
+                                          b.request(p.WAKE, {"folder": folder, "env": env_b}))
+    assert sorted([woke_a["action"], woke_b["action"]]) == ["joined", "started"]
+    started = key_a if woke_a["action"] == "started" else key_b
+    await a.ended(runs=2)
+    assert [r.api_key for r in model.conversation[FULL_RUN:]] == [started] * 3
+
+    with pytest.raises(EngineError) as refused:
+        await b.request(p.WAKE, {"folder": folder})  # no `env`: the engine's own environment, which has no key
+    assert refused.value.code == p.MISSING_CREDENTIALS
+    assert len(model.conversation) == FULL_RUN + 3

@@ -11,7 +11,9 @@ import flowerscript as fs
 from conftest import PROGRAMS, kill_group, run_program, start_program, until
 from flower import CLARIFY_RESUME, FlowerService, Runtime, wake_state
 from flower.core.banner import banner, header
+from flower.core.caller import Caller
 from flower.core.manifest import Manifest, StepResult
+from flower.service import Config
 from flower.status import WINDOW, to_json
 from flower.testing import Reply, say, text
 
@@ -29,10 +31,10 @@ def goal_requests(model):
 
 
 async def wake(workspace, env, text=None, **kw):
-    service = FlowerService(workspace, env=env, **kw)
+    service = FlowerService(workspace, config=Config(**kw))
     events = []
     service.subscribe(events.append)
-    result = await service.wake(text)
+    result = await service.wake(text, Caller(env=env))
     return result, events, service
 
 
@@ -52,15 +54,14 @@ async def test_full_first_run_writes_requirements_goals_and_passes_the_judge(mod
 
 async def test_clarify_questions_reach_the_person_and_answers_return_to_the_same_session(model, env, workspace):
     model.push(text("Which language should it use?"), *fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace), *fs.judge())
-    service = FlowerService(workspace, env=env)
+    service = FlowerService(workspace)
     asked = []
 
     async def ask(question):
         asked.append(question)
         return "Python, please"
 
-    service.ask = ask
-    result = await service.wake(TASK)
+    result = await service.wake(TASK, Caller(env=env, ask=ask))
     assert result.ok and asked == ["Which language should it use?"]
     answer = model.conversation[1]
     assert answer.last_user_text.endswith("Python, please")
@@ -211,7 +212,7 @@ async def test_new_archives_and_starts_the_new_task(model, env, workspace):
     model.push(*fs.first_run(workspace))
     first, _, service = await wake(workspace, env, TASK)
     model.push(*fs.first_run(workspace))
-    result = await service.new("write the docs instead")
+    result = await service.new("write the docs instead", Caller(env=env))
     assert result.ok and result.woke == 1
     archived = list((workspace / "notes" / "archive").iterdir())
     assert len(archived) == 1
@@ -235,7 +236,7 @@ async def test_S27_rounds_cap_work_rounds_and_reset_at_every_wake(model, env, wo
 async def test_a_subscriber_raising_on_every_event_never_changes_the_wake(model, env, workspace, caplog):
     """The service contains a front-end's bug the way the Runtime does: logged, the wake goes on unchanged."""
     model.push(*fs.first_run(workspace))
-    service = FlowerService(workspace, env=env)
+    service = FlowerService(workspace)
     seen = []
 
     def broken(event) -> None:
@@ -243,7 +244,7 @@ async def test_a_subscriber_raising_on_every_event_never_changes_the_wake(model,
         raise RuntimeError("front-end bug")
 
     service.subscribe(broken)
-    result = await service.wake(TASK)
+    result = await service.wake(TASK, Caller(env=env))
     assert result.ok and result.verdict.passed and result.woke == 1
     rows = Manifest(workspace / "runs").rows()
     assert [r["step"] for r in rows] == ["澄清", "目标", "干活", "干活·判定#1"] and all(r["attempts"] == 1 for r in rows)
@@ -257,7 +258,7 @@ async def test_status_and_wake_state_come_from_one_status(model, env, workspace)
     """`flower status --json` keys, the editor's gauge (context, window, handoff_at) and S3's wake_state agree."""
     model.push(*fs.clarify(workspace), *fs.goals(workspace), *fs.work(workspace, input_tokens=4321), *fs.judge())
     result, _, live = await wake(workspace, env, TASK, handoff_at=50_000)
-    fresh = FlowerService(workspace, env=env, handoff_at=50_000)  # a new process: nothing in memory yet
+    fresh = FlowerService(workspace, config=Config(handoff_at=50_000))  # a new process: nothing in memory yet
     st = fresh.status()
     assert st.context == 4321 == live.status().context  # read back from sessions.db before any wake
     # The window the CLI reported is recorded in the manifest, so a new process's gauge does not fall back to 200K.

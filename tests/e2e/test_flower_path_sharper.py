@@ -8,8 +8,10 @@ import json
 
 import flowerscript as fs
 from flower import FlowerService, Runtime
+from flower.core.caller import Caller
 from flower.core.manifest import Manifest, parse_name
 from flower.core.resilience import Resilience
+from flower.service import Config
 from flower.testing import server_error
 from flower.workflow.base import step_of
 from flower.workflow.flower import HANDOFF_ASK, HANDOFF_MARK, FlowerPath
@@ -27,10 +29,10 @@ def note_requests(model):
 
 
 async def wake(workspace, env, text=None, **kw):
-    service = FlowerService(workspace, env=env, **kw)
+    service = FlowerService(workspace, config=Config(**kw))
     events = []
     service.subscribe(events.append)
-    result = await asyncio.wait_for(service.wake(text), 120)
+    result = await asyncio.wait_for(service.wake(text, Caller(env=env)), 120)
     return result, events
 
 
@@ -42,7 +44,7 @@ async def test_a_wake_sentence_reaches_the_goal_setter_with_the_current_brief_an
     model.push(*fs.goals(workspace, fs.GOALS + "- [ ] calc.py multiplies\n"), *fs.work(workspace), *fs.judge(),
                *fs.goals(workspace, fs.GOALS + "- [ ] calc.py multiplies\n- [ ] green\n"), *fs.work(workspace), *fs.judge())
     sentence, later = "also support multiplication", "also print it in green"
-    service = FlowerService(workspace, env=env)
+    service = FlowerService(workspace)
     said = []
 
     def say_while_working(event) -> None:  # a sentence said while the work runs lands before its next round (`pending`)
@@ -50,7 +52,7 @@ async def test_a_wake_sentence_reaches_the_goal_setter_with_the_current_brief_an
             said.append(asyncio.get_running_loop().create_task(service.say(later)))
 
     service.subscribe(say_while_working)
-    result = await asyncio.wait_for(service.wake(sentence), 120)
+    result = await asyncio.wait_for(service.wake(sentence, Caller(env=env)), 120)
     assert result.ok and said and said[0].done()
     at_wake, while_running = goal_requests(model)[-2:]
     assert at_wake.session_id == while_running.session_id == first.sessions["目标"]  # resumed: it holds an older brief
@@ -136,14 +138,14 @@ async def test_a_wake_stopped_after_the_note_seeds_the_next_one_from_the_file_as
     """Stopped between writing the note and starting the new session (nothing is written on the way out, so the disk
     is as a kill -9 there leaves it): the next wake starts the new session from the file as edited, asking nothing again."""
     model.push(*fs.grown_past_handoff(workspace), *fs.handoff_note())
-    service = FlowerService(workspace, env=env, handoff_at=1000)
+    service = FlowerService(workspace, config=Config(handoff_at=1000))
 
     def stop(event) -> None:  # at the instant the new session is about to start
         if event.kind == "step_start" and event.step == "干活#round2":
             service.cancel()
 
     service.subscribe(stop)
-    stopped = await asyncio.wait_for(service.wake(), 120)
+    stopped = await asyncio.wait_for(service.wake(None, Caller(env=env)), 120)
     assert not stopped.ok and "cancelled" in stopped.error
     assert len(model.conversation) == 4  # two work turns, the judge, the note: the new session sent nothing
     runs = workspace / "runs"

@@ -5,11 +5,12 @@ import json
 import sys
 
 from flower import FlowerService
+from flower.service import Config
 from flower.status import to_json
 
 
 async def main(args: dict) -> None:
-    service = FlowerService(args["workspace"], locale=args.get("locale", "en"))
+    service = FlowerService(args["workspace"], config=Config(locale=args.get("locale", "en")))
     banners = []
     service.subscribe(lambda e: banners.append(e.text) if e.kind == "banner" else None)
     result = await service.wake(args.get("text"))

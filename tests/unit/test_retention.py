@@ -16,7 +16,7 @@ from flower.core.events import Notice
 from flower.core.records import FileRecords
 from flower.retention import age_seconds, collect, survey
 from flower.runtime import Sessions, project_key
-from flower.service import FlowerService
+from flower.service import Config, FlowerService
 from flower.settings import OPTIONS, SettingsError, load
 from flower.stores.sqlite import SqliteSessionStore
 
@@ -118,7 +118,7 @@ async def test_a_task_owns_the_sessions_its_lineage_and_its_manifest_rows_name(t
 async def test_a_wake_says_in_one_line_when_the_store_is_past_its_threshold(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    svc = FlowerService(ws, tmp_path / "runs", store_warn=100_000)
+    svc = FlowerService(ws, tmp_path / "runs", Config(store_warn=100_000))
     seen: list[object] = []
     svc.subscribe(seen.append)
     try:

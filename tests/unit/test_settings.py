@@ -11,10 +11,9 @@ import pytest
 
 from flower.core.errors import FlowerError
 from flower.core.trust import Trust
-from flower.lsp.folders import OPTION_LABELS
-from flower.lsp.server import _options
 from flower.runtime import AgentSpec, Budget, BudgetSpent, Runtime
-from flower.settings import ENV, KEYS, OPTIONS, Settings, SettingsError, load
+from flower.settings import ENV, KEYS, OPTION_LABELS, OPTIONS, Settings, SettingsError, load
+from flower.settings import options_of as _options
 from flower.workflow.goal import JUDGE
 
 WRITES = {"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"}

@@ -10,7 +10,8 @@
  * on PATH. The API key from SecretStorage (D6) goes with each wake request to the engine
  * (shared), or into the child's environment (window). A crashed server restarts at most three
  * times, a lost engine is reconnected at most five times in a row (growing delays); then the
- * gauge says `flower: stopped`.
+ * gauge says `flower: stopped`. Where a folder's server is (starting, running, restarting,
+ * reconnecting, stopping, stopped, disposed) is one state, whose transitions are model/lifecycle.ts.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -35,8 +36,9 @@ import {
     type WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 import { connectEngine, ensureEngine } from './engine';
-import { type EngineMode, engineMode, ReconnectPolicy, travellingEnv } from './model/engine';
+import { type EngineMode, engineMode, ReconnectPolicy, redactEnv, requestEnv } from './model/engine';
 import type { ServerState } from './model/gauge';
+import { type LifeEvent, Lifecycle, type LifeState, live, shown } from './model/lifecycle';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
 import { explicit, initializationOptions, redactUrls, sharedStore } from './model/settings';
@@ -124,7 +126,8 @@ export interface WakeCall {
 /** One workspace folder's language client, status and transcript. */
 export class FolderServer implements vscode.Disposable {
     client: LanguageClient | undefined;
-    serverState: ServerState = 'stopped';
+    /** Where the server is in its lifecycle: one state, its transitions in model/lifecycle.ts (issue 33). */
+    private readonly lifecycle = new Lifecycle();
     /** The status: flower/status answers and the notifications in between (newest wins). */
     private readonly keeper = new StatusKeeper();
     /** When `status` was received (for the wait countdown). */
@@ -140,33 +143,17 @@ export class FolderServer implements vscode.Disposable {
     failedForCredentials: WakeCall | null = null;
     /** A server setting changed while a wake ran: restart once it ends (the process read the old ones). */
     settingsChanged = false;
-    /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
-    startFailure: 'missing' | 'failed' | null = null;
-    /** Why the last start failed, in one line (the engine's own words in shared mode). */
-    startError: string | null = null;
     private readonly restarts = new RestartBudget(3);
-    /** The transport of the running client (`flower.engine`, read at each start). */
-    mode: EngineMode = 'shared';
     /** Lost engine connections: how long to wait before the next attempt, and when to give up. */
     private readonly reconnects = new ReconnectPolicy();
-    /** The delay (ms) before the next connection attempt: set when the engine connection was lost. */
-    private reconnectDelay = 0;
-    /** The engine connection was lost and is being made again: once attached, offer to continue (flower.resumeOnStartup). */
-    private reconnecting = false;
     /** The open connection to the engine (shared mode). */
     private socket: net.Socket | undefined;
-    /** While reconnecting: resolves true once attached again, false when the policy gave up. */
-    private rejoined: { done: Promise<boolean>; settle: (ok: boolean) => void } | undefined;
     /** A hash of the API key the running process got in its environment ('' for none). */
     private startedKey: string | null = null;
-    /** closed() asked the client to restart the server and it has not run since. */
-    private restartPending = false;
-    /** Resolves the running start's outcome (true: runs; false: given up). */
-    private settle: ((ok: boolean) => void) | undefined;
     private loaded: { epoch: number; done: Promise<void> } | undefined;
+    /** The start under way (ensureStarted's callers share it). */
     private starting: Promise<boolean> | undefined;
     private restartChain: Promise<unknown> = Promise.resolve();
-    private stopping = false;
     private statusTimer: NodeJS.Timeout | undefined;
     private readonly emitter = new vscode.EventEmitter<FolderEvent>();
     readonly onEvent = this.emitter.event;
@@ -191,11 +178,41 @@ export class FolderServer implements vscode.Disposable {
         return this.client?.state === State.Running;
     }
 
+    /** The lifecycle's state (model/lifecycle.ts). */
+    get state(): LifeState {
+        return this.lifecycle.state;
+    }
+
+    /** What the gauge shows of the lifecycle. */
+    get serverState(): ServerState {
+        return shown(this.state);
+    }
+
+    /** The transport of the running (or last) client (`flower.engine`, read at each start). */
+    get mode(): EngineMode {
+        return this.state.mode;
+    }
+
+    /** Why the last start failed: `missing` (flower not importable; already told), `failed`. */
+    get startFailure(): 'missing' | 'failed' | null {
+        const s = this.state;
+        return s.name === 'stopped' && (s.reason === 'missing' || s.reason === 'failed') ? s.reason : null;
+    }
+
+    /** Why the last start failed, in one line (the engine's own words in shared mode). */
+    get startError(): string | null {
+        const s = this.state;
+        return s.name === 'stopped' ? s.error : null;
+    }
+
     /** Start the client if it is not running; false when it cannot (untrusted, no flower, …). */
     ensureStarted(): Promise<boolean> {
         if (this.running) return Promise.resolve(true);
+        const s = this.state;
         // A reconnect under way is the start: a second client would race it.
-        if (this.rejoined !== undefined) return this.rejoined.done;
+        if (s.name === 'reconnecting') return this.lifecycle.outcome();
+        // A stop under way ends first (its client is being disposed), then a new one starts.
+        if (s.name === 'stopping') return this.lifecycle.when((t) => t.name !== 'stopping').then(() => this.ensureStarted());
         this.starting ??= this.start().finally(() => (this.starting = undefined));
         return this.starting;
     }
@@ -230,11 +247,9 @@ export class FolderServer implements vscode.Disposable {
     async stop(): Promise<void> {
         const client = this.client;
         this.client = undefined;
-        this.reconnecting = false;
-        this.rejoined?.settle(false);
-        this.rejoined = undefined;
         if (client === undefined) return;
-        this.stopping = true;
+        // A reconnect or start waiting on this client ends here (Lifecycle.outcome: false).
+        this.go({ type: 'stop' });
         try {
             if (this.mode === 'shared' && client.state === State.Running) {
                 await withTimeout(client.sendRequest(p.detach, { folder: this.uri }), 3000).catch((e: unknown) => {
@@ -245,26 +260,26 @@ export class FolderServer implements vscode.Disposable {
         } catch (e) {
             this.log.warn(`${this.folder.name}: stopping the server: ${String(e)}`);
         } finally {
-            this.stopping = false;
             await client.dispose().catch(() => undefined);
             this.socket?.destroy();
             this.socket = undefined;
         }
-        this.setServerState('stopped');
+        this.go({ type: 'stopped' });
     }
 
     /**
-     * The variables a wake, say or new carries to the engine (shared mode): the agent's and the
-     * CLI's from this window's environment, and the API key from SecretStorage. Undefined in
-     * window mode, where the child has this window's environment already.
+     * The environment a wake, say or new carries to the engine (shared mode): this window's, and
+     * the API key from SecretStorage; the engine keeps what travels (its core/travel.py, issue 33).
+     * Undefined in window mode, where the child has this window's environment already.
      */
     async wakeEnv(): Promise<Record<string, string> | undefined> {
         if (this.mode === 'window') return undefined;
-        return travellingEnv(process.env, await this.ctx.secrets.get(SECRET_KEY));
+        return requestEnv(process.env, await this.ctx.secrets.get(SECRET_KEY));
     }
 
     dispose(): void {
         clearTimeout(this.statusTimer);
+        this.lifecycle.fire({ type: 'dispose' });
         this.emitter.dispose();
     }
 
@@ -345,7 +360,8 @@ export class FolderServer implements vscode.Disposable {
 
     private async start(): Promise<boolean> {
         if (!vscode.workspace.isTrusted) return false;
-        this.setServerState('starting');
+        const config = vscode.workspace.getConfiguration('flower', this.folder.uri);
+        if (!this.go({ type: 'start', mode: engineMode(config.get('engine')) })) return false;
         // A client left behind by a failed start or reconnect is done with: a new one replaces it.
         const old = this.client;
         this.client = undefined;
@@ -355,12 +371,9 @@ export class FolderServer implements vscode.Disposable {
         if (importError !== null) {
             this.log.error(`${this.folder.name}: ${python.command} (${python.source}) cannot import flower: ${importError}`);
             this.hooks.missingFlower(python);
-            this.startFailure = 'missing';
-            this.setServerState('stopped');
+            this.go({ type: 'missing' });
             return false;
         }
-        const config = vscode.workspace.getConfiguration('flower', this.folder.uri);
-        this.mode = engineMode(config.get('engine'));
         this.settingsChanged = false;
         const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
         let serverOptions: ServerOptions;
@@ -416,27 +429,22 @@ export class FolderServer implements vscode.Disposable {
         this.model = new TranscriptModel();
         this.epoch++;
         this.emitter.fire({ type: 'reset' });
-        const outcome = new Promise<boolean>((resolve) => (this.settle = resolve));
         try {
             await client.start();
         } catch (e) {
             // A server that dies while starting is being restarted already (closed() ran before
             // this rejection and said Restart): the outcome is that restart's, not this error.
-            const restarting = this.client === client && this.restartPending;
-            if (!(restarting && (await outcome))) {
-                this.startError = e instanceof Error ? e.message : String(e);
-                this.log.error(`${this.folder.name}: the server did not start: ${this.startError}`);
-                this.startFailure = 'failed';
+            const again = this.state.name === 'restarting' || this.state.name === 'reconnecting';
+            if (!(this.client === client && again && (await this.lifecycle.outcome()))) {
+                const error = e instanceof Error ? e.message : String(e);
+                this.log.error(`${this.folder.name}: the server did not start: ${error}`);
                 if (this.client === client) this.client = undefined;
                 await client.dispose().catch(() => undefined);
-                this.setServerState('stopped');
+                this.go({ type: 'failed', error });
                 return false;
             }
         }
-        this.startFailure = null;
-        this.startError = null;
         this.log.info(`${this.folder.name}: the server runs`);
-        this.setServerState('running');
         await this.afterStart();
         return true;
     }
@@ -449,8 +457,8 @@ export class FolderServer implements vscode.Disposable {
      */
     private async engineTransport(python: string, env: NodeJS.ProcessEnv): Promise<{ reader: net.Socket; writer: net.Socket }> {
         for (;;) {
-            const delay = this.reconnectDelay;
-            this.reconnectDelay = 0;
+            const s = this.state;
+            const delay = s.name === 'reconnecting' ? s.delay : 0;
             if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
             if (this.client === undefined) throw new Error('the folder\'s client was stopped');
             try {
@@ -465,20 +473,18 @@ export class FolderServer implements vscode.Disposable {
                 return { reader: socket, writer: socket };
             } catch (e) {
                 // The first connection fails at once, with the engine's own words (start() shows them).
-                const next = this.reconnecting ? this.reconnects.lost(Date.now()) : null;
+                const reconnecting = this.state.name === 'reconnecting';
+                const next = reconnecting ? this.reconnects.lost(Date.now()) : null;
                 if (next === null) {
-                    if (this.reconnecting) {
+                    if (reconnecting) {
                         this.log.error(`${this.folder.name}: the flower engine could not be reached ${this.reconnects.max} times in a row; not trying again (flower: Restart Server tries again)`);
-                        this.reconnecting = false;
-                        this.rejoined?.settle(false);
-                        this.rejoined = undefined;
-                        this.setServerState('stopped');
+                        this.go({ type: 'gaveUp' });
                         this.keeper.patch({ running: false, step: null, waiting: null });
                     }
                     throw e;
                 }
                 this.log.warn(`${this.folder.name}: ${e instanceof Error ? e.message : String(e)}; trying again in ${next / 1000} s (${this.reconnects.count}/${this.reconnects.max})`);
-                this.reconnectDelay = next;
+                this.go({ type: 'retry', delay: next });
             }
         }
     }
@@ -498,10 +504,6 @@ export class FolderServer implements vscode.Disposable {
                 else await this.refreshStatus();
                 await this.loadOlder();
                 this.emitter.fire({ type: 'reset' });
-                if (this.reconnecting) {
-                    this.reconnecting = false;
-                    this.hooks.reconnected(this);
-                }
             };
             this.loaded = { epoch: this.epoch, done: load() };
         }
@@ -531,28 +533,20 @@ export class FolderServer implements vscode.Disposable {
         // Whatever follows, the process that ran the steps is gone: so are its progress notifications.
         this.progressToken = null;
         this.hooks.exited(this);
-        if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+        // Stopping (asked), stopped or disposed: nothing to restart.
+        if (!live(this.state)) return { action: CloseAction.DoNotRestart, handled: true };
         const delay = this.mode === 'shared' ? this.reconnects.lost(Date.now()) : null;
         if (this.mode === 'shared' && delay !== null) {
-            this.restartPending = true;
-            this.reconnectDelay = delay;
-            this.reconnecting = true;
-            if (this.rejoined === undefined) {
-                let settle: (ok: boolean) => void = () => undefined;
-                const done = new Promise<boolean>((resolve) => (settle = resolve));
-                this.rejoined = { done, settle };
-            }
+            this.go({ type: 'lost', delay });
             this.log.warn(`${this.folder.name}: the connection to the flower engine was lost; reconnecting in ${delay / 1000} s (${this.reconnects.count}/${this.reconnects.max})`);
-            this.setServerState('starting');
             this.model = new TranscriptModel();
             this.epoch++;
             this.emitter.fire({ type: 'reset' });
             return { action: CloseAction.Restart, handled: true, message: `reconnecting to the flower engine (${this.reconnects.count}/${this.reconnects.max})` };
         }
         if (this.mode === 'window' && this.restarts.crashed()) {
-            this.restartPending = true;
+            this.go({ type: 'crashed' });
             this.log.warn(`${this.folder.name}: the server stopped; restart ${this.restarts.count}/${this.restarts.max}`);
-            this.setServerState('starting');
             // The restarted process numbers its live entries anew: start the transcript over.
             this.model = new TranscriptModel();
             this.epoch++;
@@ -562,31 +556,36 @@ export class FolderServer implements vscode.Disposable {
         this.log.error(this.mode === 'shared'
             ? `${this.folder.name}: the flower engine could not be reached ${this.reconnects.max} times in a row; not trying again`
             : `${this.folder.name}: the server stopped ${this.restarts.max + 1} times; not restarting`);
-        this.restartPending = false;
-        this.settle?.(false);
-        this.setServerState('stopped');
+        this.go({ type: 'gaveUp' });
         this.keeper.patch({ running: false, step: null, waiting: null, waitingFor: null });
         this.hooks.stopped(this);
         return { action: CloseAction.DoNotRestart, handled: true, message: 'the server keeps stopping: not restarted again' };
     }
 
-    private setServerState(state: ServerState): void {
-        if (state === 'running' && this.client?.state !== State.Running) state = 'starting';
-        this.serverState = state;
+    /**
+     * Take a lifecycle event and let the views know; false when the state does not take it (a
+     * late event of a client being stopped: logged, and nothing changes).
+     */
+    private go(event: LifeEvent): boolean {
+        const before = this.state;
+        if (!this.lifecycle.fire(event)) {
+            if (before.name !== 'disposed') this.log.info(`${this.folder.name}: ${event.type} ignored while ${before.name}`);
+            return false;
+        }
         this.emitter.fire({ type: 'status' });
+        return true;
     }
 
     /** One handler per method (vscode-languageclient keeps one), fanned out as FolderEvents. */
     private register(client: LanguageClient): void {
         client.onDidChangeState((e) => {
-            if (e.newState === State.Running) {
-                this.restartPending = false;
-                this.settle?.(true);
-                this.rejoined?.settle(true);
-                this.rejoined = undefined;
-                this.setServerState('running');
-                void this.afterStart();
-            }
+            if (e.newState !== State.Running) return;
+            const was = this.state.name;
+            if (!this.go({ type: 'running' })) return;
+            void this.afterStart().then(() => {
+                // Attached again after a lost engine: the run may have been cut off (flower.resumeOnStartup).
+                if (was === 'reconnecting' && this.lifecycle.state.name === 'running') this.hooks.reconnected(this);
+            });
         });
         client.onRequest(p.ask, (params) => this.hooks.ask(this, params));
         client.onRequest(p.approve, (params, token) => {
@@ -749,7 +748,7 @@ export class Servers implements vscode.Disposable {
     }
 }
 
-/** The log channel with every URL's password masked in what is written to it (see redactUrls). */
+/** The log channel with every URL's password masked in what is written to it (see redactUrls), and no request's `env` (redactEnv). */
 function redacting(log: vscode.LogOutputChannel): vscode.LogOutputChannel {
     const writers = new Set<string | symbol>(['append', 'appendLine', 'replace', 'trace', 'debug', 'info', 'warn', 'error']);
     return new Proxy(log, {
@@ -757,7 +756,7 @@ function redacting(log: vscode.LogOutputChannel): vscode.LogOutputChannel {
             const value: unknown = Reflect.get(target, key);
             if (typeof value !== 'function') return value;
             if (!writers.has(key)) return value.bind(target);
-            return (...args: unknown[]) => value.apply(target, args.map((a) => (typeof a === 'string' ? redactUrls(a) : a)));
+            return (...args: unknown[]) => value.apply(target, args.map((a) => (typeof a === 'string' ? redactEnv(redactUrls(a)) : a)));
         },
     });
 }

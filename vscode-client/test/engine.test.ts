@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { connectEngine, ensureEngine } from '../src/engine';
-import { engineMode, ReconnectPolicy, serveAnswer, travellingEnv, travels } from '../src/model/engine';
+import { engineMode, ReconnectPolicy, redactEnv, requestEnv, serveAnswer } from '../src/model/engine';
 
 test('flower.engine: shared unless it says window', () => {
     assert.equal(engineMode('window'), 'window');
@@ -13,37 +13,30 @@ test('flower.engine: shared unless it says window', () => {
     for (const odd of [undefined, null, '', 'Window', 3]) assert.equal(engineMode(odd), 'shared');
 });
 
-test('the variables the agent and the CLI read travel; nothing else does', () => {
-    const env = {
-        ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
-        ANTHROPIC_API_KEY: 'from-the-shell',
-        CLAUDE_CONFIG_DIR: '/c',
-        CLAUDE_CODE_MAX_RETRIES: '0',
-        FLOWER_STORE: 'sqlite',
-        PATH: '/usr/bin',
-        HOME: '/home/me',
-        HTTPS_PROXY: 'http://proxy:3128',
-        no_proxy: 'localhost',
-        http_proxy: 'http://p',
-        VSCODE_PID: '1',
-        ELECTRON_RUN_AS_NODE: '1',
-        SSH_AUTH_SOCK: '/tmp/agent',
-        LD_PRELOAD: 'evil.so',
-        UNSET: undefined,
-        MY_ANTHROPIC_THING: 'x',
-    };
-    assert.deepEqual(Object.keys(travellingEnv(env)).sort(), [
-        'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'CLAUDE_CODE_MAX_RETRIES', 'CLAUDE_CONFIG_DIR', 'FLOWER_STORE',
-        'HOME', 'HTTPS_PROXY', 'PATH', 'http_proxy', 'no_proxy',
-    ]);
-    assert.equal(travels('ALL_PROXY'), true);
-    assert.equal(travels('PYTHONPATH'), false);
+test('a wake carries the window\'s whole environment: the engine decides what travels (issue 33)', () => {
+    const env = { PATH: '/usr/bin', VSCODE_PID: '1', SSH_AUTH_SOCK: '/tmp/agent', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9', UNSET: undefined };
+    assert.deepEqual(requestEnv(env), { PATH: '/usr/bin', VSCODE_PID: '1', SSH_AUTH_SOCK: '/tmp/agent', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' });
 });
 
 test('the key from SecretStorage wins over the window\'s own, and an empty one is no key', () => {
-    assert.equal(travellingEnv({ ANTHROPIC_API_KEY: 'shell' }, 'secret').ANTHROPIC_API_KEY, 'secret');
-    assert.equal(travellingEnv({ ANTHROPIC_API_KEY: 'shell' }, '').ANTHROPIC_API_KEY, 'shell');
-    assert.equal('ANTHROPIC_API_KEY' in travellingEnv({}, undefined), false);
+    assert.equal(requestEnv({ ANTHROPIC_API_KEY: 'shell' }, 'secret').ANTHROPIC_API_KEY, 'secret');
+    assert.equal(requestEnv({ ANTHROPIC_API_KEY: 'shell' }, '').ANTHROPIC_API_KEY, 'shell');
+    assert.equal('ANTHROPIC_API_KEY' in requestEnv({}, undefined), false);
+});
+
+test('the trace of a wake never shows its env, verbose or compact', () => {
+    const params = { folder: 'file:///w', text: 'go {on}', env: { ANTHROPIC_API_KEY: 'sk-secret', ODD: 'a "}" and \\ {', PATH: '/bin' } };
+    for (const json of [JSON.stringify(params, null, 4), JSON.stringify(params)]) {
+        const line = redactEnv(`Sending request 'flower/wake - (3)'.\nParams: ${json}\n\n`);
+        assert.ok(!line.includes('sk-secret') && !line.includes('/bin') && !line.includes('ODD'), line);
+        // The rest of the line stays, and parses back with env replaced.
+        const back = JSON.parse(line.slice(line.indexOf('{'), line.lastIndexOf('}') + 1)) as Record<string, unknown>;
+        assert.deepEqual(back, { folder: 'file:///w', text: 'go {on}', env: '[not logged]' });
+    }
+    assert.equal(redactEnv('"env": null, "env": {"A": "1"}, "b": 2'), '"env": null, "env": "[not logged]", "b": 2');
+    // Cut off by the end of the line: replaced up to the end.
+    assert.equal(redactEnv('Params: {"env": {"ANTHROPIC_API_KEY": "sk-'), 'Params: {"env": "[not logged]"');
+    assert.equal(redactEnv('no env here'), 'no env here');
 });
 
 test('serve --background: the socket path is its last stdout line; a failure is its one line', () => {

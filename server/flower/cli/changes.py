@@ -10,17 +10,16 @@ import sys
 from pathlib import Path
 
 from ..core.changes import WakeChanges
-from ..core.trust import decide
 from ..service import FlowerService
-from .args import UsageError
-from .commands import EXIT_OK, settings_of
+from ..settings import FLAGS
+from ..task import open_task
+from .args import UsageError, given
+from .commands import EXIT_OK
 from .console import Console, setup_logging
 
 
 def _service(args: argparse.Namespace, locale: str) -> FlowerService:
-    trust = decide(Path.cwd())
-    settings = settings_of(args, Path.cwd(), trust.trusted)
-    return FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale, trust=trust)
+    return open_task(Path.cwd(), locale=locale, given=given(args), labels=FLAGS).service
 
 
 def counts(added: int | None, removed: int | None) -> str:

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import host
 from ..core.approvals import Approval, Decision
+from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
 from ..core.shared import is_postgres_url
 from ..core.text import megabytes
 from ..core.texts import Said
-from ..core.trust import decide, why
+from ..core.trust import why
 from ..settings import FLAGS, Settings, load
 from .args import UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
@@ -26,7 +27,7 @@ from .trust import settle
 
 if TYPE_CHECKING:
     from ..runtime import Sessions
-    from ..service import FlowerService
+    from ..task import Task
     from .running import Running
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -71,24 +72,16 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
     text = " ".join(args.text).strip()
     workspace = Path.cwd()
     trust = await settle(workspace, console, keyboard)  # before the settings: an untrusted folder's file may set less
-    settings = settings_of(args, workspace, trust.trusted)
-    run_dir = writable_run_dir(settings.run_dir_path(workspace), locale)
-    from ..stores.prefetch import Prefetch  # SDK-free; here, not at import: `flower --help` needs none of it
+    setup_logging(console)
+    from ..task import open_task  # SDK-free; here, not at import: `flower --help` needs none of it
 
-    # Started before the SDK is imported below: a worker prunes and writes the work session meanwhile, on another core.
-    prefetch = None if args.new else Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim)
+    # The prefetch worker starts before the service (and the SDK behind it) is imported: it prunes the work session
+    # on another core meanwhile. A new task resumes nothing.
+    task = open_task(workspace, locale=locale, given=given(args), labels=FLAGS, trust=trust,
+                     prepare=lambda run_dir: writable_run_dir(run_dir, locale), prefetch=not args.new)
+    svc = task.service
     try:
-        from ..service import FlowerService  # here, not at import: `flower --help` and bad input stay instant
-
-        setup_logging(console)
-        svc = FlowerService.from_settings(workspace, settings, run_dir, locale=locale, trust=trust)
-    except BaseException:
-        if prefetch is not None:
-            prefetch.discard()
-        raise
-    svc.prefetch = prefetch
-    try:
-        await store_ready(svc.sessions, locale)
+        await store_ready(task.sessions, locale)
         # -- what to do: from the arguments, or asked at the terminal (S28) ------------------
         new = args.new
         started = svc.status().started  # a task was started here: the next wake continues it
@@ -105,30 +98,25 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
 
         # -- run it, showing what happens as it happens -------------------------------------
         if new or not started:
-            console.note(console.text("starting", where=workspace, runs=os.path.relpath(run_dir)))
+            console.note(console.text("starting", where=workspace, runs=os.path.relpath(task.run_dir)))
         svc.subscribe(console)
         tasks = [asyncio.create_task(console.ticker())]
         if keyboard is not None:
             asker = Asker(keyboard, console)
-            svc.ask = asker
-            svc.approvals.askers.append(asker.approve)
-            tasks.append(asyncio.create_task(listen(keyboard, svc.say, asker)))
+            caller = Caller(ask=asker, approve=asker.approve)  # this process's own variables: no `env` to add
+            tasks.append(asyncio.create_task(listen(keyboard, lambda line: svc.say(line, caller), asker)))
         else:
-            unattended(svc, settings, console)
+            caller = unattended(task, console)
         try:
-            result = await (svc.new(text) if new else svc.wake(text or None))
+            result = await (task.new(text, caller) if new else task.wake(text or None, caller))
         finally:
-            for task in tasks:
-                task.cancel()
+            for t in tasks:
+                t.cancel()
             console.clear()
-    except asyncio.CancelledError:
-        # Ctrl-C: stop the agent cleanly (bounded); the lineage already holds its sessions.
-        await asyncio.wait_for(svc.close(), 15)
-        raise
     finally:
-        if svc.prefetch is not None:  # no wake took it (nothing to do here, or bad input)
-            svc.prefetch.discard()
-        await svc.sessions.close()  # a shared store's connections end with the command, not at interpreter exit
+        # Ctrl-C stops the agent cleanly (bounded; the lineage already holds its sessions); an unused prefetch and a
+        # shared store's connections end with the command, not at interpreter exit.
+        await asyncio.wait_for(task.close(), 15)
     if keyboard is not None:
         console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)
     if result.ok:
@@ -151,20 +139,18 @@ def said_running(held: Running, console: Console) -> str:
     return console.text("running_engine" if held.engine is not None else "running_pid", pid=held.pid if held.pid else "?")
 
 
-def unattended(svc: FlowerService, settings: Settings, console: Console) -> None:
+def unattended(task: Task, console: Console) -> Caller:
     """Without a terminal nobody can answer a tool question: the unattended rule applies at once, said in one line.
 
     Unless the person set `approvals.wait` themselves: then they expect an answer from elsewhere (issue 24).
     """
-    if settings.sources.get("approvals_wait", "default") == "default":
-        svc.approvals.wait = 0.0
-
     def said(approval: Approval, decision: Decision | None) -> None:
         if decision is not None and decision.by == "unattended":
             console.line(console.style(console.text("approval_unattended", tool=approval.tool, summary=approval.summary), "33"),
                          sys.stderr)
 
-    svc.approvals.on_change.append(said)
+    task.service.approvals.on_change.append(said)
+    return Caller(wait=0.0 if task.settings.sources.get("approvals_wait", "default") == "default" else None)
 
 
 async def store_ready(sessions: Sessions, locale: str) -> None:
@@ -183,19 +169,18 @@ def said_lines(said: Said, locale: str) -> str:
 
 async def once_command(args: argparse.Namespace, locale: str) -> int:
     """`flower once`: one agent turn through the Runtime; no workflow, no lineage (S29)."""
-    from ..runtime import AgentSpec, Budget, Runtime, Sessions
+    from ..runtime import AgentSpec
+    from ..task import open_task
 
     console = Console(locale, sys.stdout, sys.stderr, workspace=Path.cwd())
     trust = await settle(Path.cwd(), console, None)  # one line when its own code is skipped; the question is `flower`'s
-    settings = settings_of(args, Path.cwd(), trust.trusted)
-    run_dir = writable_run_dir(settings.run_dir_path(Path.cwd()), locale)
     setup_logging(console)
+    task = open_task(Path.cwd(), locale=locale, given=given(args), labels=FLAGS, trust=trust,
+                     prepare=lambda run_dir: writable_run_dir(run_dir, locale))
     tools = [name.strip() for name in args.tools.split(",") if name.strip()]
     agent = AgentSpec("once", allowed_tools=tools, permission_mode="acceptEdits")
-    sessions = Sessions.open(run_dir, store=settings.store, workspace=Path.cwd(), project=settings.project)
-    async with sessions, Runtime(Path.cwd(), run_dir, sessions=sessions, model=settings.model, fallback_model=settings.fallback_model,
-                                 isolated=settings.isolated, budget=Budget(settings.max_cost), trust=trust) as rt:
-        await store_ready(sessions, locale)
+    async with task.turns() as rt:
+        await store_ready(rt.sessions, locale)
         if args.resume and not rt.has_session(args.resume):
             raise UsageError(console.text("no_session", sid=args.resume, db=rt.db_path))
         rt.listeners.append(console)
@@ -216,19 +201,18 @@ async def once_command(args: argparse.Namespace, locale: str) -> int:
 
 async def status_command(args: argparse.Namespace, locale: str) -> int:
     """`flower status`: the service's status of this directory, for people or (--json) scripts."""
-    from ..service import FlowerService
     from ..status import to_json
+    from ..task import open_task
 
     console = Console(locale, workspace=Path.cwd())
     setup_logging(console)
-    trust = decide(Path.cwd())
-    settings = settings_of(args, Path.cwd(), trust.trusted)
-    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale, trust=trust)
-    await store_ready(svc.sessions, locale)
+    task = open_task(Path.cwd(), locale=locale, given=given(args), labels=FLAGS)
+    svc, settings, trust = task.service, task.settings, task.trust
     try:
+        await store_ready(task.sessions, locale)
         st: dict[str, Any] = to_json(svc.status())
     finally:
-        await svc.close()
+        await task.close()
     from .running import running_here  # the engine's side (lsprotocol) only for status, not for a wake's imports
 
     held = None if st["running"] else await running_here(Path.cwd(), svc.run_dir, locale)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import IO
 
 from ..core.banner import RULE, label
-from ..core.trust import decide
 from ..history import History, Item
-from .commands import EXIT_OK, settings_of
+from ..settings import FLAGS
+from .args import given
+from .commands import EXIT_OK
 from .console import Console, first_line, setup_logging
 
 USER_LINES = 3
@@ -80,14 +81,12 @@ def _pager(console: Console) -> subprocess.Popen[str] | None:
 
 async def log_command(args: argparse.Namespace, locale: str) -> int:
     """`flower log [-n N | --all] [--follow]`: the transcript of the task here, as the editor's Transcript view shows it."""
-    from ..service import FlowerService
+    from ..task import open_task
 
     console = Console(locale, workspace=Path.cwd())
     setup_logging(console)
-    trust = decide(Path.cwd())
-    settings = settings_of(args, Path.cwd(), trust.trusted)
-    svc = FlowerService.from_settings(Path.cwd(), settings, settings.run_dir_path(Path.cwd()), locale=locale, trust=trust)
-    history = History(svc.workspace, svc.run_dir, trim=settings.trim, store=svc.sessions.raw, records=svc.sessions.records)
+    task = open_task(Path.cwd(), locale=locale, given=given(args), labels=FLAGS)  # the one opener (issue 33)
+    history = task.history
     try:
         items = await newest(history, 0, None if args.all else args.lines)
         if not items and not args.follow:
@@ -118,8 +117,7 @@ async def log_command(args: argparse.Namespace, locale: str) -> int:
                 step, seen = fresh[-1].step or step, fresh[-1].seq
         return EXIT_OK
     finally:
-        history.close()
-        await svc.close()
+        await task.close()
 
 
 if sys.platform == "win32":  # no `less` by default: print straight to the console

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.lock import holder
-from ..lsp import protocol as p
 
 PERSON = ("approval", "question")
 """What a run waits for that only the person can give (an outage waits for the API, not for them)."""
@@ -54,19 +53,10 @@ async def engine_runs(locale: str) -> tuple[Path, dict[str, Any]] | None:
         return None
     # Only now: the client imports the language server (pygls, lsprotocol, cattrs, and the service with the SDK
     # behind it), which a command with no engine running has no use for.
-    from ..engine.client import EngineClient, EngineError, Gone
+    from ..engine.client import engine_runs as ask
 
-    try:
-        client = await EngineClient.connect(sock, timeout=2.0)
-    except (OSError, TimeoutError):
-        return None
-    try:
-        await client.initialize(locale=locale)
-        return sock, await client.request(p.RUNS, None, timeout=10.0)
-    except (EngineError, Gone, TimeoutError, OSError):
-        return None
-    finally:
-        await client.close()
+    runs = await ask(sock, locale)
+    return (sock, runs) if runs is not None else None
 
 
 def held_in(found: tuple[Path, dict[str, Any]] | None, workspace: Path, run_dir: Path | None) -> Running | None:

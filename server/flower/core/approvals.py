@@ -15,7 +15,7 @@ import difflib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -89,7 +89,7 @@ class Approvals:
     def __init__(self, wait: float | None = None, unattended: Literal["deny", "wait"] = "deny") -> None:
         self.wait, self.unattended = wait, unattended
         self.askers: list[Asker] = []
-        """Front-ends that can put a question to their person (a terminal, each attached editor window)."""
+        """Askers of every wake (a program's own); a front-end's come with its wake instead (`decide(askers=)`, issue 33)."""
         self.pending: dict[str, tuple[Approval, asyncio.Future[Decision]]] = {}
         self.on_change: list[Callable[[Approval, Decision | None], None]] = []
         """Told when a question opens (None) and when it closes (its decision): status, notifications."""
@@ -108,8 +108,11 @@ class Approvals:
         found[1].set_result(decision)
         return True
 
-    async def decide(self, approval: Approval) -> Decision:
+    async def decide(self, approval: Approval, askers: Sequence[Asker] = (), wait: float | None = None) -> Decision:
         """Ask everyone who can answer and wait by the rules; the first answer wins, a timeout never allows.
+
+        `askers` and `wait` are the asking wake's own (core/caller.py): its front-end, and a wait that replaces
+        `self.wait` for its questions (a terminal with nobody at it: 0).
 
         With no `wait` set, a question nobody can be asked (no front-end, or each said it cannot ask: a terminal
         with no person at it, no attached client that declared it answers) gets the `unattended` rule at once, as a
@@ -119,14 +122,15 @@ class Approvals:
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self.pending[approval.id] = (approval, future)
         self._tell(approval, None)
-        asks = [asyncio.create_task(self._ask(asker, approval)) for asker in list(self.askers)]
+        asks = [asyncio.create_task(self._ask(asker, approval)) for asker in [*self.askers, *askers]]
+        wait = self.wait if wait is None else wait
         try:
-            if self.wait is None:
+            if wait is None:
                 if await self._nobody(asks, future):
                     self._unattended(approval)
                 return await future  # "wait", or someone may answer: as long as it takes
             try:
-                return await asyncio.wait_for(asyncio.shield(future), self.wait)
+                return await asyncio.wait_for(asyncio.shield(future), wait)
             except TimeoutError:
                 self._unattended(approval)
                 return await future  # "wait": go on waiting for the person, however long

@@ -151,3 +151,22 @@ class EngineClient:
                 self.listener(message.get("method", ""), message.get("params"))
             except Exception:
                 log.exception("handling %s", message.get("method"))
+
+
+async def engine_runs(sock: Path, locale: str = "en") -> dict[str, Any] | None:
+    """The engine's `flower/runs` at `sock` (telling it this flower's version at initialize); None when nothing answers.
+
+    The one query `flower status`/`ps`/`stop` (cli/running.py) and the engine's starter (start.py) both ask.
+    """
+    try:
+        client = await EngineClient.connect(sock, timeout=2.0)
+    except (OSError, TimeoutError):
+        return None
+    try:
+        await client.initialize(locale=locale)
+        runs = await client.request("flower/runs", None, timeout=10.0)
+    except (EngineError, Gone, TimeoutError, OSError):
+        return None
+    finally:
+        await client.close()
+    return runs if isinstance(runs, dict) else None

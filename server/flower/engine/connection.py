@@ -26,7 +26,7 @@ from ..lsp import server as stdio
 from ..lsp.folders import Folder
 from ..lsp.framing import FlowerProtocol
 from ..lsp.server import VERSION, FlowerServer, converter_factory, editor_trust
-from ..lsp.server import _options as options_from  # the stdio server's reading of initializationOptions
+from ..settings import options_of
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -177,7 +177,7 @@ def initialize(ls: Connection, params: types.InitializeParams) -> None:
     theirs = raw.pop(VERSION_OPTION, None) if isinstance(raw, dict) else None
     ls.answers = answers_of(raw.pop(ANSWERS_OPTION, None) if isinstance(raw, dict) else None)
     ls.locale = locale_from(params.locale)
-    ls.options, ls.editor_trust = options_from(raw), editor_trust(raw)
+    ls.options, ls.editor_trust = options_of(raw), editor_trust(raw)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]

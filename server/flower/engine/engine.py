@@ -23,9 +23,10 @@ from ..core import host
 from ..lsp import protocol as p
 from ..lsp.folders import Folder
 from ..lsp.framing import LINE_LIMIT
-from ..lsp.server import VERSION, _key, _path, settle
+from ..lsp.server import VERSION, settle
 from ..settings import FILE as SETTINGS_FILE
 from ..settings import PYPROJECT
+from ..task import folder_key, folder_of
 from .connection import Connection
 from .fanout import Fanout
 from .place import lock_path, private_dir
@@ -69,8 +70,8 @@ class Engine:
     # -- folders -----------------------------------------------------------------------------------
     def key(self, uri: str) -> str | None:
         """The folder key of a `file://` URI; None for anything else."""
-        path = _path(uri)
-        return _key(path) if path is not None else None
+        path = folder_of(uri)
+        return folder_key(path) if path is not None else None
 
     def fan(self, key: str) -> Fanout:
         """The connections attached to a folder (made on first use)."""
@@ -82,11 +83,11 @@ class Engine:
     def folder(self, uri: str, name: str | None, locale: str, options: dict[str, object],
                editor_trust: bool = False) -> tuple[str, Folder] | None:
         """The Folder serving `uri` (made if none is): rebuilt with these settings if they differ and nothing runs there."""
-        path = _path(uri)
+        path = folder_of(uri)
         if path is None:
             log.warning("ignoring workspace folder %s: not a file:// URI", uri)
             return None
-        key, made = _key(path), (locale, dict(options), editor_trust, settings_stamp(path))
+        key, made = folder_key(path), (locale, dict(options), editor_trust, settings_stamp(path))
         existing = self.folders.get(key)
         if existing is not None and (self.made[key] == made or existing.svc.running):
             return key, existing

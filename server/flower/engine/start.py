@@ -20,7 +20,7 @@ from pathlib import Path
 from ..core import host
 from ..core.texts import text
 from ..lsp.server import VERSION
-from .client import EngineClient, EngineError, Gone
+from .client import engine_runs
 from .place import log_path, private_dir, socket_path
 
 START_TIMEOUT = 60.0
@@ -50,18 +50,11 @@ class Running:
 
 async def probe(sock: Path, locale: str = "en") -> Running | None:
     """Ask the engine at `sock` who it is (telling it this flower's version); None when nothing answers."""
+    runs = await engine_runs(sock, locale)
     try:
-        client = await EngineClient.connect(sock, timeout=2.0)
-    except (OSError, TimeoutError):
+        return Running(sock, runs["version"], runs["pid"], any(r["running"] for r in runs["runs"]), False) if runs else None
+    except (KeyError, TypeError):
         return None
-    try:
-        await client.initialize(locale=locale)
-        runs = await client.request("flower/runs", None, timeout=10.0)
-        return Running(sock, runs["version"], runs["pid"], any(r["running"] for r in runs["runs"]), False)
-    except (Gone, EngineError, TimeoutError, OSError, KeyError, TypeError):
-        return None
-    finally:
-        await client.close()
 
 
 async def ensure(idle: float | None = None, locale: str = "en", sock: Path | None = None) -> tuple[Running, str | None]:

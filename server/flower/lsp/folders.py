@@ -14,18 +14,17 @@ import functools
 import itertools
 import logging
 import time
-import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, assert_never
 
-from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..core import crash
 from ..core.approvals import Approval, Decision
-from ..core.banner import kilo, label
+from ..core.banner import kilo
+from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.events import (
     AssistantText,
@@ -44,25 +43,22 @@ from ..core.events import (
     Waiting,
 )
 from ..core.redact import cut, hold_secrets
-from ..core.text import clip, tool_label
+from ..core.text import tool_label
 from ..core.travel import travelling
-from ..core.trust import decide, why
-from ..history import History, Item, Pruned, UnknownSession, Verdicts
-from ..service import FlowerService
-from ..settings import KEYS, OPTIONS, Settings, SettingsError, load
+from ..core.trust import why
+from ..history import Item, Pruned, Verdicts
+from ..settings import KEYS, OPTION_LABELS, SettingsError
 from ..status import WaitingFor, WakeOutcome, to_json
+from ..task import NotASession, open_task
 from . import protocol as p
+from .progress import StepProgress
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 30.0
 """Bound on how long wake/say/new wait for their run to show its first event (it comes before any CLI starts)."""
-CREATE_TIMEOUT = 10.0
-"""Bound on the client's answer to `window/workDoneProgress/create`."""
 CLOSE_TIMEOUT = 20.0
 """Bound on cancelling a run and flushing its notifications when a folder closes."""
-REPORT_LIMIT = 120
-"""Longest `$/progress` message, in characters."""
 HISTORY_LIMIT = 200
 """`flower/history` entries per page when the client does not say."""
 HISTORY_MAX = 1000
@@ -105,10 +101,6 @@ class Left(JsonRpcException):
     """Every client asked a question withdrew without an answer (a reload, a terminal's Ctrl-C): the person may come back."""
 
 
-OPTION_LABELS = {key: f"flower.{option}" for option, key in OPTIONS.items()}
-"""Setting key → the editor setting that sends its option: a value's source in status, and in error lines."""
-
-
 def crashed(exc: Exception, folder: Folder | None) -> crash.Crash:
     """A bug: its traceback goes to the folder's run dir log (core/crash.py), the editor gets one line."""
     error = crash.caught(exc, folder.svc.run_dir if folder is not None else None, "crash_editor")
@@ -118,38 +110,28 @@ def crashed(exc: Exception, folder: Folder | None) -> crash.Crash:
 
 
 class Folder:
-    """A workspace folder: the lineage key (P2), with its own service and `runs/`."""
+    """A workspace folder in the editor protocol: the task it opens (P2, `task.open_task`), rendered for its clients."""
 
     def __init__(self, ls: Peer, uri: str, name: str, path: Path, locale: str, options: dict[str, object],
                  editor_trust: bool = False):
         self.ls, self.uri, self.name, self.path = ls, uri, name, path
-        self.settings_error: SettingsError | None = None
-        """A settings file (or variable, or option) that cannot be used: every wake answers with it until fixed."""
-        self.trust = decide(path, editor=editor_trust)
-        try:
-            settings = load(path, options, labels=OPTION_LABELS, trusted=self.trust.trusted)
-        except SettingsError as exc:
-            log.warning("%s: %s", uri, exc)
-            settings, self.settings_error = Settings(), exc
-        self.settings_problem = None if self.settings_error is None else _problem(self.settings_error, locale)
-        """The same, as status shows it (a client tells the person at once, not only at their next wake)."""
+        self.task = open_task(path, locale=locale, given=options, labels=OPTION_LABELS, editor_trust=editor_trust,
+                              lenient=True)
+        """Trust, settings, store, service and history, opened once; a bad setting answers every wake until fixed."""
+        self.trust, self.svc = self.task.trust, self.task.service
+        error = self.task.settings_error
+        self.settings_problem = None if error is None else _problem(error, locale)
+        """The settings error as status shows it (a client tells the person at once, not only at their next wake)."""
         self._trust_said = why(self.trust).text(locale)
         """Why the folder is trusted or not, as status says it (made once: status is asked often)."""
-        self.svc = FlowerService.from_settings(path, settings, settings.run_dir_path(path), locale=locale, trust=self.trust)
-        self.svc.ask = self._ask
-        self.svc.approvals.askers.append(self._approve)
         self.svc.approvals.on_change.append(self._approval_changed)
         self._unsubscribe = self.svc.subscribe(self._on_event)
-        self.history = History(self.svc.workspace, self.svc.run_dir, trim=settings.trim, store=self.svc.sessions.raw,
-                               records=self.svc.sessions.records)
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._numbers = itertools.count(1)
         self.run: Run | None = None
-        self.progress: str | None = None
-        """The `$/progress` token of the step running now."""
-        self.tokens: set[str] = set()
-        """Every progress token this folder created (for `window/workDoneProgress/cancel`)."""
+        self.progress = StepProgress(ls, locale)
+        """The `$/progress` of the step running now."""
         self._header: str | None = None
         self._verdicts: dict[str, dict[str, Pruned]] = {}
         self._seq = 0
@@ -164,7 +146,7 @@ class Folder:
         """The first read of the store and the records, off the event loop: nothing is read here (status never blocks)."""
 
     async def _open(self) -> None:
-        seq, _ = await asyncio.gather(self.history.latest_seq(), self.svc.refresh())
+        seq, _ = await asyncio.gather(self.task.history.latest_seq(), self.svc.refresh())
         self._seq = max(self._seq, seq)
 
     @property
@@ -187,11 +169,12 @@ class Folder:
         """Number live entries above `seq` (a folder rebuilt in the engine continues its clients' sequence)."""
         self._seq = max(self._seq, seq)
 
-    def hold_env(self, env: dict[str, str] | None) -> None:
-        """The requesting client's variables: the next wake here runs with them over this process's own (D11)."""
-        if env is not None:
-            self.svc.env = travelling(env)
-            hold_secrets(self.svc.env)  # a key that came with the request is redacted like one of ours (D6)
+    def caller(self, env: dict[str, str] | None) -> Caller:
+        """Whom a wake a request starts runs for: the request's variables over this process's (D11), and this
+        folder's clients for its questions. Passed with that wake alone: another client's request never changes it."""
+        given = travelling(env) if env is not None else {}
+        hold_secrets(given)  # a key that came with the request is redacted like one of ours (D6)
+        return Caller(given, ask=self._ask, approve=self._approve)
 
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory: no read, no model request, no waiting."""
@@ -224,12 +207,11 @@ class Folder:
             raise JsonRpcInvalidParams(f"{p.HISTORY}: params.before must be a nextBefore from an earlier page (>= 1), "
                                        f"not {params.before}. Send params like {p.HistoryParams.EXAMPLE}")
         try:
-            page = await self.history.page(params.session_id, params.before, limit)
-        except UnknownSession:
-            known = [s.session_id for s in await self.history.sessions()]
+            page, runs = await self.task.page(params.session_id, params.before, limit)
+        except NotASession as exc:
             raise JsonRpcInvalidParams(
                 f"{p.HISTORY}: params.sessionId {params.session_id!r} is not a session of {self.uri} "
-                f"(its sessions: {', '.join(known) or 'none yet'}); omit it for every session") from None
+                f"(its sessions: {', '.join(exc.known) or 'none yet'}); omit it for every session") from None
         for sid, future in page.pending.items():
             if future not in self._awaited:  # one `flower/pruned` per computation, however many pages asked
                 self._awaited.add(future)
@@ -239,7 +221,7 @@ class Folder:
         return p.HistoryResult(
             self.uri, [self._entry(i) for i in page.items], page.next_before,
             [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending),
-            [p.StepSummary(**vars(s)) for s in await asyncio.to_thread(self.history.step_runs)])
+            [p.StepSummary(**vars(s)) for s in runs])
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
@@ -275,31 +257,36 @@ class Folder:
             raise JsonRpcInvalidParams(f"{p.REVERT}: give params.path, params.wake or both. Send params like {p.RevertParams.EXAMPLE}")
         return p.RevertResult(self.uri, await self.svc.revert(path, wake))
 
-    async def wake(self, text: str | None) -> p.WakeResult:
+    async def wake(self, text: str | None, env: dict[str, str] | None = None) -> p.WakeResult:
         """Start a wake, or join the one running here (D5); a text for a running wake goes to its work session."""
         text = text.strip() if text and text.strip() else None
-        if self.svc.running:
+        if not self.busy:
+            await self._prepare()
+        if self.busy:  # already, or since: another request started one meanwhile
             if text:
                 self._said(text)
                 await self.svc.say(text)
             return p.WakeResult(self.uri, "joined", text is not None, self.status())
-        await self._start(self.svc.wake(text), said=text)
+        await self._start(self.task.wake(text, self.caller(env)), said=text)
         return p.WakeResult(self.uri, "started", False, self.status())
 
-    async def say(self, text: str) -> p.SayResult:
+    async def say(self, text: str, env: dict[str, str] | None = None) -> p.SayResult:
         """Queue a sentence for the running work session, or wake with it when idle (S15)."""
-        if self.svc.running:
+        if not self.busy:
+            await self._prepare()
+        if self.busy:  # already, or since: another request started one meanwhile
             self._said(text.strip())
             await self.svc.say(text)
             return p.SayResult(self.uri, "delivered", self.status())
-        # svc.wake, not svc.say: say's coroutine returns None, and the end state needs the wake's outcome.
-        await self._start(self.svc.wake(text), said=text.strip())
+        # A wake, not svc.say: say's coroutine returns None, and the end state needs the wake's outcome.
+        await self._start(self.task.wake(text, self.caller(env)), said=text.strip())
         return p.SayResult(self.uri, "started", self.status())
 
-    async def new(self, text: str) -> p.NewResult:
+    async def new(self, text: str, env: dict[str, str] | None = None) -> p.NewResult:
         """Cancel what runs, archive the task (S28) and start `text`."""
         cancelled = await self.cancel_and_wait()
-        await self._start(self.svc.new(text), said=text.strip())
+        await self._prepare()
+        await self._start(self.task.new(text, self.caller(env)), said=text.strip())
         return p.NewResult(self.uri, "started", cancelled, self.status())
 
     def cancel(self) -> bool:
@@ -330,7 +317,6 @@ class Folder:
             self._closed = True
             self._opened.cancel()
             self._unsubscribe()
-            self.history.close()
             if self._pump is not None:
                 self._pump.cancel()
 
@@ -338,23 +324,27 @@ class Folder:
         run = self.run
         if run is not None and self.svc.running:
             run.cancel_requested = True  # the end state says cancelled; the wake itself is cut off (status: interrupted)
-        await self.svc.close()
+        await self.task.close()
         if run is not None and run.task is not None:
             await asyncio.gather(run.task, return_exceptions=True)
         await self._queue.join()
 
     # -- running in the background -----------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """A wake runs here, or a request started one whose task has not run yet (a second request joins it)."""
+        run = self.run
+        return self.svc.running or (run is not None and run.task is not None and not run.task.done())
+
+    async def _prepare(self) -> None:
+        """What any wake here needs first, awaited before deciding to start or join (so two requests cannot both start)."""
+        await self.task.ready()  # a bad setting, or a store that cannot be used: one clear line (D9)
+        await self.ready()  # live transcript seqs continue above the store's (protocol.md)
+
     async def _start(self, work: Awaitable[WakeOutcome | None], said: str | None = None) -> Run:
-        """Drive `work` in the background; return once it showed its first event, or raise if it failed before."""
-        try:
-            if self.settings_error is not None:  # one clear line naming the file, the key and what is expected
-                raise self.settings_error
-            await self.svc.sessions.ready()  # a shared store that cannot be used is one line too (D9)
-            await self.ready()  # live transcript seqs continue above the store's (protocol.md)
-        except FlowerError:
-            if asyncio.iscoroutine(work):
-                work.close()
-            raise
+        """Drive `work` in the background; return once it showed its first event, or raise if it failed before.
+
+        Nothing is awaited before its task exists: `busy` is true from the moment this is called."""
         self._ensure_pump()
         run = Run(next(self._numbers), said=said)
         self.run = run
@@ -489,7 +479,7 @@ class Folder:
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, True, None, False, None, None))
             case "end", (Run() as run, dict() as outcome):
                 cancelled = run.cancel_requested
-                self._end_progress("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
+                self.progress.end("cancelled" if cancelled else ("failed" if not outcome.get("ok") else "done"))
                 self.notify(p.STATE, p.StateNotification(self.uri, run.number, False, bool(outcome.get("ok")), cancelled,
                                                          outcome.get("error"), outcome.get("woke")))
                 if self.run is run:
@@ -528,32 +518,32 @@ class Folder:
                 self._header = text
                 self.notify(p.HEADER, p.HeaderNotification(f, step, text))
             case StepStarted():
-                token = await self._begin_progress(event)
+                token = await self.progress.begin(event, self._header)
                 self.notify(p.STEP_START, p.StepStartNotification(
                     f, event.step, event.index, event.total, event.session_id, event.woke, token))
             case StepEnded():
                 error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
                 self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context,
                                                               event.cost_usd, event.duration_s))
-                self._end_progress("done" if event.ok else f"failed: {error or 'unknown error'}")
+                self.progress.end("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
             case SessionStarted():
                 self.notify(p.SESSION, p.SessionNotification(f, event.step, event.session_id, event.resumed))
             case AssistantText():
                 self._transcript(event.step, event.session_id, event.uuid, "assistant", "text", event.text, parent=event.parent)
-                self._report(event.text.strip().splitlines()[0] if event.text.strip() else "")
+                self.progress.report(event.text.strip().splitlines()[0] if event.text.strip() else "")
             case ToolCall():
                 summary = tool_label(event.name, event.input)
                 self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event, event.parent)
-                self._report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
+                self.progress.report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
             case ContextSize():
                 self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window))
-                self._report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
+                self.progress.report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
             case Waiting():
                 self.notify(p.WAIT, p.WaitNotification(f, event.step, event.reason, event.attempt, event.max_attempts,
                                                        event.seconds, event.error or "", event.offline_since))
-                self._report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
+                self.progress.report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
             case Verdict():
                 self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons,
                                                              event.cost_usd, event.duration_s))
@@ -573,48 +563,13 @@ class Folder:
         except ValueError:
             return path
 
-    # -- $/progress ----------------------------------------------------------------------------
-    @property
-    def _progress_supported(self) -> bool:
-        caps = getattr(self.ls.protocol, "client_capabilities", None)
-        return bool(caps and caps.window and caps.window.work_done_progress)
-
-    async def _begin_progress(self, e: StepStarted) -> str | None:
-        self._end_progress("done")
-        if not self._progress_supported:
-            return None
-        token = f"flower/{uuid.uuid4()}"
-        try:
-            await asyncio.wait_for(self.ls.work_done_progress.create_async(token), CREATE_TIMEOUT)
-        except (TimeoutError, JsonRpcException) as exc:
-            log.warning("the client did not create progress %s (%s); the step runs without it", token, exc)
-            return None
-        self.tokens.add(token)
-        self.progress = token
-        name = label(self.svc.locale, e.step or "")
-        self.ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title=f"flower: {name}", message=p.redact(self._header or name), cancellable=True,
-            percentage=int(100 * (e.index - 1) / max(e.total, 1))))
-        return token
-
-    def _report(self, message: str) -> None:
-        if self.progress and message:
-            self.ls.work_done_progress.report(self.progress, types.WorkDoneProgressReport(
-                message=p.redact(clip(message, REPORT_LIMIT))))
-
-    def _end_progress(self, message: str) -> None:
-        token, self.progress = self.progress, None
-        if token:
-            self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=p.redact(clip(message, REPORT_LIMIT))))
-
     # -- what the pruner does (S23) -----------------------------------------------------------
     async def _send_pruned(self, session_id: str) -> None:
         """Tell the client how the pruner treats this session's entries on resume (read back from sessions.db)."""
-        count = await self.history.count(session_id)  # a large session is pruned in a process
-        verdicts = await self.history.verdicts(session_id, count)
-        if verdicts.count:
-            self._verdicts[session_id] = verdicts.verdicts
-            self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts.verdicts))
+        verdicts = await self.task.pruned(session_id)
+        if verdicts is not None:
+            self._verdicts[session_id] = verdicts
+            self.notify(p.PRUNED, p.PrunedNotification(self.uri, session_id, verdicts))
 
 
 def _problem(error: SettingsError, locale: str) -> p.SettingsProblem:

@@ -85,7 +85,7 @@ class WakeParams:
     text: str | None = None
     """On a fresh folder: the task. On a used folder: one more sentence (S15). Absent: just continue (S1)."""
     env: dict[str, str] | None = None
-    """The requesting client's travelling variables (`ANTHROPIC_*`, `CLAUDE_*`, `FLOWER_*`, `PATH`, `HOME`, proxies): a wake started here runs with them (D11)."""
+    """The requesting client's environment: a wake started here runs with the variables that travel (core/travel.py, D11)."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "also support dark mode"}'
 
@@ -113,7 +113,7 @@ class SayParams:
     text: str
     """The sentence; must not be blank."""
     env: dict[str, str] | None = None
-    """The requesting client's travelling variables (`ANTHROPIC_*`, `CLAUDE_*`, `FLOWER_*`, `PATH`, `HOME`, proxies): a wake started here runs with them (D11)."""
+    """The requesting client's environment: a wake started here runs with the variables that travel (core/travel.py, D11)."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "use SQLite, not Postgres"}'
 
@@ -139,7 +139,7 @@ class NewParams:
     text: str
     """The new task; must not be blank."""
     env: dict[str, str] | None = None
-    """The requesting client's travelling variables (`ANTHROPIC_*`, `CLAUDE_*`, `FLOWER_*`, `PATH`, `HOME`, proxies): a wake started here runs with them (D11)."""
+    """The requesting client's environment: a wake started here runs with the variables that travel (core/travel.py, D11)."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app", "text": "write the user guide"}'
 

@@ -11,7 +11,6 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import cattrs
@@ -19,13 +18,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
-from pygls.uris import to_fs_path
 
 from ..core import crash
 from ..core.errors import FlowerError, MissingCredentials
 from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
-from ..settings import OPTIONS
+from ..settings import options_of
+from ..task import folder_key, folder_of
 from . import protocol as p
 from .folders import CLOSE_TIMEOUT, Folder, crashed
 from .framing import FlowerProtocol
@@ -76,11 +75,11 @@ class FlowerServer(LanguageServer):
     # -- folders -------------------------------------------------------------------------------
     def add_folder(self, uri: str, name: str | None = None) -> Folder | None:
         """Start serving a workspace folder (idempotent); None for a URI that is not a local folder."""
-        path = _path(uri)
+        path = folder_of(uri)
         if path is None:
             log.warning("ignoring workspace folder %s: not a file:// URI", uri)
             return None
-        key = _key(path)
+        key = folder_key(path)
         if key not in self.folders:
             self.folders[key] = Folder(self, uri, name or path.name, path, self.locale, self.options, self.editor_trust)
             log.info("serving workspace folder %s", path)
@@ -88,19 +87,19 @@ class FlowerServer(LanguageServer):
 
     def remove_folder(self, uri: str) -> None:
         """Stop serving a folder at once; its running wake is cancelled in the background (the next wake resumes it)."""
-        path = _path(uri)
-        folder = self.folders.pop(_key(path), None) if path else None
+        path = folder_of(uri)
+        folder = self.folders.pop(folder_key(path), None) if path else None
         if folder is not None:
             self._closing.add(task := asyncio.create_task(folder.close()))
             task.add_done_callback(self._closing.discard)
 
     def folder(self, uri: str) -> Folder:
         """The Folder for a request's `folder` URI, or a clear error naming the folders there are."""
-        path = _path(uri)
+        path = folder_of(uri)
         if path is None:
             raise p.error(p.UNKNOWN_FOLDER, f"folder {uri!r} is not a file:// URI of a workspace folder; "
                           f"use the WorkspaceFolder.uri the editor sent at initialize", folder=uri, known=self.uris())
-        folder = self.folders.get(_key(path))
+        folder = self.folders.get(folder_key(path))
         if folder is None:
             known = ", ".join(self.uris()) or "none"
             raise p.error(p.UNKNOWN_FOLDER, f"{uri} is not one of this server's workspace folders (it serves: {known}); "
@@ -228,18 +227,6 @@ def settle() -> None:
     gc.freeze()
 
 
-def _path(uri: str) -> Path | None:
-    try:
-        fs = to_fs_path(uri) if uri.startswith("file:") else None
-    except Exception:
-        fs = None
-    return Path(fs) if fs else None
-
-
-def _key(path: Path) -> str:
-    return os.path.normcase(os.path.abspath(path))
-
-
 Handler = Callable[["FlowerServer", Any], Awaitable[Any]]
 
 
@@ -264,8 +251,8 @@ def answers(method: str, params_cls: type) -> Callable[[Handler], Handler]:
             except FlowerError as exc:
                 raise p.error(p.FLOWER_ERROR, exc.text(ls.locale), key=exc.key) from None
             except Exception as exc:  # the last resort: one line to the editor, the traceback in the run dir's log
-                path = _path(getattr(value, "folder", None) or "")
-                error = crashed(exc, ls.folders.get(_key(path)) if path is not None else None)
+                path = folder_of(getattr(value, "folder", None) or "")
+                error = crashed(exc, ls.folders.get(folder_key(path)) if path is not None else None)
                 raise p.error(p.UNEXPECTED, error.text(ls.locale), key=error.key, log=str(error.log)) from None
         return run
 
@@ -284,7 +271,7 @@ def initialize(ls: FlowerServer, params: types.InitializeParams) -> None:
     ls.locale = locale_from(params.locale)
     raw = params.initialization_options
     ls.editor_trust = editor_trust(raw)
-    ls.options = _options(raw)
+    ls.options = options_of(raw)
     folders: list[tuple[str, str | None]] = [(f.uri, f.name) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [(params.root_uri, None)]
@@ -312,7 +299,7 @@ def folders_changed(ls: FlowerServer, params: types.DidChangeWorkspaceFoldersPar
 def progress_cancelled(ls: FlowerServer, params: types.WorkDoneProgressCancelParams) -> None:
     """The person pressed cancel on a step's progress: stop that folder's wake cleanly."""
     for folder in ls.folders.values():
-        if params.token in folder.tokens:
+        if params.token in folder.progress.tokens:
             folder.cancel()
 
 
@@ -320,27 +307,21 @@ def progress_cancelled(ls: FlowerServer, params: types.WorkDoneProgressCancelPar
 @answers(p.WAKE, p.WakeParams)
 async def wake(ls: FlowerServer, params: p.WakeParams) -> p.WakeResult:
     """Continue (or start) the workflow in a folder; returns at once, the work goes on in the background."""
-    folder = ls.folder(params.folder)
-    folder.hold_env(params.env)
-    return await folder.wake(params.text)
+    return await ls.folder(params.folder).wake(params.text, params.env)  # the request's variables go with its wake
 
 
 @server.feature(p.SAY)
 @answers(p.SAY, p.SayParams)
 async def say(ls: FlowerServer, params: p.SayParams) -> p.SayResult:
     """One more sentence for the work session."""
-    folder = ls.folder(params.folder)
-    folder.hold_env(params.env)
-    return await folder.say(params.text)
+    return await ls.folder(params.folder).say(params.text, params.env)  # the request's variables go with its wake
 
 
 @server.feature(p.NEW)
 @answers(p.NEW, p.NewParams)
 async def new(ls: FlowerServer, params: p.NewParams) -> p.NewResult:
     """Archive the current task and start another (S28)."""
-    folder = ls.folder(params.folder)
-    folder.hold_env(params.env)
-    return await folder.new(params.text)
+    return await ls.folder(params.folder).new(params.text, params.env)  # the request's variables go with its wake
 
 
 @server.feature(p.CANCEL)
@@ -402,36 +383,9 @@ async def shutdown(ls: FlowerServer, params: None) -> None:
         print(ls.loop_watch.report(), file=sys.stderr, flush=True)
 
 
-NOT_SETTINGS = ("trusted",)
-"""`initializationOptions` that are no setting: VS Code's workspace trust (D10), read by `editor_trust`."""
-
-
 def editor_trust(raw: Any) -> bool:
     """The client says its workspace is trusted (VS Code's workspace trust, D10): then so are its folders."""
     return isinstance(raw, dict) and raw.get("trusted") is True
-
-
-def _options(raw: Any) -> dict[str, object]:
-    """`initializationOptions` (protocol.md) as setting key → value, unchecked: `settings.load` is the one validator.
-
-    A bad value is the folder's settings error, said to the person like a bad settings file; an unknown key is
-    ignored with a warning; null, and a blank string (a text setting the editor's UI cleared), is not given.
-    """
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        log.warning("initializationOptions: ignoring %s (an object is expected)", type(raw).__name__)
-        return {}
-    given: dict[str, object] = {}
-    for option, value in raw.items():
-        key = OPTIONS.get(option)
-        if option in NOT_SETTINGS:
-            continue
-        if key is None:
-            log.warning("initializationOptions: ignoring unknown %s", option)
-        elif value is not None and not (isinstance(value, str) and not value.strip()):
-            given[key] = value
-    return given
 
 
 __all__ = ["FlowerServer", "converter_factory", "server", "settle"]

@@ -31,6 +31,8 @@ class Request:
     body: dict[str, Any]
     status: int = 200
     error: str | None = None
+    api_key: str | None = None
+    """The credential the request came with (`x-api-key`, or a bearer token): whose key reached the model."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -277,7 +279,8 @@ class ScriptedModel:
             body = json.loads(await http.read())
         except ValueError:
             return web.json_response(_error_body(400, "request body is not valid JSON"), status=400)
-        record = Request(http.path, body)
+        bearer = http.headers.get("authorization", "")
+        record = Request(http.path, body, api_key=http.headers.get("x-api-key") or bearer.removeprefix("Bearer ") or None)
         try:
             validate(body)
         except InvalidRequest as exc:

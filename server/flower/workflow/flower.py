@@ -7,13 +7,13 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import goals, requirements, taskfiles, texts
 from ..core.approvals import DEFAULT_ALLOW
 from ..core.banner import banner, header
+from ..core.caller import Ask as Ask
 from ..core.durable import move_aside, stamp, write_atomic
 from ..core.errors import FlowerError
 from ..core.events import Banner, Event, Handoff, Header, Notice, Question
@@ -114,9 +114,6 @@ clarify_step = Step(CLARIFY, CLARIFIER, lambda ctx: CLARIFY_PROMPT.format(task=c
 goals_step = Step(GOALS, GOAL_SETTER, GOALS_PROMPT)
 """No resume_prompt: re-derivation needs the full brief again (S18)."""
 work_step = Step(WORK, WORKER, WORK_PROMPT, resume_prompt=WORK_RESUME)
-
-Ask = Callable[[str], Awaitable[str | None]]
-
 
 class NothingToDo(FlowerError):
     """A first run with no task."""

@@ -1,6 +1,6 @@
 /**
  * The shared engine (D11) as the client sees it, without `vscode`: which transport a folder uses
- * (`flower.engine`), which environment variables travel with a wake, how `serve --background`
+ * (`flower.engine`), what environment goes with a wake, how `serve --background`
  * answers, and how often a lost engine connection is tried again.
  */
 
@@ -12,28 +12,60 @@ export function engineMode(raw: unknown): EngineMode {
     return raw === 'window' ? 'window' : 'shared';
 }
 
-/** The proxy variables, in both spellings the tools read. */
-const PROXIES = ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'NO_PROXY'];
-
-/** Whether a variable is one the agent and the CLI read, and so travels with a wake (issue 23). */
-export function travels(name: string): boolean {
-    if (/^(ANTHROPIC_|CLAUDE_|FLOWER_)/.test(name)) return true;
-    if (name === 'PATH' || name === 'HOME') return true;
-    return PROXIES.includes(name.toUpperCase());
-}
-
 /**
- * The variables of `env` that travel with a wake, plus the API key from SecretStorage as
- * `ANTHROPIC_API_KEY` (it wins over the window's own). The result goes into that one request
- * only: the engine holds it in memory for the folder, never writes or logs it.
+ * What a wake, say or new carries to the engine as `env`: this window's whole environment, plus the
+ * API key from SecretStorage as `ANTHROPIC_API_KEY` (it wins over the window's own). Which of these
+ * a wake runs with is the engine's rule alone (server `core/travel.py`, protocol.md "Whose
+ * environment"; issue 33: the client kept a second copy of that rule and the two disagreed). The
+ * result goes into that one request only: the engine keeps what travels in memory for the folder,
+ * never writes or logs it, and this client's log never shows it (redactEnv).
  */
-export function travellingEnv(env: Readonly<Record<string, string | undefined>>, apiKey?: string): Record<string, string> {
+export function requestEnv(env: Readonly<Record<string, string | undefined>>, apiKey?: string): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [name, value] of Object.entries(env)) {
-        if (value !== undefined && travels(name)) out[name] = value;
+        if (value !== undefined) out[name] = value;
     }
     if (apiKey !== undefined && apiKey !== '') out.ANTHROPIC_API_KEY = apiKey;
     return out;
+}
+
+/** What an `env` object is replaced with in a log line. */
+export const ENV_NOT_LOGGED = '"[not logged]"';
+
+/**
+ * A log line with the value of every `"env": {…}` in it replaced by `"[not logged]"`: the JSON-RPC
+ * trace (`flower.trace.server`) prints each request's params whole, and a wake's `env` holds the
+ * API key and the rest of the window's environment. An object cut off by the end of the line is
+ * replaced up to the end.
+ */
+export function redactEnv(line: string): string {
+    const opening = /"env"\s*:\s*\{/g;
+    let out = '';
+    let from = 0;
+    for (let m = opening.exec(line); m !== null; m = opening.exec(line)) {
+        const start = m.index + m[0].length - 1; // the `{`
+        const end = objectEnd(line, start);
+        out += `${line.slice(from, start)}${ENV_NOT_LOGGED}`;
+        from = end;
+        opening.lastIndex = end;
+    }
+    return out + line.slice(from);
+}
+
+/** The index just after the JSON object that opens at `start` (its strings skipped), or the text's length. */
+function objectEnd(text: string, start: number): number {
+    let depth = 0;
+    let inString = false;
+    for (let i = start; i < text.length; i++) {
+        const c = text[i];
+        if (inString) {
+            if (c === '\\') i++;
+            else if (c === '"') inString = false;
+        } else if (c === '"') inString = true;
+        else if (c === '{') depth++;
+        else if (c === '}' && --depth === 0) return i + 1;
+    }
+    return text.length;
 }
 
 /**

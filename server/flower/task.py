@@ -1,0 +1,191 @@
+"""A task: one folder's work, opened once — its trust, settings, records, store, service and history (D3, issue 33).
+
+`open_task` is the one place these are composed. The command line (`flower`, `once`, `status`, `changes`), the
+editor server (`lsp/folders.py`) and the engine (through the same folders) call it and adapt what it returns: a
+terminal renders its events, the editor sends them as notifications. Nothing here imports the SDK at import time:
+the command line opens a task before the SDK is loaded, so the prefetch worker it asks for starts first and prunes
+the work session on another core meanwhile (stores/prefetch.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+from .core.caller import Caller
+from .core.trust import Trust, decide
+from .settings import Settings, SettingsError, load
+from .stores.prefetch import Prefetch
+
+if TYPE_CHECKING:
+    from .history import History, Page, Pruned, StepRun
+    from .runtime import Runtime, Sessions
+    from .service import FlowerService
+    from .status import WakeOutcome
+
+log = logging.getLogger(__name__)
+
+
+class NotASession(ValueError):
+    """A session id that is not one of the task's: `known` holds the ones it has, for a message that names them."""
+
+    def __init__(self, session_id: str, known: list[str]) -> None:
+        super().__init__(session_id)
+        self.session_id, self.known = session_id, known
+
+
+def folder_of(uri: str) -> Path | None:
+    """The local folder a `file:` URI names (an editor's workspace folder); None for any other URI."""
+    try:
+        parsed = urlparse(uri)
+    except ValueError:
+        return None
+    if parsed.scheme != "file" or not parsed.path:
+        return None
+    path = unquote(parsed.path) if os.name != "nt" else url2pathname(parsed.path)
+    if parsed.netloc and parsed.netloc != "localhost":  # a UNC share: //server/share/...
+        path = f"//{parsed.netloc}{path}"
+    return Path(path)
+
+
+def folder_key(path: Path) -> str:
+    """A folder as tasks are told apart: one task per key, whichever spelling of its path a client sent (P2)."""
+    return os.path.normcase(os.path.abspath(path))
+
+
+@dataclass
+class Task:
+    """One folder's task, opened: what every front-end drives and shows."""
+
+    workspace: Path
+    trust: Trust
+    settings: Settings
+    settings_error: SettingsError | None
+    """A settings file, variable or option that cannot be used (an editor's task opens anyway and says so)."""
+    service: FlowerService
+    prefetch: Prefetch | None = None
+    """The work session's pruned view a worker is preparing: the next wake's resume takes it (stores/prefetch.py)."""
+
+    @property
+    def run_dir(self) -> Path:
+        """Where the task's records and sessions.db live (S4)."""
+        return self.service.run_dir
+
+    @property
+    def sessions(self) -> Sessions:
+        """The task's store: the same one every wake, status and history read."""
+        return self.service.sessions
+
+    @functools.cached_property
+    def history(self) -> History:
+        """The stored transcript, page by page, from the task's own store and records."""
+        from .history import History
+
+        return History(self.workspace, self.run_dir, trim=self.settings.trim, store=self.sessions.raw,
+                       records=self.sessions.records)
+
+    async def page(self, session_id: str | None, before: int | None, limit: int) -> tuple[Page, list[StepRun]]:
+        """A page of the stored transcript (the newest first) and every step run the records hold; NotASession else."""
+        from .history import UnknownSession
+
+        try:
+            page = await self.history.page(session_id, before, limit)
+        except UnknownSession:
+            raise NotASession(session_id or "", [s.session_id for s in await self.history.sessions()]) from None
+        return page, await asyncio.to_thread(self.history.step_runs)
+
+    async def pruned(self, session_id: str) -> dict[str, Pruned] | None:
+        """How the pruner treats a session's stored entries on resume, read back from the store now (S23).
+
+        None when the store holds none of its entries; `{}` when it keeps every one as stored."""
+        verdicts = await self.history.verdicts(session_id, await self.history.count(session_id))  # large: in a process
+        return verdicts.verdicts if verdicts.count else None
+
+    async def ready(self) -> None:
+        """The settings error, or the store opened: either way one line before anything runs or is written (D9)."""
+        if self.settings_error is not None:
+            raise self.settings_error
+        await self.sessions.ready()
+
+    async def wake(self, text: str | None, caller: Caller) -> WakeOutcome:
+        """Wake the task for `caller` (or join the wake running): the first wake takes the prefetched resume."""
+        prefetch, self.prefetch = self.prefetch, None
+        return await self.service.wake(text, caller, prefetch=prefetch)
+
+    async def new(self, text: str, caller: Caller) -> WakeOutcome:
+        """Archive the task and start `text` for `caller` (S28): nothing of the old work session is resumed."""
+        self._discard()
+        return await self.service.new(text, caller)
+
+    @contextlib.asynccontextmanager
+    async def turns(self) -> AsyncIterator[Runtime]:
+        """A Runtime for single agent turns on this task's store and settings (`flower once`): no workflow, no lineage.
+
+        Its own store connection, without the flower path's large-result trimming: a turn resumes what was stored.
+        """
+        from .runtime import Budget, Runtime, Sessions
+
+        s = self.settings
+        sessions = Sessions.open(self.run_dir, store=s.store, workspace=self.workspace, project=s.project)
+        async with sessions, Runtime(self.workspace, self.run_dir, sessions=sessions, model=s.model,
+                                     fallback_model=s.fallback_model, isolated=s.isolated,
+                                     budget=Budget(s.max_cost), trust=self.trust) as rt:
+            yield rt
+
+    async def close(self) -> None:
+        """Cancel a running wake (the next one resumes it), and let go of the store, the history and an unused prefetch."""
+        try:
+            await self.service.close()
+        finally:
+            self._discard()
+            if "history" in self.__dict__:
+                self.history.close()
+
+    def _discard(self) -> None:
+        if self.prefetch is not None:
+            self.prefetch.discard()
+            self.prefetch = None
+
+
+def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object] | None = None,
+              labels: Mapping[str, str] | None = None, trust: Trust | None = None, editor_trust: bool = False,
+              lenient: bool = False, prepare: Callable[[Path], Path] | None = None, prefetch: bool = False) -> Task:
+    """Open the task of `workspace`: its trust, settings, run dir, store, service, and (when asked) the prefetch worker.
+
+    `trust`: a front-end's own decision (a terminal asks the person first); else the records decide, with the
+    editor's workspace trust when `editor_trust` (D10). `given`: flags or editor options over the settings file,
+    named in errors by `labels`. `lenient`: a bad setting opens the task on the defaults and `ready` says what is
+    wrong (an editor stays up and tells the person); else it raises. `prepare`: checks the run dir before anything
+    is started in it. `prefetch`: start the worker on the work session before the SDK is imported.
+    """
+    trust = trust or decide(workspace, editor=editor_trust)
+    try:
+        settings, error = load(workspace, given, labels=labels, trusted=trust.trusted), None
+    except SettingsError as exc:
+        if not lenient:
+            raise
+        log.warning("%s: %s", workspace, exc)
+        settings, error = Settings(), exc
+    run_dir = settings.run_dir_path(workspace)
+    if prepare is not None:
+        run_dir = prepare(run_dir)
+    # Started before the service is imported below (it imports the SDK): the worker prunes and writes meanwhile.
+    early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim) if prefetch else None
+    try:
+        from .service import Config, FlowerService
+
+        service = FlowerService(workspace, run_dir, Config.of(settings, locale=locale, trust=trust))
+    except BaseException:
+        if early is not None:
+            early.discard()
+        raise
+    return Task(workspace, trust, settings, error, service, early)
