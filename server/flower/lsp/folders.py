@@ -439,7 +439,7 @@ class Folder:
             reason = decision.reason(approval.tool) if decision.choice == "deny" else None
             self.notify(p.APPROVED, p.ApprovedNotification(self.uri, approval.id, decision.choice, decision.by, reason))
             if reason is not None:  # the denied call is not what runs now (issue 34): the progress says it was denied
-                self._report(f"{approval.tool} denied · waiting for the model")
+                self.progress.report(f"{approval.tool} denied · waiting for the model")
 
     async def _ask(self, question: str) -> str | None:
         """Put a clarify question to the person through `flower/ask`; None when the client cannot answer."""
