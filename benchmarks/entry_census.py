@@ -19,12 +19,13 @@ import os
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from flower.stores.bodies import codec
+from flower.stores.rows import codec_of, resolved
 from flower.stores.sqlite import decode_bodies
 from flower.testing import ScriptedModel, reply, say, text, tool, tool_use
 
@@ -69,9 +70,10 @@ async def run_step(ws: Path, runs: Path, env: dict[str, str], timeout: float) ->
         raise RuntimeError(f"the workflow failed ({proc.returncode}): {err.decode()[-2000:]}")
 
 
-async def cli_session(base: Path, rounds: int, module: str) -> tuple[Path, Path]:
-    """Run the workflow (`rounds` rounds reading a file of `module`'s text, then a resume) in `base`: the CLI's own
-    JSONL of the session and flower's sessions.db of it."""
+async def cli_session(base: Path, rounds: int, module: str,
+                      replies: Callable[[Path], list[Any]] | None = None) -> tuple[Path, Path]:
+    """Run the workflow (`rounds` rounds reading a file of `module`'s text, or the model's `replies` for the workspace,
+    then a resume) in `base`: the CLI's own JSONL of the session and flower's sessions.db of it."""
     ws, runs, config, home = base / "ws", base / "runs", base / "config", base / "home"
     for d in (ws, config, home):
         d.mkdir()
@@ -79,8 +81,8 @@ async def cli_session(base: Path, rounds: int, module: str) -> tuple[Path, Path]
     async with ScriptedModel() as model:
         env = {**model.env(config), "CLAUDE_CODE_MAX_RETRIES": "0", "HOME": str(home),
                "XDG_CONFIG_HOME": str(home / ".config")}
-        model.push(*script(rounds, ws))
-        await run_step(ws, runs, env, timeout=120 + 10 * rounds)
+        model.push(*(script(rounds, ws) if replies is None else replies(ws)))
+        await run_step(ws, runs, env, timeout=120 + 10 * rounds if replies is None else 600)
         model.push(text("the second process is done"))
         await run_step(ws, runs, env, timeout=120)
         print(f"{rounds} rounds, {len(model.conversation)} model requests, two processes")
@@ -92,12 +94,14 @@ def stored(db: Path) -> list[Any]:
     """Every entry of sessions.db's main transcripts, in append order."""
     conn = sqlite3.connect(db)
     try:
-        row = conn.execute("SELECT id, data FROM dictionary").fetchone()
-        bodies = [b for (b,) in conn.execute("SELECT body FROM entries ORDER BY seq")]
+        # Frames name their dictionary: the database's own once it has one, flower's built-in one before.
+        own = codec_of(conn)
+        rows = conn.execute("SELECT seq, body FROM entries ORDER BY seq").fetchall()
+        # A string an entry repeats from an earlier one is put back (issue 35).
+        bodies = resolved(conn, [b for _, b in rows], own, [s for s, _ in rows])
     finally:
         conn.close()
-    # Frames name their dictionary: the database's own once it has one, flower's built-in one before.
-    return decode_bodies(bodies, codec(row[0], row[1]) if row else None)
+    return decode_bodies(bodies, own)
 
 
 def tally(entries: list[Any], label: str, size: int) -> None:

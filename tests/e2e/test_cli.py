@@ -627,6 +627,7 @@ async def test_missing_api_key_is_one_line_without_traceback(workspace, run_dir,
     env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "empty-config")}
     done = await flower(TASK, "-r", str(run_dir), env=env, cwd=workspace)
     assert done.code == 2  # bad input, as the README's exit codes say (issue 34)
+    assert not run_dir.exists()  # nothing ran: no empty run dir left behind (issue 34)
     assert "ANTHROPIC_API_KEY" in done.err and "flower demo" in done.err and "Traceback" not in done.err
 
 

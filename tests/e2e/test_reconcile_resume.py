@@ -21,7 +21,7 @@ from flower import AgentSpec, Runtime
 from flower.runtime import project_key
 from flower.stores.prune import INTERRUPTED_NOTE
 from flower.stores.reconcile import config_dir, is_local_only, leftover_paths, parse_jsonl, transcript_path
-from flower.stores.rows import codec_of, decode_bodies
+from flower.stores.rows import codec_of, decode_bodies, resolved
 from flower.testing import Reply, say, text, tool
 from flowerscript import GOALS, REQUIREMENTS
 
@@ -44,7 +44,9 @@ def stored_rows(run_dir: Path, workspace: Path, sid: str) -> list[tuple[int, dic
             " WHERE t.project_key = ? AND t.session_id = ? AND t.subpath = '' ORDER BY e.seq",
             (project_key(workspace), sid)).fetchall()
         own = codec_of(db)
-    return list(zip([seq for seq, _ in rows], decode_bodies([body for _, body in rows], own), strict=True))
+        # A long string the session repeats is put back from the entry holding it (issue 35).
+        bodies = resolved(db, [body for _, body in rows], own, [seq for seq, _ in rows])
+    return list(zip([seq for seq, _ in rows], decode_bodies(bodies, own), strict=True))
 
 
 def drop_from(run_dir: Path, seq: int) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import zstandard
 
-from flower.stores.bodies import BUILTIN, BUILTIN_ID, SAMPLES
+from flower.stores.bodies import BUILTIN, BUILTIN_ID, CLI, CLI_ID, SAMPLES
 from flower.stores.postgres import PostgresSessionStore
 from flower.stores.sqlite import SqliteSessionStore
 
@@ -36,9 +36,10 @@ def named(frame: bytes) -> int:
 
 
 def expanded(rows: list[tuple[bytes | str]], dictionary: bytes | None = None) -> list[bytes | str]:
-    """Stored bodies, each frame expanded by zstd itself (not the store's code) with the dictionary it names: the
-    built-in one (read from the package's file) or the database's `dictionary`."""
-    dictionaries = [BUILTIN.read_bytes(), *([dictionary] if dictionary is not None else [])]
+    """Stored bodies, each frame expanded by zstd itself (not the store's code) with the dictionary it names: a
+    built-in one (read from the package's files: bodies.zdict, or since v5 bodies-cli.zdict) or the database's
+    `dictionary`."""
+    dictionaries = [BUILTIN.read_bytes(), CLI.read_bytes(), *([dictionary] if dictionary is not None else [])]
     unpack = {zstandard.ZstdCompressionDict(d).dict_id(): zstandard.ZstdDecompressor(
         dict_data=zstandard.ZstdCompressionDict(d)).decompress for d in dictionaries}
     return [b if isinstance(b, str) or not b.startswith(ZSTD_MAGIC) else unpack[named(b)](b) for (b,) in rows]
@@ -88,8 +89,9 @@ async def test_sqlite_bodies_are_frames_that_expand_to_the_appended_bytes(tmp_pa
     blobs = [b for (b,) in rows if isinstance(b, bytes)]
     assert len(blobs) == len(entries) - 2 and all(b.startswith(ZSTD_MAGIC) for b in blobs)
     own = zstandard.ZstdCompressionDict(dictionary).dict_id()
-    assert own != BUILTIN_ID
-    assert [named(b) for (b,) in rows[:trained]] == [BUILTIN_ID] * trained  # the two TEXT rows come later
+    assert own not in (BUILTIN_ID, CLI_ID)
+    # Since v5 (issue 35) a sessions.db's built-in dictionary is the one holding the CLI's constant text.
+    assert [named(b) for (b,) in rows[:trained]] == [CLI_ID] * trained  # the two TEXT rows come later
     assert {named(b) for (b,) in rows[trained:] if isinstance(b, bytes)} == {own}
     assert rows[: len(first)] == first  # never rewritten (D2)
     assert expanded(rows, dictionary) == as_appended(entries)
@@ -187,7 +189,7 @@ async def test_a_database_below_samples_stores_frames_against_the_built_in_dicti
         await store.append(KEY, entries)
         assert await store.load(KEY) == entries
     rows = sqlite_rows(path)
-    assert {named(b) for (b,) in rows} == {BUILTIN_ID}  # every body a frame naming flower's dictionary
+    assert {named(b) for (b,) in rows} == {CLI_ID}  # every body a frame naming flower's dictionary (v5's, issue 35)
     assert expanded(rows) == appended
     assert sum(len(b) for (b,) in rows) < 0.3 * sum(map(len, appended))
     conn = sqlite3.connect(path)
@@ -216,6 +218,17 @@ def test_the_built_in_dictionary_is_the_packages_with_its_fixed_id() -> None:
     assert builtin().ident == BUILTIN_ID
 
 
+def test_the_cli_dictionary_is_the_packages_with_its_fixed_id_and_holds_the_clis_tool_definitions() -> None:
+    from importlib import resources
+
+    from flower.stores.bodies import builtin_cli
+
+    shipped = resources.files("flower.stores").joinpath("bodies-cli.zdict").read_bytes()
+    assert shipped == CLI.read_bytes() and zstandard.ZstdCompressionDict(shipped).dict_id() == CLI_ID
+    assert builtin_cli().ident == CLI_ID
+    assert b'"type":"prompt_snapshot"' in shipped and b'"name":"Bash"' in shipped  # issue 35: the CLI's constant text
+
+
 async def test_a_load_expands_frames_of_either_dictionary_and_raw_rows_wherever_they_are(tmp_path: Path) -> None:
     # A load expands frames CHUNK at a time by the dictionary the chunk's first frame names; a chunk mixing the two
     # dictionaries (a database that trained its own midway, or another process still writing with the built-in
@@ -233,7 +246,7 @@ async def test_a_load_expands_frames_of_either_dictionary_and_raw_rows_wherever_
         own = codec_of(conn)
     finally:
         conn.close()
-    assert own is not None and {named(b) for b in bodies} == {BUILTIN_ID, own.ident}
+    assert own is not None and {named(b) for b in bodies} == {CLI_ID, own.ident}
     assert decode_bodies(bodies, own) == entries
     # Built-in frames after the database's own, a raw row in a chunk of frames, and a chunk of raw rows only.
     order = [*range(SAMPLES, 2 * SAMPLES), *range(SAMPLES), *range(2 * SAMPLES, 3 * SAMPLES)]

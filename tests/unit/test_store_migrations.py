@@ -324,9 +324,10 @@ async def test_a_v3_database_becomes_v4_with_nothing_rewritten_and_a_v3_flower_r
     await write_raw(path, old, 3)  # a v3 file below SAMPLES: raw JSON, no dictionary yet
     assert user_version(path) == 3
     before, _ = stored(path)
-    async with SqliteSessionStore(path) as store:
+    # The v4 step as a v4 flower ran it (v5, issue 35's shared strings, has its own tests).
+    async with SqliteSessionStore(path, migrations=MIGRATIONS[:4]) as store:
         assert await store.load(KEY) == old
-        assert user_version(path) == len(MIGRATIONS) == 4
+        assert user_version(path) == len(MIGRATIONS[:4]) == 4
         assert stored(path) == (before, None)  # the step converts nothing
         with pytest.raises(SessionStoreError, match="newer flower"):  # a v3 flower reads no built-in frame
             SqliteSessionStore(path, migrations=MIGRATIONS[:3]).load_sync(KEY)

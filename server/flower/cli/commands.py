@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import host
 from ..core.approvals import Approval, Decision
+from ..core.banner import kilo, label
 from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
@@ -77,8 +79,15 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
 
     # The prefetch worker starts before the service (and the SDK behind it) is imported: it prunes the work session
     # on another core meanwhile. A new task resumes nothing.
-    task = open_task(workspace, locale=locale, given=given(args), labels=FLAGS, trust=trust,
-                     prepare=lambda run_dir: writable_run_dir(run_dir, locale), prefetch=not args.new)
+    made: list[Path] = []
+
+    def prepare(run_dir: Path) -> Path:
+        if not run_dir.exists():
+            made.append(run_dir)
+        return writable_run_dir(run_dir, locale)
+
+    task = open_task(workspace, locale=locale, given=given(args), labels=FLAGS, trust=trust, prepare=prepare,
+                     prefetch=not args.new)
     svc = task.service
     try:
         await store_ready(task.sessions, locale)
@@ -117,6 +126,9 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         # Ctrl-C stops the agent cleanly (bounded; the lineage already holds its sessions); an unused prefetch and a
         # shared store's connections end with the command, not at interpreter exit.
         await asyncio.wait_for(task.close(), 15)
+        for run_dir in made:  # nothing was run (nothing to do, no key): no empty runs/ left behind (issue 34)
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
     if keyboard is not None:
         console.out.write("\a")  # the wake ended: the bell tells a person who looked away (issue 24)
     if result.ok:
@@ -129,6 +141,20 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
         return EXIT_FAILED
     console.error(said_lines(result.said, locale) if result.said else first_line(result.error) or console.text("run_unfinished"))
     return EXIT_FAILED
+
+
+def forecast_line(f: dict[str, Any], console: Console) -> str:
+    """`forecast  +2.2K a round: the handoff in 38 rounds, the window in 74 · $0.58 a round …` (issue 34; S19, S26)."""
+    if f["slope"] is None:
+        growth, left = console.text("forecast_unknown"), ""
+    elif f["to_handoff"] is None:
+        growth, left = console.text("forecast_flat"), ""
+    else:
+        growth = console.text("forecast_growth", slope=kilo(round(f["slope"])))
+        left = console.text("forecast_left", handoff=f["to_handoff"], window=f["to_window"])
+    cost = console.text("forecast_cost", wake=f"{f['wake_per_round'] or 0:.2f}", task=f"{f['task_per_round'] or 0:.2f}")
+    return console.text("status_forecast", growth=growth, left=left, cost=cost) if left else \
+        console.text("status_forecast_short", growth=growth, cost=cost)
 
 
 def said_running(held: Running, console: Console) -> str:
@@ -235,10 +261,15 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
     cost = st["cost"]
     cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""
     console.line(console.text("status_cost", wake=f"{cost['wake']:.2f}", task=f"{cost['task']:.2f}", cap=cap))
+    if st["context"]:
+        console.line(console.text("status_context", size=kilo(st["context"]), window=kilo(st["window"]),
+                                  handoff=kilo(st["handoff_at"])))
+    if st["forecast"]:
+        console.line(forecast_line(st["forecast"], console))
     if st["steps"]:
         console.line(console.text("status_resumes", woke=st["woke"], next=st["woke"] + 1))
         for step, sid in st["steps"].items():
-            console.line(f"  {step}  {sid}")
+            console.line(f"  {label(locale, step)}  {sid}")  # the person's language; the records keep the seed's names
     else:
         console.line(console.text("status_nothing"))
     if held is not None:

@@ -36,6 +36,10 @@ MAX_FRAME = 64 * 2**20
 """Largest body accepted, in bytes; a header claiming more is treated as a bad header (skipped)."""
 LINE_LIMIT = 64 * 2**10
 """Longest header line read at once; longer lines are garbage, read in pieces."""
+LARGE_BODY = 2**20
+"""A body this large (bytes) is followed by giving the freed heap back to the system (`serve`)."""
+TRIM_AFTER = 1.0
+"""Seconds after the last large body before the heap is given back: the handlers are done with it by then."""
 
 
 class FlowerProtocol(LanguageServerProtocol):
@@ -71,6 +75,20 @@ class FlowerProtocol(LanguageServerProtocol):
                                                           "the server only accepts exit now"))
             return
         super().handle_message(message)
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        """Answer a request as pygls does, then let go of a failed handler's traceback (`forget_failure`)."""
+        try:
+            super()._send_handler_result(future, msg_id=msg_id)
+        finally:
+            forget_failure(future)
+
+    def _check_handler_result(self, future: Any) -> None:
+        """Log a failed notification handler as pygls does, then let go of its traceback (`forget_failure`)."""
+        try:
+            super()._check_handler_result(future)
+        finally:
+            forget_failure(future)
 
     def _send_data(self, data: Any) -> None:
         """Plain JSON (a result, notification or error flower made with `p.to_wire`) goes out encoded in one pass by
@@ -201,11 +219,49 @@ async def stdin_bodies(stdin: BinaryIO, pool: ThreadPoolExecutor) -> AsyncIterat
 
 
 async def serve(protocol: FlowerProtocol, stdin: BinaryIO, pool: ThreadPoolExecutor, stop: threading.Event) -> None:
-    """Hand every frame to the protocol until end of input or stop."""
+    """Hand every frame to the protocol until end of input or stop; give the heap back a moment after large ones."""
+    loop = asyncio.get_running_loop()
+    trim: asyncio.TimerHandle | None = None
+
+    def give_back() -> None:
+        nonlocal trim
+        trim = None
+        loop.run_in_executor(pool, host.give_back)
+
     async for body in stdin_bodies(stdin, pool):
+        large = len(body) >= LARGE_BODY
         protocol.receive(body)
+        del body
+        if large:
+            # Why (issue 35): freed blocks of a 10 MB body stay mapped at the top of malloc's heap; a flood of them
+            # after other traffic left the server +20 MB. Once the frames stop coming (debounced), they go back.
+            if trim is not None:
+                trim.cancel()
+            trim = loop.call_later(TRIM_AFTER, give_back)
         if stop.is_set():
             return
+
+
+def forget_failure(future: Any) -> None:
+    """Drop the tracebacks of a handler's exception (and of those it chains or groups), once it has been answered.
+
+    Why (issue 35): the future holds the exception, the exception's traceback holds the frames that raised it and
+    re-raised it (`future.result()` in pygls' callback, whose locals hold the future): a reference cycle carrying the
+    request's params. Only the cyclic collector frees it, and with startup frozen (`settle`) and a few objects per
+    frame it ran rarely: 2,000 hostile frames (10 MB params failing validation) left the server +192 MB. cattrs adds
+    a cycle of its own: the frame of a failed `structure` holds the list of errors whose tracebacks hold that frame
+    (and the params). Without the tracebacks, reference counting frees it all the moment pygls lets go of the future.
+    """
+    if not future.done() or future.cancelled():
+        return
+    chain: list[BaseException | None] = [future.exception()]
+    seen: set[int] = set()
+    while chain:
+        error = chain.pop()
+        if error is not None and id(error) not in seen:
+            seen.add(id(error))
+            error.__traceback__ = None
+            chain += [error.__cause__, error.__context__, *getattr(error, "exceptions", ())]  # cattrs' are groups
 
 
 def _plain(data: Any) -> dict[str, Any] | None:

@@ -39,7 +39,7 @@ from ..core.shared import is_sessions_db
 from .bodies import encode_all
 from .jsonl import write_jsonl, write_spills
 from .reconcile import SWEPT_FILE, config_dir, content_key, load_swept, reconcile, remembered
-from .rows import LATEST, LOAD_SEQS, codec_of, decode_bodies
+from .rows import LATEST, LOAD_SEQS, codec_of, decode_bodies, resolved
 from .transcript import TRIM_KEEP_ROUNDS, TRIM_THRESHOLD, prune
 
 if TYPE_CHECKING:
@@ -215,10 +215,12 @@ def _read(db: Path, session_id: str) -> tuple[str, int, list[tuple[int, object]]
         (seq,) = conn.execute(LATEST, (project_key, session_id)).fetchone()
         rows = conn.execute(LOAD_SEQS, (project_key, session_id, "")).fetchall()
         codec = codec_of(conn)
+        seqs = [r[0] for r in rows]
+        bodies = resolved(conn, [r[1] for r in rows], codec, seqs)  # repeated strings put back (issue 35)
         conn.execute("COMMIT")
     finally:
         conn.close()
-    return project_key, int(seq), list(zip([r[0] for r in rows], decode_bodies([r[1] for r in rows], codec), strict=True))
+    return project_key, int(seq), list(zip(seqs, decode_bodies(bodies, codec), strict=True))
 
 
 def main(argv: list[str]) -> int:

@@ -17,8 +17,11 @@ import orjson
 import zstandard
 
 from .bodies import Codec, codec, known, unpackers
+from .repeats import has_refs, resolve
 
-__all__ = ["BEFORE_NEWEST", "LATEST", "LOAD", "LOAD_SEQS", "codec_of", "decode_bodies", "without_gc"]
+__all__ = [
+    "BEFORE_NEWEST", "LATEST", "LOAD", "LOAD_SEQS", "codec_of", "decode_bodies", "read_transaction", "resolved", "without_gc",
+]
 
 T = TypeVar("T")
 
@@ -80,15 +83,22 @@ def _decode_blobs(blobs: Sequence[bytes], by: dict[int, zstandard.ZstdDecompress
     out: list[Any] = []
     for at in range(0, len(blobs), CHUNK):
         chunk = blobs[at:at + CHUNK]
+        # Raw JSON among the frames (an entry whose repeated strings were put back: stores/repeats.py, or a v3
+        # file's rows before its conversion) is parsed as it is, the frames around it still expanded in one call.
+        frames = [b for b in chunk if b[0] != 0x7B]
         try:
-            if chunk[0][0] == 0x7B:
+            if not frames:
                 raise zstandard.ZstdError("raw JSON")
             # Its segments are buffers (iterable, though zstandard's stubs say not): read by orjson in place.
-            expanded = typing.cast("list[bytes]", by[named(chunk[0]).dict_id].multi_decompress_to_buffer(list(chunk)))
-        except (zstandard.ZstdError, ValueError):  # ValueError: a raw row among the frames (no frame, no size)
+            expanded = typing.cast("list[bytes]", by[named(frames[0]).dict_id].multi_decompress_to_buffer(list(frames)))
+        except (zstandard.ZstdError, ValueError):  # ValueError: no frame, or no size in one
             out += [one(b) for b in chunk]
             continue
-        out += [loads(memoryview(segment)) for segment in expanded]
+        if len(frames) == len(chunk):
+            out += [loads(memoryview(segment)) for segment in expanded]
+        else:
+            parsed = iter(expanded)
+            out += [loads(b) if b[0] == 0x7B else loads(memoryview(next(parsed))) for b in chunk]
     return out
 
 
@@ -110,6 +120,36 @@ def decode_bodies(bodies: Sequence[bytes | str], codec: Codec | None = None) -> 
         return [blob(b) if type(b) is bytes else next(slow) for b in bodies]
 
     return without_gc(decode)
+
+
+_BY_SEQ = "SELECT seq, body FROM entries WHERE seq IN (SELECT value FROM json_each(?))"
+
+
+def resolved(conn: sqlite3.Connection, bodies: Sequence[bytes | str], codec: Codec | None,
+             seqs: Sequence[int] = ()) -> list[bytes | str]:
+    """`bodies` (of the entries `seqs`, when known) with the repeated strings they refer to put back (stores/repeats.py),
+    the referenced entries read from `conn` when not among them: call it in the read transaction of the rows."""
+    if not any(has_refs(b) for b in bodies):
+        return list(bodies)
+    by, named = unpackers(codec), zstandard.get_frame_parameters
+
+    def fetch(wanted: list[int]) -> list[tuple[int, bytes | str]]:
+        return [(int(s), b) for s, b in conn.execute(_BY_SEQ, (json.dumps(wanted),))]
+
+    return resolve(seqs, bodies, lambda frame: by[named(frame).dict_id].decompress(frame), fetch)
+
+
+def read_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """`work(conn)` in one read transaction (rows and the entries they refer to seen at one moment), or in the
+    caller's when one is open."""
+    opened = not conn.in_transaction
+    if opened:
+        conn.execute("BEGIN")
+    try:
+        return work(conn)
+    finally:
+        if opened and conn.in_transaction:
+            conn.execute("COMMIT")
 
 
 def codec_of(conn: sqlite3.Connection) -> Codec | None:

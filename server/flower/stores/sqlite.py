@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import zstandard
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import (
     SessionKey,
@@ -32,12 +34,13 @@ from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, encode_all, is_raw, raw, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, is_raw, raw, train, unpackers
+from .repeats import MIN_LENGTH, Span, cut, frame_of, has_refs, spans, wrap
 from .rows import BEFORE_NEWEST as _BEFORE_NEWEST
 from .rows import LATEST as _LATEST
-from .rows import LOAD as _LOAD
+from .rows import LOAD_SEQS as _LOAD_SEQS
 from .rows import codec_of as _codec
-from .rows import decode_bodies
+from .rows import decode_bodies, read_transaction, resolved
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -146,7 +149,18 @@ def _builtin_v4(conn: sqlite3.Connection) -> None:
     # refuse the file (the "newer flower" error) once one may be in it.
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2, _dictionary_v3, _builtin_v4)
+def _repeats_v5(conn: sqlite3.Connection) -> None:
+    """A long string a transcript repeats is stored once: a later entry refers to the earlier one (issue 35)."""
+    # The writer's index of the strings of MIN_LENGTH bytes or more each transcript holds inline: where the first copy
+    # is (its entry's seq, offset and length in that entry's stored JSON). Readers never read it: a body names what it
+    # refers to (stores/repeats.py). A v4 flower cannot read such a body, so the version makes it refuse the file.
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS repeats (transcript INTEGER NOT NULL, digest BLOB NOT NULL, seq INTEGER NOT NULL,"
+        " start INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY (transcript, digest)) WITHOUT ROWID"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _speed_v2, _dictionary_v3, _builtin_v4, _repeats_v5)
 """The schema steps, in order; ``PRAGMA user_version`` counts those applied. Append, never edit."""
 
 _TRANSCRIPT = "SELECT id, mtime FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?"
@@ -170,7 +184,7 @@ AND e.seq < ? ORDER BY e.seq DESC LIMIT ?
 
 
 _AFTER = """
-SELECT e.body FROM entries e
+SELECT e.seq, e.body FROM entries e
 WHERE e.transcript = (SELECT id FROM transcripts WHERE project_key = ? AND session_id = ? AND subpath = '')
 AND e.seq > ? ORDER BY e.seq
 """
@@ -192,6 +206,9 @@ def _delete(conn: sqlite3.Connection, project_key: str, session_id: str, subpath
         where, params = where + " AND subpath = ?", (project_key, session_id, subpath)
     conn.execute(f"UPDATE clock SET mtime = max(mtime, (SELECT coalesce(max(mtime), 0) FROM transcripts WHERE {where}))", params)
     conn.execute(f"DELETE FROM entries WHERE transcript IN (SELECT id FROM transcripts WHERE {where})", params)
+    if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'repeats'").fetchone():  # v5 (a store of fewer steps)
+        # A reference never leaves its transcript: the strings it shared go with it (issue 35).
+        conn.execute(f"DELETE FROM repeats WHERE transcript IN (SELECT id FROM transcripts WHERE {where})", params)
     conn.execute(f"DELETE FROM transcripts WHERE {where}", params)
     if not subpath:
         conn.execute(f"DELETE FROM summaries WHERE {where}", params)
@@ -201,9 +218,9 @@ def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -
     """The context size of the session's last real model round, read backwards a page at a time (never the whole session)."""
     before = 1 << 62
     for limit in tail_pages():
-        rows = conn.execute(_TAIL, (project_key, session_id, before, limit)).fetchall()
-        # Read after the rows: a frame they hold was written after its dictionary, which is never removed.
-        found = context_of(decode_bodies([body for _, body in reversed(rows)], _codec(conn)))
+        # Newest first; their bodies oldest first, with what they repeat put back (issue 35).
+        rows, codec = _with_codec(_TAIL, (project_key, session_id, before, limit))(conn)
+        found = context_of(decode_bodies([body for _, body in reversed(rows)], codec))
         if found is not None or len(rows) < limit:
             return found
         before = rows[-1][0]
@@ -211,8 +228,17 @@ def _last_context(conn: sqlite3.Connection, project_key: str, session_id: str) -
 
 
 def _with_codec(sql: str, params: tuple[Any, ...]) -> Callable[[sqlite3.Connection], tuple[list[Any], Codec | None]]:
-    """A read of rows, with the dictionary that expands their bodies (read after them: a frame is written after its dictionary)."""
-    return lambda conn: (conn.execute(sql, params).fetchall(), _codec(conn))
+    """A read of rows (seq first, body last) with their repeated strings put back, and the dictionary that expands
+    their bodies (read after them: a frame is written after its dictionary)."""
+    def work(conn: sqlite3.Connection) -> tuple[list[Any], Codec | None]:
+        rows = conn.execute(sql, params).fetchall()
+        codec = _codec(conn)
+        if not any(has_refs(r[-1]) for r in rows):
+            return rows, codec
+        bodies = resolved(conn, [r[-1] for r in rows], codec, [r[0] for r in rows])
+        return [(*r[:-1], b) for r, b in zip(rows, bodies, strict=True)], codec
+
+    return lambda conn: read_transaction(conn, work)
 
 
 _NO_ROWS: tuple[list[Any], Codec | None] = ([], None)
@@ -384,7 +410,9 @@ def _fold_summaries(conn: sqlite3.Connection, project_key: str) -> None:
         if data is not None:
             prev = {"session_id": sid, "mtime": mtime, "data": json.loads(data)}
         key: SessionKey = {"project_key": project_key, "session_id": sid}
-        summary = fold_session_summary(prev, key, decode_bodies([r[1] for r in rows], _codec(conn)))
+        codec = _codec(conn)
+        bodies = resolved(conn, [r[1] for r in rows], codec, [r[0] for r in rows])
+        summary = fold_session_summary(prev, key, decode_bodies(bodies, codec))
         # Stamped with the mtime list_sessions() reports, as the SDK requires.
         conn.execute(
             "INSERT OR REPLACE INTO summaries (project_key, session_id, mtime, data, folded) VALUES (?, ?, ?, ?, ?)",
@@ -416,12 +444,63 @@ class _Seen:
     uuids: set[str]
 
 
+_KNOWN = "SELECT digest, seq, start, length FROM repeats WHERE transcript = ? AND digest IN ({})"
+
+
+def _shared(conn: sqlite3.Connection, tid: int, found: list[list[Span]], top: int) -> tuple[list[list[tuple[int, int, int, int, int]]], list[tuple[Any, ...]]]:
+    """Per body of the batch (its seq `top` + 1 + its place), the long strings it repeats from an earlier entry of the
+    transcript ((offset, length, seq, offset there, length) each), and the index rows of the strings it holds first."""
+    digests = sorted({d for spans_ in found for _, _, d in spans_})
+    known: dict[bytes, tuple[int, int, int]] = {}
+    for at in range(0, len(digests), 500):  # under SQLite's limit of bound parameters
+        part = digests[at:at + 500]
+        known.update((d, (s, a, n)) for d, s, a, n in conn.execute(_KNOWN.format(",".join("?" * len(part))), (tid, *part)))
+    known = _still_held(conn, tid, known)
+    refs: list[list[tuple[int, int, int, int, int]]] = []
+    held: list[tuple[Any, ...]] = []
+    for i, spans_ in enumerate(found):
+        seq, mine, cut_at = top + 1 + i, set(), 0
+        here: list[tuple[int, int, int, int, int]] = []
+        for start, length, digest in spans_:
+            there = known.get(digest)
+            if there is not None and digest not in mine:
+                here.append((start, length, *there))
+                cut_at += length
+                continue
+            if digest not in mine:  # a second copy inside one entry stays inline: its own frame shares it
+                mine.add(digest)
+                known[digest] = (seq, start - cut_at, length)
+                held.append((tid, digest, seq, start - cut_at, length))
+        refs.append(here)
+    return refs, held
+
+
+def _still_held(conn: sqlite3.Connection, tid: int, known: dict[bytes, tuple[int, int, int]]) -> dict[bytes, tuple[int, int, int]]:
+    """The indexed strings whose entry still holds them, checked byte for byte (by digest) before one is referred to."""
+    # flower deletes whole transcripts only, but a file's rows can be deleted by hand (tests simulate a lagging mirror
+    # so), and SQLite then gives a later entry the same seq: a reference is only ever made to bytes read just now.
+    if not known:
+        return known
+    seqs = sorted({s for s, _, _ in known.values()})
+    rows = dict(conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
+                             (tid, *seqs)).fetchall()) if len(seqs) < 500 else {}
+    by, named = unpackers(_codec(conn)), zstandard.get_frame_parameters
+    texts: dict[int, bytes] = {}
+    for seq, body in rows.items():
+        if type(body) is bytes:
+            frame = frame_of(body)
+            texts[seq] = frame if frame[0] == 0x7B else by[named(frame).dict_id].decompress(frame)
+    return {d: (s, a, n) for d, (s, a, n) in known.items()
+            if s in texts and hashlib.sha256(texts[s][a:a + n]).digest()[:16] == d}
+
+
 def _append(
     k3: tuple[str, str, str], uuids: list[str | None], bodies: list[bytes | str], seen: _Seen | None,
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection, found: list[list[Span]] | None = None,
 ) -> tuple[_Seen | None, int, bool]:
     """Store the rows whose uuid is not stored under ``k3`` yet, in one committed transaction;
-    return what is stored now, how many rows were stored, and whether the database has its own dictionary."""
+    return what is stored now, how many rows were stored, and whether the database has its own dictionary.
+    ``found``: each body's long strings (stores/repeats.py), for a database that shares them (v5)."""
 
     def work() -> tuple[_Seen | None, int, bool]:
         now = seen
@@ -448,14 +527,26 @@ def _append(
             return now, 0, False
         tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
         # Looked up under the write lock: another process may have trained it since our last append. Until then,
-        # frames against the built-in dictionary (v4, #26).
+        # frames against the built-in dictionary (v4, #26): since v5 the one that holds the CLI's constant text.
         codec = _codec(conn)
+        packer = codec or (builtin() if found is None else builtin_cli())
         kept = bodies if len(fresh) == len(bodies) else [bodies[i] for i in fresh]
-        conn.executemany(
-            "INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
-            zip(itertools.repeat(tid), uuids if kept is bodies else [uuids[i] for i in fresh],
-                (codec or builtin()).pack_all(kept)),
-        )
+        ids = uuids if kept is bodies else [uuids[i] for i in fresh]
+        spans_ = None if found is None else found if kept is bodies else [found[i] for i in fresh]
+        if not spans_ or not any(spans_):
+            conn.executemany("INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
+                             zip(itertools.repeat(tid), ids, packer.pack_all(kept)))
+        else:
+            # Seqs given, not drawn: an entry refers to an earlier one by its seq, maybe one of this batch (issue 35).
+            (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()
+            refs, held = _shared(conn, tid, spans_, top)
+            cuts = [cut(b, r) if r and type(b) is bytes else (b, []) for b, r in zip(kept, refs, strict=True)]
+            packed = packer.pack_all([c for c, _ in cuts])
+            conn.executemany(
+                "INSERT INTO entries (seq, transcript, uuid, body) VALUES (?, ?, ?, ?)",
+                zip(itertools.count(top + 1), itertools.repeat(tid), ids,
+                    [wrap(r, f) if r and type(f) is bytes else f for (_, r), f in zip(cuts, packed, strict=True)]))
+            conn.executemany("INSERT OR REPLACE INTO repeats VALUES (?, ?, ?, ?, ?)", held)  # a stale row replaced
         known |= added  # in place: on failure the caller drops this _Seen altogether
         return _Seen(tid, mtime, known), len(fresh), codec is not None
 
@@ -592,10 +683,14 @@ class SqliteSessionStore(SessionStore):
         # an API error the CLI records as assistant text.
         bodies = redact_encoded(encode_all(entries))
         k3 = _key3(key)
+        # The long strings each entry holds, found before the write lock is taken (issue 35); v5 stores share them.
+        # (Filtered here: a call per entry of the 20k-entry benchmark costs more than the few long ones' search.)
+        found = [spans(e, b) if type(b) is bytes and len(b) >= MIN_LENGTH else [] for e, b in zip(entries, bodies, strict=True)] \
+            if len(self.migrations) >= 5 else None
 
         def work(conn: sqlite3.Connection) -> None:
             seen = self._seen.pop(k3, None)  # gone if the transaction fails
-            now, stored, own = _append(k3, uuids, bodies, seen, conn)
+            now, stored, own = _append(k3, uuids, bodies, seen, conn, found)
             if now is not None:
                 self._seen[k3] = now
             if stored and not own:
@@ -629,7 +724,8 @@ class SqliteSessionStore(SessionStore):
         k3 = _key3(key)
 
         def fetch(conn: sqlite3.Connection) -> tuple[list[bytes | str], Codec | None]:
-            return [r[0] for r in conn.execute(_LOAD, k3)], _codec(conn)
+            rows, codec = _with_codec(_LOAD_SEQS, k3)(conn)
+            return [r[1] for r in rows], codec
 
         # Read and decoded on the caller's thread when the connection is open and idle: the
         # entries' objects are built about twice as fast there as in a worker thread (measured
@@ -665,7 +761,7 @@ class SqliteSessionStore(SessionStore):
     async def entries_after(self, project_key: str, session_id: str, seq: int) -> list[SessionStoreEntry]:
         """The session's entries appended after ``seq`` (see ``latest_seq``), in append order."""
         rows, codec = await self._call(_with_codec(_AFTER, (project_key, session_id, seq)))
-        return decode_bodies([r[0] for r in rows], codec)
+        return decode_bodies([r[1] for r in rows], codec)
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
@@ -771,8 +867,8 @@ class SqliteSessionStore(SessionStore):
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """``load`` for synchronous callers (a status answered at once): read-only, never creates the file."""
-        rows, codec = self._read_only_with(_with_codec(_LOAD, _key3(key)), _NO_ROWS)
-        return decode_bodies([r[0] for r in rows], codec) if rows else None
+        rows, codec = self._read_only_with(_with_codec(_LOAD_SEQS, _key3(key)), _NO_ROWS)
+        return decode_bodies([r[1] for r in rows], codec) if rows else None
 
     def size_on_disk(self) -> int:
         """Bytes sessions.db and its -wal take on disk now (0 before the first write); never opens the file."""

@@ -43,6 +43,8 @@ export interface Row {
     toolUseId?: string | null;
     /** A subagent's row: the tool_use id of the `Agent` call it works for (issue 32); null for the main conversation. */
     parent?: string | null;
+    /** Its step in the window's language, as the server said it with the entry (issue 33). */
+    stepTitle?: string | null;
     /**
      * A denied call (issue 34): what the model was told instead of a result. On the call's row live (`flower/approved`),
      * on the result's row in history (its `denied`); null or absent for everything else.
