@@ -469,7 +469,8 @@ async def ps_command(args: argparse.Namespace, locale: str) -> int:
             waiting = (run.get("waitingFor") or {}).get("what") in PERSON
             state = "waiting" if waiting else "running" if run["running"] else "idle"
             pid = f"pid {runs['pid']}  " if run["running"] else ""
-            line = f"{state:<8} {run['step'] or '-':<12} {context:>7}  {run['clients']} attached  since {since}  {pid}{run['workspace']}"
+            step = label(locale, run["step"]) if run["step"] else "-"  # the person's language (issue 34)
+            line = f"{state:<8} {step:<12} {context:>7}  {run['clients']} attached  since {since}  {pid}{run['workspace']}"
             if waiting:
                 line += "  (" + console.text("ps_waiting", where=run["workspace"]) + ")"
             console.line(line)
