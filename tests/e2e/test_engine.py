@@ -493,6 +493,30 @@ async def test_terminal_detach_attach_say_ctrl_c_ps_and_stop(place, model, works
     assert "Traceback" not in started.err + ps.err + stopped.err + again.err
 
 
+HEAVY = ("claude_agent_sdk", "pygls", "lsprotocol")
+
+
+def imported(err: str) -> set[str]:
+    """The top-level packages a `-X importtime` report (on stderr) names."""
+    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in err.splitlines() if line.startswith("import time:")}
+
+
+async def test_ps_and_stop_talk_to_the_engine_without_the_sdk_or_pygls(place, workspace):
+    # Issue 34, light commands: the terminal's side of the engine speaks JSON-RPC with core/wire.py's names and
+    # core/frames.py's reader; the SDK, pygls and lsprotocol are the engine's to import, never `ps`' or `stop`'s.
+    from test_cli import flower
+
+    assert (await place.serve()).returncode == 0
+    env = {**terminal_env(place), "PYTHONPROFILEIMPORTTIME": "1"}
+    ps = await flower("ps", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert ps.code == 0 and "flower engine" in ps.out, ps.out + ps.err
+    stopped = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert stopped.code == 1 and "flower: nothing runs here in the flower engine" in stopped.err
+    for done in (ps, stopped):
+        assert "flower" in imported(done.err)  # the report is there, so its silence about HEAVY means something
+        assert not imported(done.err) & set(HEAVY), imported(done.err) & set(HEAVY)
+
+
 async def test_terminal_detach_in_an_untrusted_folder_asks_the_trust_question_first(place, model, workspace, tmp_path):
     from test_cli import Terminal
     from test_trust import hostile, ran
