@@ -65,7 +65,7 @@ class EngineClient:
         `answers`: the questions (`flower/approve`, `flower/ask`) `answerer` puts to a person here; none are sent otherwise.
         """
         declared = {ANSWERS_OPTION: list(answers)} if answers else {}
-        params = {"processId": os.getpid(), "rootUri": file_uri(root) if root else None, "capabilities": {},
+        params: dict[str, Any] = {"processId": os.getpid(), "rootUri": file_uri(root) if root else None, "capabilities": {},
                   "locale": locale, "initializationOptions": {**(options or {}), **declared, VERSION_OPTION: VERSION}}
         if root is not None:
             params["workspaceFolders"] = [{"uri": file_uri(root), "name": root.name}]
