@@ -17,7 +17,7 @@ import asyncio
 import bisect
 import gc
 import multiprocessing
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .core.lineage import Lineage
-from .core.manifest import Manifest, parse_name
+from .core.manifest import parse_name, parsed_rows
 from .core.records import Records
 from .core.redact import cut
 from .core.text import clip, tool_label
@@ -231,8 +231,6 @@ class History:
         self.store, self.records = store, records
         self.trim = trim
         self._pool: ProcessPoolExecutor | None = None
-        self._steps: tuple[Hashable, tuple[Runs, dict[str, str]]] | None = None
-        self._runs: tuple[Hashable, list[StepRun]] | None = None
         self._verdicts: dict[str, Verdicts] = {}
         self._computing: dict[tuple[str, int], asyncio.Future[Verdicts]] = {}
 
@@ -253,32 +251,23 @@ class History:
     def steps(self) -> tuple[Runs, dict[str, str]]:
         """Session → its runs from the manifest (oldest first), and the lineage's step → session (sync: a worker thread).
 
-        Read again only when the records' change stamp moved.
+        The manifest's rows come through its one cache (`parsed_rows`, shared with status: issue 33).
         """
-        stamp = self.records.stamp()
-        if self._steps is not None and self._steps[0] == stamp:
-            return self._steps[1]
         lineage = Lineage.load(self.run_dir, self.workspace, records=self.records)
         runs: Runs = {}
-        for row in Manifest(self.run_dir, run="history", records=self.records).parsed():
+        for row in parsed_rows(self.records):
             if row.session_id is not None:
                 runs.setdefault(row.session_id, []).append((row.started_at, row.step))
-        found = {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
-        self._steps = (stamp, found)
-        return found
+        return {sid: sorted(v) for sid, v in runs.items()}, dict(lineage.steps)
 
     def step_runs(self) -> list[StepRun]:
-        """Every step run the manifest records, oldest first, with the judge's verdicts (read again when the records change)."""
-        stamp = self.records.stamp()
-        if self._runs is not None and self._runs[0] == stamp:
-            return self._runs[1]
+        """Every step run the manifest records, oldest first, with the judge's verdicts (rows from the one cache)."""
         out = []
-        for row in Manifest(self.run_dir, run="history", records=self.records).parsed():
+        for row in parsed_rows(self.records):
             passed = row.ok and verdict_of(row.text)[0] if parse_name(row.step)[1] == "judge" else None
             duration = row.ended_at - row.started_at if row.ended_at and row.started_at else None
             out.append(StepRun(row.step, row.session_id, row.ok, row.cost_usd, duration, row.started_at or None, passed))
         out.sort(key=lambda r: r.started_at or 0.0)
-        self._runs = (stamp, out)
         return out
 
     async def sessions(self, steps: tuple[Runs, dict[str, str]] | None = None) -> list[Session]:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from . import retention
 from .core import goals, taskfiles, texts
@@ -19,8 +19,10 @@ from .core.caller import Ask, Caller
 from .core.changes import ChangeLog, WakeChanges
 from .core.errors import FlowerError
 from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
+from .core.forecast import Forecast, forecast
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock, held
+from .core.manifest import ManifestRow, in_work_session
 from .core.records import SENTENCES_FILE
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
@@ -30,7 +32,6 @@ from .runtime import Budget, Runtime, Sessions, emit_to
 from .settings import Settings
 from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
 from .stores.prefetch import Prefetch
-from .workflow.base import step_of
 from .workflow.flower import WORK, FlowerPath
 from .workflow.goal import judged
 
@@ -156,7 +157,7 @@ class FlowerService:
         match event:
             case StepStarted(step=step):
                 self._step = step
-            case ContextSize(step=step, tokens=tokens) if step_of(step or "") == WORK:  # not the judge's
+            case ContextSize(step=step, tokens=tokens) if in_work_session(step):  # not the judge's
                 self._context = tokens
             case Banner(context=int(context)):  # read from sessions.db at wake
                 self._context = context
@@ -165,7 +166,7 @@ class FlowerService:
             case Waiting():
                 self._offline_since = event.offline_since if event.reason == "offline" else None
                 self._waiting = WaitState(reason=event.reason, seconds=event.seconds, attempt=event.attempt,
-                                          max_attempts=event.max_attempts)
+                                          max_attempts=event.max_attempts, until=time.time() + event.seconds)
         emit_to(self._listeners, event)
 
     # -- commands --------------------------------------------------------------------------
@@ -348,7 +349,7 @@ class FlowerService:
         rows = recorded(self.workspace, self.run_dir, records).rows
         work = st.steps.get(WORK)
         window = next((r.window for r in reversed(rows) if r.window), None)
-        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size)
+        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size, rows)
 
     async def refresh(self) -> None:
         """Read status's records again, off the event loop; callers at the same time share one read.
@@ -408,35 +409,76 @@ class FlowerService:
         return self._view()
 
     def _view(self) -> Status:
+        """The one status (issue 33): the records' part, then each live fact from its one reader below."""
+        st = self._recorded_now()
+        context, window = self._context_now(), self._window_now()
+        return dataclasses.replace(
+            st, **self._run_now(st), context=context, window=window, handoff_at=self.handoff_at,
+            verdict=self._verdict_now(), model=self._model_now(st), cost=self._cost_now(st), settings=self._shown,
+            unreachable=self._unreachable_now(), store_bytes=self._rest.store_bytes if self._rest is not None else None,
+            forecast=self._forecast_now(context, window))
+
+    def _forecast_now(self, context: int | None, window: int) -> Forecast | None:
+        """Rounds left to the handoff and to the window, and the cost per round: the records' rows and the live context."""
+        rows = self._rest.rows if self._rest is not None else []
+        return forecast(rows, context, self.handoff_at, window, rows[-1].run if rows else None) if rows else None
+
+    def _recorded_now(self) -> Status:
+        """The records' part: the last snapshot read, with a running wake's lineage over it (in memory it is newer, D5)."""
         rest = self._rest
         st = rest.status if rest is not None else Status(
             workspace=str(self.workspace), run_dir=str(self.run_dir), woke=0, started=False, steps={}, goals=[])
+        lineage = self._path.lineage if self._path is not None and self.running else None
+        return st if lineage is None else dataclasses.replace(st, woke=lineage.woke, steps=dict(lineage.steps), started=True)
+
+    def _run_now(self, st: Status) -> dict[str, Any]:
+        """Running or not, the step, what the run waits for, its background work."""
+        running = self.running
+        return dict(
+            running=running, step=self._step,
+            interrupted=not running and st.interrupted, elsewhere=not running and st.elsewhere,
+            waiting=self._waiting, waiting_for=self.waiting_for(),
+            background=[t.label for t in self._runtime.delegated.values() if t.running]  # issue 32
+            if self._runtime is not None and running else [])
+
+    def _context_now(self) -> int | None:
+        """The work session's context size: seen in this process (live, or the banner's at wake), else read from the store."""
+        if self._context is not None:
+            return self._context
+        return self._rest.context if self._rest is not None else None
+
+    def _window_now(self) -> int:
+        """The model's window: the CLI's report, else the one the manifest recorded (adopted once, for every reader)."""
+        rest = self._rest
         if rest is not None and rest.window and not self._window_seen:
             self.window, self._window_seen = rest.window, True
+        return self.window
+
+    def _verdict_now(self) -> VerdictState | None:
+        """The judge's last verdict: seen in this process, else the manifest's on the current work session when idle."""
+        judged_here = self._rest.verdict if self._rest is not None and not self.running else None
+        if self._verdict is not None or judged_here is None:
+            return self._verdict
+        return VerdictState(round=judged_here[0], passed=judged_here[1], reasons=judged_here[2])
+
+    def _model_now(self, st: Status) -> str | None:
+        """The model: the settings', else the one the CLI reports now, else the last it reported here, else the manifest's."""
+        seen = self._runtime.model_seen if self._runtime is not None else None
+        return self.model or seen or self._model_seen or st.model
+
+    def _cost_now(self, st: Status) -> Cost:
+        """This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest)."""
+        wake = round(self.budget.spent, 6) if self._woken else st.cost.wake
+        return Cost(wake=wake, task=st.cost.task, max=self.max_cost)
+
+    def _unreachable_now(self) -> texts.Said | None:
+        """The store is not answering: the last read failed, or one has hung for SLOW_S."""
         # In flight only once begun: a read `snapshot()` just scheduled has not set `_read_since` yet, and measuring it
         # from the previous read's start made every status > SLOW_S after a read say the store is down (issue 31).
         in_flight = self._reading is not None and not self._reading.done() and self._read_since > self._read_at
-        unreachable = self._unreachable or (
-            self._not_answering(None) if in_flight and time.monotonic() - self._read_since > SLOW_S else None)
-        lineage = self._path.lineage if self._path is not None and self.running else None
-        if lineage is not None:  # a wake runs here: its lineage in memory is the record (D5), newer than any snapshot
-            st = dataclasses.replace(st, woke=lineage.woke, steps=dict(lineage.steps), started=True)
-        seen = self._runtime.model_seen if self._runtime is not None else None
-        judged_here = rest.verdict if rest is not None and not self.running else None
-        return dataclasses.replace(
-            st, context=self._context if self._context is not None else rest.context if rest is not None else None,
-            window=self.window, running=self.running, step=self._step,
-            interrupted=not self.running and st.interrupted, elsewhere=not self.running and st.elsewhere,
-            waiting=self._waiting, waiting_for=self.waiting_for(), handoff_at=self.handoff_at,
-            verdict=self._verdict or (VerdictState(round=judged_here[0], passed=judged_here[1], reasons=judged_here[2])
-                                      if judged_here else None),
-            model=self.model or seen or self._model_seen or st.model,
-            # This process's wake when it ran one, else the last process's (a terminal's wake, read from the manifest).
-            cost=Cost(wake=round(self.budget.spent, 6) if self._woken else st.cost.wake, task=st.cost.task, max=self.max_cost),
-            settings=self._shown, unreachable=unreachable,
-            store_bytes=rest.store_bytes if rest is not None else None,
-            background=[t.label for t in self._runtime.delegated.values() if t.running]  # issue 32
-            if self._runtime is not None and self.running else [])
+        if self._unreachable is not None or not in_flight or time.monotonic() - self._read_since <= SLOW_S:
+            return self._unreachable
+        return self._not_answering(None)
 
     def _stored_context(self, session_id: str) -> int | None:
         """The session's last context size in the store; None (logged) if it cannot be read: the gauge is a bonus (S12)."""
@@ -467,6 +509,8 @@ class _Rest:
     window: int | None
     verdict: tuple[int, bool, str] | None
     store_bytes: int | None
+    rows: list[ManifestRow]
+    """The task's manifest rows, for the forecast (issue 34)."""
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

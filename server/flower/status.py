@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from .core import goals
 from .core.approvals import Approval
+from .core.forecast import Forecast
 from .core.lineage import Lineage, task_began
-from .core.manifest import Manifest, ManifestRow
+from .core.manifest import ManifestRow, parsed_rows
 from .core.records import FileRecords, Records
 from .core.requirements import REQUIREMENTS_FILE
 from .core.texts import Said
@@ -41,6 +42,8 @@ class WaitState:
     seconds: float
     attempt: int
     max_attempts: int
+    until: float | None = None
+    """Unix time the wait ends (the retry, or the next probe), from when the wait began."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +113,8 @@ class Status:
     """What the task's store takes on disk (sessions.db, or the shared schema's tables); None until read (#26)."""
     background: list[str] = field(default_factory=list)
     """The subagents and background shells the running wake's CLI runs now, as the person knows them (issue 32)."""
+    forecast: Forecast | None = None
+    """Work rounds left to the handoff threshold and to the window at the recent slope, and the cost per round (issue 34)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,24 +177,15 @@ class Recorded:
 
 
 def recorded(workspace: Path, run_dir: Path, records: Records | None = None) -> Recorded:
-    """What the manifest says of the current task (run_dir's files unless `records` are given), parsed once per change.
+    """What the manifest says of the current task (run_dir's files unless `records` are given).
 
     The task began at the newest archive of `flower --new` (S28), if any: rows before it were another task's.
     A terminal `flower` is one wake per process, so its newest process's rows are the last wake's cost.
+    The rows come through the manifest's one cache (`parsed_rows`), shared with history (issue 33).
     """
     began = task_began(workspace)
-    # The records' own change stamp, not manifest.json's: a shared store never writes that file (D9).
-    records = records if records is not None else FileRecords(run_dir)
-    key = (records.where, run_dir)
-    stamp = (records.stamp(), began)
-    cached = _recorded.get(key)
-    if cached is None or cached[0] != stamp:  # status is asked often (the gauge): parse the manifest once per change
-        cached = _recorded[key] = (stamp, _sum_rows(Manifest(run_dir, run="status", records=records).parsed(), began))
-    return cached[1]
-
-
-_recorded: dict[tuple[str, Path], tuple[object, Recorded]] = {}
-"""(records, run_dir) → (their change stamp and the task's start when read, what `recorded` found there)."""
+    rows = parsed_rows(records if records is not None else FileRecords(run_dir))
+    return _sum_rows(rows, began)
 
 
 def _sum_rows(parsed: list[ManifestRow], began: float) -> Recorded:

@@ -148,6 +148,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         "unreachable": None, "waitingFor": None,
         "storeBytes": 0,  # no sessions.db yet, and asking made none
         "background": [],  # no subagent or background shell runs (issue 32)
+        "hasTask": False, "workSession": False, "stepLabel": None,  # no task yet, nothing runs (issue 33)
     }
     assert not (workspace / "runs" / "sessions.db").exists()
     # Without a folder: every folder; the same payload with null params.
@@ -258,7 +259,8 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
     transcript = client.seen(p.TRANSCRIPT, folder)
     assert transcript[0] | {"folder": None, "seq": None} == {
         "folder": None, "step": None, "sessionId": None, "uuid": None, "role": "user", "kind": "text", "text": TASK,
-        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None, "parent": None}
+        "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None, "parent": None,
+        "stepLabel": None}  # the person's sentence belongs to no step (issue 33)
     seqs = [t["seq"] for t in transcript]
     assert seqs == sorted(set(seqs)) and seqs[0] >= 1  # strictly increasing per folder
     writes = [t for t in transcript if t["kind"] == "tool"]

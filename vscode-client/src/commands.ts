@@ -154,7 +154,7 @@ export class Commands {
         const items: Item[] = [
             {
                 label: `$(pulse) ${vscode.l10n.t('wake #{0}', s.woke)}`,
-                description: s.running ? vscode.l10n.t('running {0}', s.step ?? '') : vscode.l10n.t('idle'),
+                description: s.running ? vscode.l10n.t('running {0}', s.stepLabel ?? s.step ?? '') : vscode.l10n.t('idle'),
                 run: () => this.transcript().reveal(true),
             },
             {

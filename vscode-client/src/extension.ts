@@ -6,7 +6,7 @@ import { Commands } from './commands';
 import { Focus } from './folders';
 import { cutOff } from './model/resume';
 import { flowerPart, resumeOnStartup, SERVER_SETTINGS, SETTINGS_FILES } from './model/settings';
-import { type FolderServer, hasTask, Servers } from './server';
+import { type FolderServer, Servers } from './server';
 import { ApprovalsView } from './views/approvals';
 import { GaugeView } from './views/gauge';
 import { ChangesView } from './views/changes';
@@ -96,7 +96,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
         vscode.workspace.onDidChangeWorkspaceFolders((e) => {
             for (const folder of e.removed) void all.remove(folder);
             for (const folder of e.added) files.prime(folder);
-            for (const folder of e.added) if (hasTask(folder)) void startFolder(all, c, folder);
+            for (const folder of e.added) if (all.hasTask(folder)) void startFolder(all, c, folder);
         }),
         vscode.workspace.onDidGrantWorkspaceTrust(() => startUsedFolders(all, c)),
         vscode.workspace.onDidChangeConfiguration((e) => {
@@ -110,7 +110,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
             const started = new Set(all.all().filter((s) => s.client !== undefined).map((s) => s.folder.uri.toString()));
             for (const folder of vscode.workspace.workspaceFolders ?? []) {
                 const key = folder.uri.toString();
-                if (!started.has(key) && !launched.has(key) && hasTask(folder)) {
+                if (!started.has(key) && !launched.has(key) && all.hasTask(folder)) {
                     log.info(`${folder.name}: the settings name a shared store; starting its server`);
                     void startFolder(all, c, folder);
                 }
@@ -164,8 +164,8 @@ function startUsedFolders(all: Servers, commands: Commands): void {
         return;
     }
     for (const folder of vscode.workspace.workspaceFolders ?? []) {
-        if (hasTask(folder)) void startFolder(all, commands, folder);
-        else logger?.info(`${folder.name}: no task yet (no runs/lineage.json, no postgresql:// store in the settings)`);
+        if (all.hasTask(folder)) void startFolder(all, commands, folder);
+        else logger?.info(`${folder.name}: no task yet (no runs/lineage.json, no run_dir or postgresql:// store in the settings, and its server never said it had one)`);
     }
 }
 

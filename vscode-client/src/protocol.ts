@@ -86,6 +86,29 @@ export interface FolderStatus {
     storeBytes: number | null;
     /** The subagents and background shells the running wake's CLI runs now (issue 32). */
     background?: string[];
+    /** The folder has a task (its lineage or requirements, wherever its run dir or store is): the server's answer (issue 33). */
+    hasTask: boolean;
+    /** `step` is the work session's (a work round or retry): the gauge follows it. False when idle. */
+    workSession: boolean;
+    /** `step` in the window's language (`work · round 2`, `judge · round 1`), null when idle. */
+    stepLabel: string | null;
+    /** Where the work session's context is heading: rounds left and cost per round (issue 34); null before a work round. */
+    forecast?: Forecast | null;
+}
+
+/** Work rounds left before the handoff threshold and the window at the recent slope, and the cost per round (issue 34). */
+export interface Forecast {
+    rounds: number;
+    /** Tokens per work round lately; null with fewer than two rounds. */
+    slope: number | null;
+    /** Work rounds until `handoffAt` at that slope (0: there already); null when the context does not grow. */
+    toHandoff: number | null;
+    /** Work rounds until `window` at that slope; null when the context does not grow. */
+    toWindow: number | null;
+    /** USD per work round of this (or the last) wake. */
+    wakePerRound: number | null;
+    /** USD per work round of the whole task. */
+    taskPerRound: number | null;
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */
@@ -146,6 +169,8 @@ export const newTask = new RequestType<NewParams, NewResult, void>('flower/new')
 
 export interface StatusParams {
     folder?: string | null;
+    /** Read the records and the task files again first (the client saw `目标.md` change); default false. */
+    fresh?: boolean;
 }
 export interface StatusResult {
     folders: FolderStatus[];
@@ -186,6 +211,8 @@ export interface StepSummary {
     startedAt: number | null;
     /** A judge round's verdict; null for other steps. */
     passed: boolean | null;
+    /** Its name in the window's language: the section head's title (issue 33). */
+    label: string;
 }
 export const history = new RequestType<HistoryParams, HistoryResult, void>('flower/history');
 
@@ -402,6 +429,10 @@ export interface StepStartNotification {
     sessionId: string | null;
     woke: number;
     progress: string | null;
+    /** The step's name in the window's language (`work · round 2`). */
+    label: string | null;
+    /** The step is the work session's: its flower/context drives the gauge. */
+    workSession: boolean;
 }
 export const stepStart = new NotificationType<StepStartNotification>('flower/stepStart');
 
@@ -414,6 +445,8 @@ export interface StepEndNotification {
     context: number | null;
     costUsd: number | null;
     durationS: number | null;
+    /** The step's name in the window's language. */
+    label: string | null;
 }
 export const stepEnd = new NotificationType<StepEndNotification>('flower/stepEnd');
 
@@ -445,6 +478,8 @@ export interface TranscriptNotification {
     seq: number;
     /** A subagent's entry: the `toolUseId` of the `Agent` call it works for; null/absent for the main conversation. */
     parent?: string | null;
+    /** `step` in the window's language: the section head's title, also for a step no stepStart announced (the judge's). */
+    stepLabel?: string | null;
 }
 export const transcript = new NotificationType<TranscriptNotification>('flower/transcript');
 
@@ -462,6 +497,8 @@ export interface ContextNotification {
     sessionId: string;
     tokens: number;
     window: number;
+    /** The size is the work session's: the gauge shows it (not the judge's, not the other steps'). */
+    workSession: boolean;
 }
 export const context = new NotificationType<ContextNotification>('flower/context');
 
@@ -485,6 +522,8 @@ export interface VerdictNotification {
     reasons: string;
     costUsd: number | null;
     durationS: number | null;
+    /** The judge's round in the window's language (`judge · round 1`). */
+    label: string | null;
 }
 export const verdict = new NotificationType<VerdictNotification>('flower/verdict');
 

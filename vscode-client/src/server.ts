@@ -41,7 +41,8 @@ import type { ServerState } from './model/gauge';
 import { type LifeEvent, Lifecycle, type LifeState, live, shown } from './model/lifecycle';
 import { RestartBudget } from './model/restarts';
 import { findWheel, type Source } from './model/install';
-import { explicit, initializationOptions, redactUrls, sharedStore } from './model/settings';
+import { explicit, flowerPart, initializationOptions, redactUrls, SETTINGS_FILES, sharedStore } from './model/settings';
+import { mayHaveTask } from './model/task';
 import { StatusKeeper } from './model/status';
 import { type LiveEvent, TranscriptModel } from './model/transcript';
 import type { Row } from './model/rows';
@@ -331,12 +332,12 @@ export class FolderServer implements vscode.Disposable {
         }
     }
 
-    /** Ask the server for the folder's status now (and let the views know). */
-    async refreshStatus(): Promise<void> {
+    /** Ask the server for the folder's status now (and let the views know); `fresh`: after it read its files again. */
+    async refreshStatus(fresh = false): Promise<void> {
         if (this.client === undefined || !this.running) return;
         try {
             const asked = this.keeper.asking();
-            const result = await this.client.sendRequest(p.status, { folder: this.uri });
+            const result = await this.client.sendRequest(p.status, { folder: this.uri, ...(fresh ? { fresh } : {}) });
             const status = result.folders[0];
             if (status !== undefined) this.setStatus(status, asked);
         } catch (e) {
@@ -347,6 +348,7 @@ export class FolderServer implements vscode.Disposable {
     /** The server's status, answering a question stamped `asked` (see StatusKeeper). */
     setStatus(status: p.FolderStatus, asked: number): void {
         this.keeper.answer(status, asked);
+        rememberTask(this.folder, this.ctx.workspaceState, status.hasTask);
         this.statusEpoch = this.epoch;
         this.statusAt = Date.now();
         this.emitter.fire({ type: 'status' });
@@ -628,17 +630,14 @@ export class FolderServer implements vscode.Disposable {
             });
         });
         client.onNotification(p.context, (n) => {
-            // The gauge follows the work session (干活…), not the judge's (protocol.md).
-            if (n.step === null || (n.step.startsWith('干活') && !n.step.includes('判定'))) {
-                this.keeper.contextSize(n.tokens, n.window);
-                this.patch({ waiting: null });
-            }
+            // The gauge follows the work session: the server says whether this size is its (protocol.md, issue 33).
+            if (this.keeper.contextOf(n)) this.patch({ waiting: null });
         });
         client.onNotification(p.stepStart, (n) => {
             this.model.stepStarted(n);
             this.emitter.fire({ type: 'steps' });
             this.progressToken = n.progress;
-            this.patch({ step: n.step, running: true, waiting: null });
+            this.patch(StatusKeeper.stepStarted(n));
         });
         client.onNotification(p.stepEnd, (n) => {
             this.model.stepEnded(n);
@@ -649,11 +648,7 @@ export class FolderServer implements vscode.Disposable {
         client.onNotification(p.session, () => this.statusSoon());
         client.onNotification(p.state, (n) => {
             if (!n.running) this.progressToken = null;
-            this.patch({
-                running: n.running,
-                ...(n.running ? {} : { step: null, waiting: null, waitingFor: null }),
-                ...(n.woke !== null ? { woke: n.woke } : {}),
-            });
+            this.patch(StatusKeeper.state(n));
             this.emitter.fire({ type: 'state', n });
             this.statusSoon();
         });
@@ -724,6 +719,11 @@ export class Servers implements vscode.Disposable {
         return [...this.byUri.values()];
     }
 
+    /** Whether to start the folder's server when the window opens (see `hasTask`). */
+    hasTask(folder: vscode.WorkspaceFolder): boolean {
+        return hasTask(folder, this.ctx.workspaceState);
+    }
+
     /** A removed folder: its server stops. */
     async remove(folder: vscode.WorkspaceFolder): Promise<void> {
         const key = folder.uri.toString();
@@ -771,12 +771,35 @@ function keyHash(key: string | undefined): string {
     return key === undefined || key === '' ? '' : createHash('sha256').update(key).digest('hex');
 }
 
+/** The workspaceState key of the servers' last `hasTask` answers: folder URI → boolean. */
+const HAS_TASK = 'flower.hasTask';
+
 /**
- * True when the folder has a flower task: `runs/lineage.json` exists, or its store is shared (the
- * task's lineage then lives in PostgreSQL, and only the server can say whether one is there).
+ * Whether to start the folder's server when the window opens (model/task.ts): the server's last
+ * `FolderStatus.hasTask` for it, else the cheap facts that say it may have a task.
  */
-export function hasTask(folder: vscode.WorkspaceFolder): boolean {
+export function hasTask(folder: vscode.WorkspaceFolder, state: vscode.Memento): boolean {
     if (folder.uri.scheme !== 'file') return false;
-    if (fs.existsSync(path.join(folder.uri.fsPath, 'runs', 'lineage.json'))) return true;
-    return sharedStore(explicit(vscode.workspace.getConfiguration('flower', folder.uri).inspect('store')), process.env.FLOWER_STORE);
+    const dir = folder.uri.fsPath;
+    const read = (name: string): string => {
+        try {
+            return flowerPart(name, fs.readFileSync(path.join(dir, name), 'utf8'));
+        } catch {
+            return ''; // no such file
+        }
+    };
+    return mayHaveTask({
+        remembered: state.get<Record<string, boolean>>(HAS_TASK, {})[folder.uri.toString()],
+        lineage: fs.existsSync(path.join(dir, 'runs', 'lineage.json')),
+        runDirVariable: (process.env.FLOWER_RUN_DIR ?? '').trim() !== '',
+        settings: SETTINGS_FILES.map(read).join('\n'), // either file naming a run_dir is reason enough to ask
+        sharedStore: sharedStore(explicit(vscode.workspace.getConfiguration('flower', folder.uri).inspect('store')), process.env.FLOWER_STORE),
+    });
+}
+
+/** Remember the server's `hasTask` for the folder, for the next window's start (only a change is written). */
+function rememberTask(folder: vscode.WorkspaceFolder, state: vscode.Memento, has: boolean): void {
+    const known = state.get<Record<string, boolean>>(HAS_TASK, {});
+    const key = folder.uri.toString();
+    if (known[key] !== has) void state.update(HAS_TASK, { ...known, [key]: has });
 }

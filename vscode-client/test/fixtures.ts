@@ -32,6 +32,9 @@ export function status(over: Partial<FolderStatus> = {}): FolderStatus {
         storeBytes: 573440,
         trusted: true,
         trust: "the editor's workspace trust",
+        hasTask: true,
+        workSession: false,
+        stepLabel: null,
         ...over,
     };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cap, capReached, costLine, formatTokens, gauge, percent, shortModel, STORE_WARN_BYTES, storeLine, usd } from '../src/model/gauge';
+import { cap, capReached, costLine, forecastLines, formatTokens, gauge, percent, shortModel, STORE_WARN_BYTES, storeLine, usd } from '../src/model/gauge';
 import type { FolderStatus } from '../src/protocol';
 import { status } from './fixtures';
 
@@ -216,4 +216,18 @@ test('the tooltip names the subagents and background shells the run has going (i
     assert.deepEqual(g.tooltip.filter((l) => l.startsWith('in the background')), [
         'in the background: write the docs (general-purpose)', 'in the background: npm run dev']);
     assert.ok(!gauge({ server: 'running', status: status({}) }).tooltip.some((l) => l.startsWith('in the background')));
+});
+
+// -- the forecast and the step in the window's language (issue 34) ------------------------------
+
+test('the tooltip names the step as the server says it and forecasts the rounds left and their cost', () => {
+    const forecast = { rounds: 3, slope: 2500, toHandoff: 34, toWindow: 66, wakePerRound: 0.58, taskPerRound: 0.61 };
+    const g = gauge({ status: status({ running: true, step: '干活#round2', stepLabel: 'work · round 2', forecast }), server: 'running' });
+    const tip = g.tooltip.join('\n');
+    assert.ok(tip.includes('step: work · round 2') && !tip.includes('干活'), tip);
+    assert.ok(tip.includes('forecast: +2.5K a round: hand-off in 34 rounds, the window in 66 rounds'), tip);
+    assert.ok(tip.includes('per work round: $0.58 this wake · $0.61 the task'), tip);
+    const early = forecastLines({ ...forecast, slope: null, toHandoff: null, toWindow: null });
+    assert.equal(early[0], 'forecast: too few rounds to tell where the context is heading');
+    assert.equal(forecastLines({ ...forecast, slope: 0, toHandoff: null, toWindow: null })[0], 'forecast: the context is not growing');
 });

@@ -54,3 +54,27 @@ test('other notifications change the status at once, once there is one', () => {
     assert.equal(k.patch({ running: true, step: '干活' }), true);
     assert.equal(k.status?.step, '干活');
 });
+
+// -- issue 33: the client renders what the server says ------------------------------------------
+
+test('a context size drives the gauge only when the server says it is the work session\'s', () => {
+    const k = new StatusKeeper();
+    k.answer(status({ context: 80_213, window: 200_000 }), k.asking());
+    const n = { folder: 'f', sessionId: 's', tokens: 150_000, window: 200_000 };
+    // The judge's round (`干活·判定#1`) starts with 干活 too: no rule about names decides here.
+    assert.equal(k.contextOf({ ...n, step: '干活·判定#1', workSession: false }), false);
+    assert.equal(text(k), 'flower 80.2K / 200K · 40%');
+    assert.equal(k.contextOf({ ...n, step: 'anything', workSession: true }), true);
+    assert.equal(text(k), 'flower 150K / 200K · 75%');
+});
+
+test('a step start carries the server\'s label and work session into the status; the end clears them', () => {
+    const k = new StatusKeeper();
+    k.answer(status(), k.asking());
+    k.patch(StatusKeeper.stepStarted({
+        folder: 'f', step: '干活#round2', index: 3, total: 3, sessionId: 's', woke: 2, progress: null, label: '干活 · 第 2 轮', workSession: true,
+    }));
+    assert.deepEqual([k.status?.step, k.status?.stepLabel, k.status?.workSession, k.status?.running], ['干活#round2', '干活 · 第 2 轮', true, true]);
+    k.patch(StatusKeeper.state({ folder: 'f', run: 1, running: false, ok: true, cancelled: false, error: null, woke: 5 }));
+    assert.deepEqual([k.status?.step, k.status?.stepLabel, k.status?.workSession, k.status?.running, k.status?.woke], [null, null, false, false, 5]);
+});

@@ -22,28 +22,28 @@ test('live events without a seq (banner, header, verdict) keep their arrival ord
     m.appendEvent({ kind: 'banner', n: { folder: FOLDER, text: '<- resumed', woke: 2 } });
     m.appendEvent({ kind: 'header', n: { folder: FOLDER, step: '干活', text: '== 干活 ==' } });
     m.appendTranscript(entry(50, 'a'));
-    m.appendEvent({ kind: 'verdict', n: { folder: FOLDER, step: '干活·判定#1', round: 1, passed: false, reasons: 'subtraction is missing\nVERDICT: FAIL', costUsd: 0.02, durationS: 6 } });
+    m.appendEvent({ kind: 'verdict', n: { folder: FOLDER, step: '干活·判定#1', round: 1, passed: false, reasons: 'subtraction is missing\nVERDICT: FAIL', costUsd: 0.02, durationS: 6, label: 'judge · round 1' } });
     assert.deepEqual(m.all().map((r) => r.kind), ['banner', 'header', 'assistant', 'verdict']);
     assert.equal(m.all()[3].passed, false);
     // The words (round, verdict) are the page's, in the window's language: the row keeps the reasons' first line.
     assert.equal(m.all()[3].text, 'subtraction is missing');
-    assert.deepEqual(m.stepList(), [{ step: '干活·判定#1', state: 'done', costUsd: 0.02, durationS: 6, passed: false }]);
+    assert.deepEqual(m.stepList(), [{ step: '干活·判定#1', title: 'judge · round 1', state: 'done', costUsd: 0.02, durationS: 6, passed: false }]);
 });
 
 test('section heads follow stepStart, stepEnd and the manifest steps of a history page', () => {
     const m = new TranscriptModel();
     m.mergeHistory({ ...page([entry(5, 'h5')], null), steps: [
-        { step: '澄清', sessionId: 's0', ok: true, costUsd: 0.1, durationS: 12, startedAt: 1, passed: null },
-        { step: '干活', sessionId: 's1', ok: false, costUsd: 0.3, durationS: 80, startedAt: 2, passed: null },
+        { step: '澄清', sessionId: 's0', ok: true, costUsd: 0.1, durationS: 12, startedAt: 1, passed: null, label: 'clarify' },
+        { step: '干活', sessionId: 's1', ok: false, costUsd: 0.3, durationS: 80, startedAt: 2, passed: null, label: 'work' },
     ] });
-    m.stepStarted({ folder: FOLDER, step: '干活', index: 3, total: 3, sessionId: 's1', woke: 2, progress: null });
+    m.stepStarted({ folder: FOLDER, step: '干活', index: 3, total: 3, sessionId: 's1', woke: 2, progress: null, label: 'work', workSession: true });
     const byName = (): Record<string, string> => Object.fromEntries(m.stepList().map((s) => [s.step, s.state]));
     assert.deepEqual(byName(), { 澄清: 'done', 干活: 'running' });
     // A page read while the step runs does not turn it back into its last wake's run.
-    m.mergeHistory({ ...page([], null), steps: [{ step: '干活', sessionId: 's1', ok: false, costUsd: 0.3, durationS: 80, startedAt: 2, passed: null }] });
+    m.mergeHistory({ ...page([], null), steps: [{ step: '干活', sessionId: 's1', ok: false, costUsd: 0.3, durationS: 80, startedAt: 2, passed: null, label: 'work' }] });
     assert.equal(byName()['干活'], 'running');
-    m.stepEnded({ folder: FOLDER, step: '干活', ok: true, sessionId: 's1', error: null, context: null, costUsd: 0.5, durationS: 30 });
-    assert.deepEqual(m.stepList().find((s) => s.step === '干活'), { step: '干活', state: 'done', costUsd: 0.5, durationS: 30, passed: null });
+    m.stepEnded({ folder: FOLDER, step: '干活', ok: true, sessionId: 's1', error: null, context: null, costUsd: 0.5, durationS: 30, label: 'work' });
+    assert.deepEqual(m.stepList().find((s) => s.step === '干活'), { step: '干活', title: 'work', state: 'done', costUsd: 0.5, durationS: 30, passed: null });
 });
 
 test('a history page goes above the live rows; older pages above it', () => {
@@ -209,4 +209,11 @@ test('a subagent section says what it was asked to do and how many tool calls it
     const prompted = { ...rows[0], toolInput: { prompt: 'find the bug\nin detail' } };
     assert.equal(section(prompted, []).description, 'find the bug');
     assert.equal(section(prompted, []).background, true); // the CLI's default
+});
+
+test('an entry keeps the server\'s words for its step (a judge\'s round has no stepStart; issue 33)', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'j1', { step: '干活·判定#1', stepLabel: 'judge · round 1' }));
+    m.appendTranscript(entry(2, 'w1'));
+    assert.deepEqual(m.all().map((r) => r.stepTitle), ['judge · round 1', null]);
 });

@@ -55,16 +55,13 @@ from .args import (
     trust_parser,
 )
 from .commands import (
-    EXIT_BUSY,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
     flower_command,
     once_command,
     settings_of,
     status_command,
 )
 from .console import Redacted
+from .exits import EXIT_BUSY, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 
 Command = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
 COMMANDS = ("once", "status", "log", "changes", "revert", "gc", "demo", "trust", "untrust", "serve", "stop", "ps")

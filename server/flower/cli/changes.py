@@ -14,8 +14,8 @@ from ..service import FlowerService
 from ..settings import FLAGS
 from ..task import open_task
 from .args import UsageError, given
-from .commands import EXIT_OK
 from .console import Console, setup_logging
+from .exits import EXIT_OK
 
 
 def _service(args: argparse.Namespace, locale: str) -> FlowerService:

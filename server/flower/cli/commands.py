@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import host
 from ..core.approvals import Approval, Decision
+from ..core.banner import kilo, label
 from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.identity import workspace_identity
@@ -23,6 +24,7 @@ from ..core.trust import why
 from ..settings import FLAGS, Settings, load
 from .args import UsageError, given, writable_run_dir
 from .console import Console, first_line, setup_logging
+from .exits import EXIT_FAILED, EXIT_OK
 from .keyboard import Asker, Keyboard, listen, prompt
 from .trust import settle
 
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
     from ..task import Task
     from .running import Running
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def settings_of(args: argparse.Namespace, workspace: Path, trusted: bool) -> Settings:
@@ -142,6 +143,20 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
     return EXIT_FAILED
 
 
+def forecast_line(f: dict[str, Any], console: Console) -> str:
+    """`forecast  +2.2K a round: the handoff in 38 rounds, the window in 74 · $0.58 a round …` (issue 34; S19, S26)."""
+    if f["slope"] is None:
+        growth, left = console.text("forecast_unknown"), ""
+    elif f["to_handoff"] is None:
+        growth, left = console.text("forecast_flat"), ""
+    else:
+        growth = console.text("forecast_growth", slope=kilo(round(f["slope"])))
+        left = console.text("forecast_left", handoff=f["to_handoff"], window=f["to_window"])
+    cost = console.text("forecast_cost", wake=f"{f['wake_per_round'] or 0:.2f}", task=f"{f['task_per_round'] or 0:.2f}")
+    return console.text("status_forecast", growth=growth, left=left, cost=cost) if left else \
+        console.text("status_forecast_short", growth=growth, cost=cost)
+
+
 def said_running(held: Running, console: Console) -> str:
     """Who runs the wake here, by pid; a run waiting for the person says so, with the command that attaches."""
     if held.engine is not None and held.for_you:
@@ -246,10 +261,15 @@ async def status_command(args: argparse.Namespace, locale: str) -> int:
     cost = st["cost"]
     cap = console.text("status_cap", cap=f"{cost['max']:.2f}") if cost["max"] else ""
     console.line(console.text("status_cost", wake=f"{cost['wake']:.2f}", task=f"{cost['task']:.2f}", cap=cap))
+    if st["context"]:
+        console.line(console.text("status_context", size=kilo(st["context"]), window=kilo(st["window"]),
+                                  handoff=kilo(st["handoff_at"])))
+    if st["forecast"]:
+        console.line(forecast_line(st["forecast"], console))
     if st["steps"]:
         console.line(console.text("status_resumes", woke=st["woke"], next=st["woke"] + 1))
         for step, sid in st["steps"].items():
-            console.line(f"  {step}  {sid}")
+            console.line(f"  {label(locale, step)}  {sid}")  # the person's language; the records keep the seed's names
     else:
         console.line(console.text("status_nothing"))
     if held is not None:

@@ -33,8 +33,8 @@ from ..core.events import (
     Waiting,
 )
 from .args import UsageError
-from .commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .console import Console, first_line
+from .exits import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .keyboard import Asker, Keyboard, listen
 from .running import PERSON, engine_runs, held_in, run_dir_of, running_here
 from .trust import settle

@@ -13,8 +13,9 @@ from ..core.shared import is_postgres_url
 from ..core.text import megabytes
 from ..core.trust import decide
 from ..runtime import Sessions
-from .commands import EXIT_OK, settings_of, store_ready
+from .commands import settings_of, store_ready
 from .console import Console, setup_logging
+from .exits import EXIT_OK
 from .keyboard import YES, Keyboard, prompt
 
 

@@ -18,8 +18,8 @@ from ..core.banner import RULE, label
 from ..history import History, Item
 from ..settings import FLAGS
 from .args import given
-from .commands import EXIT_OK
 from .console import Console, first_line, setup_logging
+from .exits import EXIT_OK
 
 USER_LINES = 3
 """A user entry's lines shown; the rest is counted."""

@@ -45,6 +45,22 @@ def label(locale: str, step: str) -> str:
     return (text(key, locale) if key else base) + step[len(base):]
 
 
+def title(locale: str, step: str) -> str:
+    """A step run's manifest name (S7) as an editor's section head says it: `干活#round2` → `work · round 2`,
+    `干活·判定#1` → `judge · round 1`, `澄清#retry1` → `clarify · retry 1`; a name of no flower step stays itself.
+
+    The server says it, so a client never parses the seed's names (issue 33).
+    """
+    base, kind, n = parse_name(step)
+    if kind == "judge":
+        return text("title_judge", locale, n=n)
+    if kind == "handoff":
+        return text("title_handoff", locale, n=n)
+    key = STEP_KEYS.get(base)
+    shown = text(key, locale) if key else title(locale, base) if kind != "first" else base
+    return text(f"title_{kind}", locale, step=shown, n=n) if kind in ("round", "retry") else shown
+
+
 def header(locale: str, step: str, index: int, total: int, woke: int, resumed: bool) -> str:
     """`== 干活 ====…  3/3  <- 接上次 · 第 3 次唤醒` (S19); the tail only when the step resumes."""
     line = f"== {label(locale, step)} {RULE}  {index}/{total}"

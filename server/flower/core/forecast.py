@@ -12,10 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .manifest import ManifestRow, parse_name, step_of
+from .manifest import ManifestRow, in_work_session
 
-WORK = "干活"
-"""The work step's name in the records (S7); its rounds and retries are the rounds counted here."""
 RECENT = 10
 """Rounds of the current session the slope is taken over: recent enough to follow a change of pace."""
 
@@ -36,9 +34,10 @@ class Round:
 
 @dataclass(frozen=True)
 class Forecast:
-    """Where the work session's context is heading, in work rounds and dollars."""
+    """Where the work session's context is heading, in work rounds and dollars (what status carries)."""
 
-    rounds: list[Round]
+    rounds: int
+    """Work rounds the task has run."""
     slope: float | None
     """Tokens the context grows per work round lately (the current session's last rounds); None with fewer than two."""
     to_handoff: int | None
@@ -52,8 +51,8 @@ class Forecast:
 
 
 def is_work_round(row: ManifestRow) -> bool:
-    """A row of the work step (its first run, a retry or a round), not its judge or its handoff note."""
-    return parse_name(row.step)[1] in ("first", "retry", "round") and step_of(row.step) == WORK
+    """A row of the work step (its first run, a retry or a round), not its judge or its handoff note: the one rule."""
+    return in_work_session(row.step)
 
 
 def rounds_of(rows: Sequence[ManifestRow]) -> list[Round]:
@@ -92,6 +91,6 @@ def forecast(rows: Sequence[ManifestRow], context: int | None, handoff_at: int, 
     in_wake = [r for r in rows if wake is not None and r.run == wake]
     wake_rounds = sum(1 for r in in_wake if is_work_round(r))
     return Forecast(
-        rounds=rounds, slope=slope, to_handoff=_left(now, handoff_at, slope), to_window=_left(now, window, slope),
+        rounds=len(rounds), slope=round(slope, 1) if slope is not None else None, to_handoff=_left(now, handoff_at, slope), to_window=_left(now, window, slope),
         wake_per_round=sum(r.cost_usd for r in in_wake) / wake_rounds if wake_rounds else None,
         task_per_round=sum(r.cost_usd for r in rows) / len(rounds) if rounds else None)

@@ -8,14 +8,15 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Mapping
+import weakref
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .durable import stamp
 from .lock import WorkspaceBusy
-from .records import MANIFEST_FILE, FileRecords, Records
+from .records import MANIFEST_FILE, WORK, FileRecords, Records
 from .redact import redact
 from .texts import Said
 
@@ -149,6 +150,15 @@ def step_of(name: str) -> str:
     return name
 
 
+def in_work_session(step: str | None) -> bool:
+    """Whether a step run is the work session's: a work round or retry, not clarify, goals, a judge's round or a handoff note.
+
+    The one rule for "the gauge follows the work session" (S19, S26): the service's context and every client use it
+    through the server (issue 33).
+    """
+    return step is not None and step_of(step) == WORK
+
+
 # --- the process mark ------------------------------------------------------------------------
 
 def new_run_mark() -> str:
@@ -231,3 +241,28 @@ class Manifest:
             log.warning("could not write the manifest to %s (%s); the run goes on", self.records.where, e)
             return False
         return True
+
+
+# --- the one reader of the rows (issue 33) ---------------------------------------------------
+
+def parsed_rows(records: Records) -> list[ManifestRow]:
+    """The task's rows, typed, parsed once per change of the records' stamp; readers share the list and never modify it.
+
+    Status (the gauge asks often) and history (section heads, which step ran in a session) read the same manifest
+    through this one cache (issue 33). It is keyed weakly by the records object, so every reader of one task shares
+    it and an entry goes when its task's records do.
+    """
+    stamp = records.stamp()
+    cached = _parsed.get(records)
+    if cached is None or cached[0] != stamp:
+        try:
+            raw = records.manifest_rows()
+        except Exception as e:  # as Manifest.rows: a manifest that cannot be read is an empty one (logged)
+            log.warning("could not read the manifest in %s (%s)", records.where, e)
+            raw = []
+        cached = _parsed[records] = (stamp, [r for r in map(ManifestRow.of, raw) if r is not None])
+    return cached[1]
+
+
+_parsed: weakref.WeakKeyDictionary[Records, tuple[Hashable, list[ManifestRow]]] = weakref.WeakKeyDictionary()
+"""records → (their change stamp when read, their parsed rows)."""

@@ -26,6 +26,11 @@ CATALOG: dict[str, dict[str, str]] = {
     "step_work": {"en": "work", "zh": "干活"},
     "step_judge": {"en": "{step} · judge #{n}", "zh": "{step}·判定#{n}"},
     "step_handoff": {"en": "{step} · handoff #{n}", "zh": "{step}·交接#{n}"},
+    # -- a step run's name as an editor shows it (core/banner.title; the records keep the seed's names, S7) -------
+    "title_round": {"en": "{step} · round {n}", "zh": "{step} · 第 {n} 轮"},
+    "title_retry": {"en": "{step} · retry {n}", "zh": "{step} · 重试 {n}"},
+    "title_judge": {"en": "judge · round {n}", "zh": "判定 · 第 {n} 轮"},
+    "title_handoff": {"en": "handoff · round {n}", "zh": "交接 · 第 {n} 轮"},
     # -- what the service and the flower path tell the person (Notice events) ---------------------
     "queued": {"en": "queued for the work session: {sentence}", "zh": "已排队,干活会话下一轮会收到: {sentence}"},
     "archived": {"en": "archived the previous task to {path}", "zh": "上一件事已归档到 {path}"},
@@ -418,6 +423,16 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "status_model": {"en": "model     {model}", "zh": "模型     {model}"},
     "status_model_unknown": {"en": "model     (the Claude Code default)", "zh": "模型     (Claude Code 默认)"},
+    "status_context": {"en": "context   {size} of {window} (the work session) · hands off at {handoff}",
+                       "zh": "上下文   {size} / {window}(干活会话)· 到 {handoff} 交接"},
+    "status_forecast": {"en": "forecast  {growth}: {left} · {cost}", "zh": "预测     {growth}:{left} · {cost}"},
+    "status_forecast_short": {"en": "forecast  {growth} · {cost}", "zh": "预测     {growth} · {cost}"},
+    "forecast_growth": {"en": "+{slope} a round", "zh": "每轮 +{slope}"},
+    "forecast_flat": {"en": "not growing", "zh": "没有增长"},
+    "forecast_left": {"en": "the handoff in {handoff} {handoff:round|rounds}, the window in {window}",
+                      "zh": "再 {handoff} 轮交接,{window} 轮到窗口上限"},
+    "forecast_unknown": {"en": "too few rounds to tell", "zh": "轮数太少,还说不准"},
+    "forecast_cost": {"en": "${wake} a round (the last wake), ${task} (the task)", "zh": "每轮 ${wake}(上次唤醒),${task}(整件事)"},
     "status_cost": {
         "en": "cost      ${wake} the last wake · ${task} this task so far{cap}",
         "zh": "花费     上次唤醒 ${wake} · 这件事至今 ${task}{cap}",

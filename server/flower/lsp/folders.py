@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..core import crash
 from ..core.approvals import Approval, Decision
-from ..core.banner import kilo
+from ..core.banner import kilo, title
 from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.events import (
@@ -42,6 +42,7 @@ from ..core.events import (
     Verdict,
     Waiting,
 )
+from ..core.manifest import in_work_session
 from ..core.redact import cut, hold_secrets
 from ..core.text import tool_label
 from ..core.travel import travelling
@@ -140,8 +141,6 @@ class Folder:
         """The uuid of the last live block and how many blocks had it (a second block gets `<uuid>#1`)."""
         self._awaited: set[asyncio.Future[Verdicts]] = set()
         self._closed = False
-        self._wait_until: float | None = None
-        """When the current retry wait ends (Unix time), for the countdown in status."""
         self._opened = asyncio.ensure_future(self._open())
         """The first read of the store and the records, off the event loop: nothing is read here (status never blocks)."""
 
@@ -158,6 +157,10 @@ class Folder:
         """Wait (bounded) for the folder's first read of its records; at once after that."""
         if not self._opened.done():
             await asyncio.wait([asyncio.shield(self._opened)], timeout=wait)
+
+    async def reread(self, wait: float = OPEN_WAIT) -> None:
+        """Read the records and the task's files again now (bounded): a status asked after it shows them."""
+        await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=wait)
 
     # -- commands --------------------------------------------------------------------------
     @property
@@ -179,23 +182,9 @@ class Folder:
     def status(self) -> p.FolderStatus:
         """The folder's status, from the service's memory: no read, no model request, no waiting."""
         s = self.svc.snapshot()
-        wait = None
-        if s.waiting is not None:
-            now = time.time()
-            until = self._wait_until if self._wait_until is not None else now + s.waiting.seconds
-            wait = p.WaitState(s.waiting.reason, s.waiting.seconds, s.waiting.attempt, s.waiting.max_attempts,
-                               until=until, seconds_left=max(0.0, until - now))
-        v = s.verdict
-        return p.FolderStatus(
-            folder=self.uri, name=self.name, workspace=s.workspace, run_dir=s.run_dir, woke=s.woke, steps=dict(s.steps),
-            goals=[p.Goal(g.text, g.done) for g in s.goals], context=s.context, window=s.window, handoff_at=s.handoff_at,
-            running=s.running, step=s.step, waiting=wait, interrupted=s.interrupted, elsewhere=s.elsewhere,
-            verdict=p.VerdictState(v.round, v.passed, v.reasons) if v is not None else None,
-            model=s.model, cost=p.Cost(s.cost.wake, s.cost.task, s.cost.max),
-            unreachable=s.unreachable.text(self.svc.locale) if s.unreachable is not None else None,
-            settings=self.settings_problem, trusted=self.trust.trusted, trust=self._trust_said,
-            waiting_for=self._waiting_for(s.waiting_for), store_bytes=s.store_bytes, background=list(s.background),
-        )
+        return p.folder_status(s, self.svc.locale, time.time(), folder=self.uri, name=self.name,
+                               settings=self.settings_problem, trusted=self.trust.trusted, trust=self._trust_said,
+                               waiting_for=self._waiting_for(s.waiting_for))
 
     async def read_history(self, params: p.HistoryParams) -> p.HistoryResult:
         """A page of the folder's stored transcript with the pruner's verdicts (protocol.md `flower/history`)."""
@@ -221,13 +210,13 @@ class Folder:
         return p.HistoryResult(
             self.uri, [self._entry(i) for i in page.items], page.next_before,
             [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending),
-            [p.StepSummary(**vars(s)) for s in runs])
+            [p.StepSummary(**vars(s), label=self._title(s.step) or "") for s in runs])
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
             folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role, kind=i.kind, text=i.text,
             tool_name=i.tool_name, tool_input=i.tool_input, tool_use_id=i.tool_use_id, pruned=i.pruned,
-            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent)
+            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent, step_label=self._title(i.step))
 
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
@@ -394,8 +383,6 @@ class Folder:
         run = self.run
         if run is not None and not run.announced and not (run.task and run.task.done()):
             self._announce(run)
-        if isinstance(event, Waiting):  # the countdown starts now, not when the pump gets to it
-            self._wait_until = time.time() + event.seconds
         self._ensure_pump()
         self._queue.put_nowait(("event", event))
 
@@ -504,7 +491,7 @@ class Folder:
         self.notify(p.TRANSCRIPT, p.TranscriptNotification(
             self.uri, step, session_id, uuid, role, kind, text, tool.name if tool else None,
             cut(tool.input) if tool else None, tool.tool_use_id if tool else None,
-            verdict, None, self._seq, parent))
+            verdict, None, self._seq, parent, self._title(step)))
 
     async def _event(self, event: Event) -> None:
         f = self.uri
@@ -517,11 +504,12 @@ class Folder:
             case StepStarted():
                 token = await self.progress.begin(event, self._header)
                 self.notify(p.STEP_START, p.StepStartNotification(
-                    f, event.step, event.index, event.total, event.session_id, event.woke, token))
+                    f, event.step, event.index, event.total, event.session_id, event.woke, token, self._title(event.step),
+                    in_work_session(event.step)))
             case StepEnded():
                 error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
                 self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context,
-                                                              event.cost_usd, event.duration_s))
+                                                              event.cost_usd, event.duration_s, self._title(event.step)))
                 self.progress.end("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
@@ -535,7 +523,8 @@ class Folder:
                 self._transcript(event.step, event.session_id, event.uuid, "assistant", "tool", summary, event, event.parent)
                 self.progress.report(tool_label(event.name, event.input, path=self._relative))  # paths relative everywhere (issue #25)
             case ContextSize():
-                self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window))
+                self.notify(p.CONTEXT, p.ContextNotification(f, event.step, event.session_id, event.tokens, self.svc.window,
+                                                             in_work_session(event.step)))
                 self.progress.report(f"context {kilo(event.tokens)} / {kilo(self.svc.window)}")
             case Waiting():
                 self.notify(p.WAIT, p.WaitNotification(f, event.step, event.reason, event.attempt, event.max_attempts,
@@ -543,7 +532,7 @@ class Folder:
                 self.progress.report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
             case Verdict():
                 self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons,
-                                                             event.cost_usd, event.duration_s))
+                                                             event.cost_usd, event.duration_s, self._title(event.step)))
             case Question(text=text):
                 self.notify(p.QUESTION, p.QuestionNotification(f, text))
             case Handoff():
@@ -552,6 +541,10 @@ class Folder:
                 self.notify(p.NOTICE, p.NoticeNotification(f, text))
             case _:
                 assert_never(event)  # a new Event class must be given its notification here
+
+    def _title(self, step: str | None) -> str | None:
+        """A step's name in the client's language (core/banner.title): clients never parse the seed's names (issue 33)."""
+        return title(self.svc.locale, step) if step else None
 
     def _relative(self, path: str) -> str:
         """A path under the folder shown relative to it (the progress notification's tool line)."""

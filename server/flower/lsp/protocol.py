@@ -8,6 +8,7 @@ with InvalidParams and a message that says what to send instead.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable
@@ -20,7 +21,10 @@ from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 
 from ..core import wire
+from ..core.banner import title
+from ..core.manifest import in_work_session
 from ..core.redact import redact as redact  # D6: one redaction for every exit, re-exported for folders.py and server.py
+from ..status import Status
 
 # -- method names and error codes: core/wire.py, apart from pygls, so that the engine's client in a terminal uses them
 # without importing the language server (issue 34); the same values under the names the server's side uses.
@@ -177,6 +181,8 @@ class StatusParams:
 
     folder: str | None = None
     """One folder's URI; absent or null: every folder."""
+    fresh: bool = False
+    """Read the records and the workspace's files again first (bounded): a client that saw `目标.md` or `需求.md` change."""
 
     EXAMPLE: ClassVar[str] = '{"folder": "file:///home/me/app"}'
 
@@ -231,6 +237,24 @@ class Cost:
     """Spent by the whole task so far (the sum of its manifest rows, every process)."""
     max: float | None
     """The spending cap of one wake (`maxCost`), or null."""
+
+
+@attrs.define
+class Forecast:
+    """Work rounds left before the handoff threshold and the window at the recent slope, and the cost per round (issue 34)."""
+
+    rounds: int
+    """Work rounds the task has run."""
+    slope: float | None
+    """Tokens the work session's context grows per work round lately (its last 10 rounds); null with fewer than two."""
+    to_handoff: int | None
+    """Work rounds until the context reaches `handoffAt` at that slope (0: there already); null when it does not grow."""
+    to_window: int | None
+    """Work rounds until it reaches `window` (the wall) at that slope; null when it does not grow."""
+    wake_per_round: float | None
+    """USD per work round of this (or the last) wake, every step and judge counted; null before one."""
+    task_per_round: float | None
+    """USD per work round of the whole task."""
 
 
 @attrs.define
@@ -352,6 +376,16 @@ class FolderStatus:
     background: list[str] = attrs.field(factory=list)
     """The subagents and background shells the running wake's CLI runs now (issue 32), e.g. `write the docs
     (general-purpose)`; empty when none runs."""
+    has_task: bool = False
+    """The folder has a task: its lineage has a session, or its requirements are written (wherever its run dir or store
+    is). A client starts a folder's server at startup only for a folder with a task (issue 33)."""
+    work_session: bool = False
+    """`step` is the work session's (a work round or retry): the gauge follows it; false for clarify, goals, the judge's
+    rounds and a handoff note, and when idle (issue 33)."""
+    step_label: str | None = None
+    """`step` as the client's language says it (`work · round 2`, `judge · round 1`), or null when idle."""
+    forecast: Forecast | None = None
+    """Where the work session's context is heading (issue 34), or null before the task's first work round."""
 
 
 @attrs.define
@@ -428,6 +462,8 @@ class StepSummary:
     """Unix time it started."""
     passed: bool | None
     """A judge round: whether the work passed; null for other steps."""
+    label: str = ""
+    """Its name in the client's language (`work · round 2`, `judge · round 1`): the section head's title (issue 33)."""
 
 
 @attrs.define
@@ -710,6 +746,10 @@ class StepStartNotification:
     """The wake count."""
     progress: str | None
     """The `$/progress` token created for this step, or null when the client has no work-done progress."""
+    label: str | None = None
+    """The step's name in the client's language (`work · round 2`), as `FolderStatus.stepLabel` (issue 33)."""
+    work_session: bool = False
+    """The step is the work session's (`FolderStatus.workSession`): its `flower/context` drives the gauge."""
 
 
 @attrs.define
@@ -732,6 +772,8 @@ class StepEndNotification:
     """What the step's run spent, in USD (every attempt)."""
     duration_s: float | None = None
     """How long it ran, in seconds."""
+    label: str | None = None
+    """The step's name in the client's language, as in `flower/stepStart`."""
 
 
 @attrs.define
@@ -781,6 +823,8 @@ class TranscriptNotification:
     """Live: the folder's notification counter (above every history seq known). History: the position in sessions.db."""
     parent: str | None = None
     """A subagent's entry: the `toolUseId` of the `Agent` call it works for (issue 32); null for the main conversation."""
+    step_label: str | None = None
+    """`step` in the client's language (`judge · round 1`), as `FolderStatus.stepLabel`: its section head's title (issue 33)."""
 
 
 @attrs.define
@@ -809,6 +853,8 @@ class ContextNotification:
     """Context size in tokens."""
     window: int
     """The model's context window in tokens."""
+    work_session: bool = False
+    """The size is the work session's: the gauge shows it (the judge's and the other steps' sizes are not the gauge's)."""
 
 
 @attrs.define
@@ -851,6 +897,8 @@ class VerdictNotification:
     """What the judge's round spent, in USD."""
     duration_s: float | None = None
     """How long the judge's round ran, in seconds."""
+    label: str | None = None
+    """The judge's round in the client's language (`judge · round 1`): the verdict line's title."""
 
 
 @attrs.define
@@ -959,6 +1007,44 @@ def structure_params(method: str, params: Any, cls: type[T]) -> T:
 def error(code: int, message: str, **data: Any) -> JsonRpcServerError:
     """A JSON-RPC error in flower's range with its data (API keys removed)."""
     return JsonRpcServerError(redact(message), code, redact(data) if data else None)  # type: ignore[no-untyped-call]
+
+
+# -- the one status, mapped once (issue 33) ----------------------------------------------------
+def _from_domain() -> cattrs.Converter:
+    """A converter from the domain's plain values (Python names, extra fields ignored) to these classes.
+
+    A value that is already one of these classes (what only the editor adds) is taken as it is.
+    """
+    converter = get_converter(cattrs.Converter())
+
+    def structure(cls: type) -> Callable[[Any, Any], Any]:
+        made: Callable[[Any, Any], Any] = make_dict_structure_fn(cls, converter)
+        return lambda value, kind: value if isinstance(value, cls) else made(value, kind)
+
+    converter.register_structure_hook_factory(_ours, structure)
+    return converter
+
+
+_FROM_DOMAIN = _from_domain()
+
+
+def folder_status(s: Status, locale: str, now: float, **editor: Any) -> FolderStatus:
+    """The wire's FolderStatus of the service's one Status: every field of the same name, nested states alike.
+
+    No field-by-field copy: a new Status field reaches the wire by being declared here with its name. What only the
+    protocol has is made here — the step's label and the store's line in the client's language, the wait's seconds
+    left by the server's clock `now`, `hasTask` (the domain's `started`), `workSession` (the step's, by the one rule
+    `in_work_session`) — and what only the editor knows
+    (`editor`: folder, name, trust, the settings problem, the open approval) is given as it is. The domain's
+    `settings` (the values in effect) is not the wire's (a settings problem) and is left out.
+    """
+    plain = {k: v for k, v in dataclasses.asdict(s).items() if k != "settings"}
+    if s.waiting is not None:
+        until = s.waiting.until if s.waiting.until is not None else now + s.waiting.seconds
+        plain["waiting"] = {**plain["waiting"], "until": until, "seconds_left": max(0.0, until - now)}
+    plain.update(has_task=s.started, work_session=in_work_session(s.step), step_label=title(locale, s.step) if s.step else None,
+                 unreachable=s.unreachable.text(locale) if s.unreachable is not None else None, **editor)
+    return _FROM_DOMAIN.structure(plain, FolderStatus)
 
 
 def answered(error: BaseException | None) -> bool:

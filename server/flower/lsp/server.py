@@ -347,6 +347,8 @@ async def status(ls: FlowerServer, params: Any) -> Any:
     opening = [f.ready() for f in folders if not f.opened]
     if opening:  # a folder's first read of its records only; at once after that
         await asyncio.gather(*opening)
+    if value.fresh:  # the client saw a task file change (issue 33: it shows the server's goals, it reads no file)
+        await asyncio.gather(*(f.reread() for f in folders))
     return p.to_wire(p.StatusResult([f.status() for f in folders]))
 
 

@@ -5,7 +5,7 @@
  * cache creation of the last request). The model in use and what work cost (issue 15) are
  * the server's too.
  */
-import type { Cost, FolderStatus, WaitingFor } from '../protocol';
+import type { Cost, FolderStatus, Forecast, WaitingFor } from '../protocol';
 
 /** What the server process is doing, as the client sees it. */
 export type ServerState = 'starting' | 'running' | 'stopped';
@@ -99,7 +99,8 @@ export function gauge(input: GaugeInput): Gauge {
 export function tooltip(status: FolderStatus): string[] {
     const done = status.goals.filter((g) => g.done).length;
     const lines = [`flower · ${status.name}`, `wake #${status.woke}`];
-    lines.push(status.step !== null ? `step: ${status.step}` : status.running ? 'running' : 'idle');
+    // The server's label (issue 34): never the records' `干活` in the English UI; an older flower sends none.
+    lines.push(status.step !== null ? `step: ${status.stepLabel ?? status.step}` : status.running ? 'running' : 'idle');
     lines.push(`goals ${done}/${status.goals.length}`);
     // `!= null`: a flower older than this client (flower.python) sends neither field.
     if (status.model != null) lines.push(`model: ${status.model}`);
@@ -110,6 +111,7 @@ export function tooltip(status: FolderStatus): string[] {
     if (status.context !== null) {
         lines.push(`context ${formatTokens(status.context)} / ${formatTokens(status.window)} (hand-off at ${formatTokens(status.handoffAt)})`);
     }
+    if (status.forecast != null) lines.push(...forecastLines(status.forecast));
     if (status.verdict !== null) {
         const v = status.verdict;
         lines.push(`round ${v.round}: ${v.passed ? 'passed' : 'not yet'} — ${v.reasons}`);
@@ -127,6 +129,20 @@ export function tooltip(status: FolderStatus): string[] {
     for (const work of status.background ?? []) lines.push(`in the background: ${work}`);
     // `!= null`: an older flower sends neither field. Who decided is the server's sentence, in the window's language.
     if (status.trusted != null) lines.push(`trusted: ${status.trusted ? 'yes' : 'no'}${status.trust ? ` (${status.trust})` : ''}`);
+    return lines;
+}
+
+/** The forecast's lines (issue 34): how many work rounds remain to the hand-off and to the window, and what a round costs. */
+export function forecastLines(f: Forecast): string[] {
+    const rounds = (n: number): string => `${n} round${n === 1 ? '' : 's'}`;
+    const where = f.slope === null ? 'too few rounds to tell where the context is heading'
+        : f.toHandoff === null || f.toWindow === null ? 'the context is not growing'
+        : `+${formatTokens(Math.round(f.slope))} a round: hand-off in ${rounds(f.toHandoff)}, the window in ${rounds(f.toWindow)}`;
+    const lines = [`forecast: ${where}`];
+    if (f.wakePerRound !== null || f.taskPerRound !== null) {
+        const each = (n: number | null): string => (n === null ? '—' : usd(n));
+        lines.push(`per work round: ${each(f.wakePerRound)} this wake · ${each(f.taskPerRound)} the task`);
+    }
     return lines;
 }
 

@@ -43,6 +43,8 @@ export interface Row {
     toolUseId?: string | null;
     /** A subagent's row: the tool_use id of the `Agent` call it works for (issue 32); null for the main conversation. */
     parent?: string | null;
+    /** Its step in the window's language, as the server said it with the entry (issue 33). */
+    stepTitle?: string | null;
 }
 
 /** Extension → page. */

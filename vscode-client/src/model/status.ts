@@ -3,8 +3,11 @@
  * flower/status answers and what notifications say in between. The gauge's context size and
  * window are always the newest the server said (S19): an answer to a question asked before the
  * newest flower/context notification does not bring back its older size or window.
+ *
+ * What a notification changes is what the server put in it, never decided here (issue 33): the
+ * work session, the step's label, whether the folder has a task all come from the server.
  */
-import type { FolderStatus } from '../protocol';
+import type { ContextNotification, FolderStatus, StateNotification, StepStartNotification } from '../protocol';
 
 export class StatusKeeper {
     status: FolderStatus | null = null;
@@ -30,6 +33,27 @@ export class StatusKeeper {
         this.applied++;
         this.context = { tokens, window, at: this.applied };
         this.patch({ context: tokens, window });
+    }
+
+    /** A flower/context notification: the gauge's when the server says the size is the work session's. */
+    contextOf(n: ContextNotification): boolean {
+        if (!n.workSession) return false;
+        this.contextSize(n.tokens, n.window);
+        return true;
+    }
+
+    /** What a flower/stepStart says of the status: the step, its label and whether it is the work session's, as the server named them. */
+    static stepStarted(n: StepStartNotification): Partial<FolderStatus> {
+        return { step: n.step, stepLabel: n.label, workSession: n.workSession, running: true, waiting: null };
+    }
+
+    /** What a flower/state says of the status: running, or ended (no step, nothing waited for), and the wake count. */
+    static state(n: StateNotification): Partial<FolderStatus> {
+        return {
+            running: n.running,
+            ...(n.running ? {} : { step: null, stepLabel: null, workSession: false, waiting: null, waitingFor: null }),
+            ...(n.woke !== null ? { woke: n.woke } : {}),
+        };
     }
 
     /** What another notification says, applied at once (the next answer confirms it); false without a status yet. */

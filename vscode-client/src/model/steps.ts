@@ -1,13 +1,16 @@
 /**
- * A transcript's step sections: what each step run's head says (name, round, state,
- * duration, cost, a judge round's verdict), from flower/history's `steps` and the live
- * stepStart / stepEnd / verdict notifications. Pure: the words come in as `StepLabels`.
+ * A transcript's step sections: what each step run's head says (title, state, duration, cost,
+ * a judge round's verdict), from flower/history's `steps` and the live stepStart / stepEnd /
+ * verdict notifications. Pure: the step's title comes from the server in the window's language
+ * (issue 33: no step name is parsed here), the other words come in as `StepLabels`.
  */
 
 /** What a section head shows of one step run (the newest run of that manifest name). */
 export interface StepInfo {
-    /** The manifest name (`干活#round2`, `干活·判定#1`, S7). */
+    /** The manifest name (`干活#round2`, `干活·判定#1`, S7): the key rows are grouped by. */
     step: string;
+    /** Its name as the server says it in the window's language (`work · round 2`, `judge · round 1`). */
+    title: string;
     state: 'running' | 'done' | 'failed';
     costUsd: number | null;
     durationS: number | null;
@@ -17,15 +20,6 @@ export interface StepInfo {
 
 /** The words of section heads and verdict lines, in the window's language (the extension fills them). */
 export interface StepLabels {
-    clarify: string;
-    goals: string;
-    work: string;
-    /** `{0}` = the round. */
-    judge: string;
-    /** `{0}` = the round. */
-    round: string;
-    /** `{0}` = the retry. */
-    retry: string;
     running: string;
     done: string;
     failed: string;
@@ -49,12 +43,6 @@ export interface StepLabels {
 }
 
 export const ENGLISH: StepLabels = {
-    clarify: 'clarify',
-    goals: 'goals',
-    work: 'work',
-    judge: 'judge · round {0}',
-    round: 'round {0}',
-    retry: 'retry {0}',
     running: 'running',
     done: 'done',
     failed: 'failed',
@@ -72,44 +60,13 @@ export const ENGLISH: StepLabels = {
     subagentFold: "show or hide what the subagent did",
 };
 
-/** A manifest step name split as core/manifest.parse_name does (S7). */
-export interface StepName {
-    base: string;
-    kind: 'first' | 'retry' | 'round' | 'judge' | 'handoff';
-    n: number;
-}
-
-const NAME = /^(.*?)(?:#retry(\d+)|#round(\d+)|·判定#(\d+)|·交接#(\d+))$/s;
-
-export function parseStep(name: string): StepName {
-    const m = NAME.exec(name);
-    if (m !== null) {
-        const kinds = ['retry', 'round', 'judge', 'handoff'] as const;
-        for (let i = 0; i < kinds.length; i++) {
-            if (m[i + 2] !== undefined) return { base: m[1], kind: kinds[i], n: Number(m[i + 2]) };
-        }
-    }
-    return { base: name, kind: 'first', n: 0 };
-}
-
 export function fill(template: string, value: string | number): string {
     return template.replace('{0}', String(value));
 }
 
-/** The step's name as a head shows it: `work · round 2`, `judge · round 1`, `clarify · retry 1`. */
-export function stepTitle(name: string, labels: StepLabels): string {
-    const { base, kind, n } = parseStep(name);
-    const shown = base === '澄清' ? labels.clarify : base === '目标' ? labels.goals : base === '干活' ? labels.work : base;
-    switch (kind) {
-        case 'judge':
-            return fill(labels.judge, n);
-        case 'round':
-            return `${shown} · ${fill(labels.round, n)}`;
-        case 'retry':
-            return `${shown} · ${fill(labels.retry, n)}`;
-        default:
-            return shown;
-    }
+/** A section head's title: the server's words for the step run, else those that came with its row, else its name. */
+export function stepTitle(step: string, info: StepInfo | undefined, said: string | null = null): string {
+    return info?.title ?? said ?? step;
 }
 
 /** `42 s`, `3 min 5 s`, `1 h 2 min`. */

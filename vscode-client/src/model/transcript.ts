@@ -59,13 +59,22 @@ export class TranscriptModel {
 
     /** `flower/stepStart`: the step's head says `running`. */
     stepStarted(n: StepStartNotification): void {
-        if (n.step !== null) this.steps.set(n.step, { step: n.step, state: 'running', costUsd: null, durationS: null, passed: null });
+        if (n.step !== null) {
+            this.steps.set(n.step, { step: n.step, title: n.label ?? n.step, state: 'running', costUsd: null, durationS: null, passed: null });
+        }
     }
 
     /** `flower/stepEnd`: done or failed, with its duration and cost. */
     stepEnded(n: StepEndNotification): void {
         if (n.step === null) return;
-        this.steps.set(n.step, { step: n.step, state: n.ok ? 'done' : 'failed', costUsd: n.costUsd, durationS: n.durationS, passed: null });
+        this.steps.set(n.step, {
+            step: n.step,
+            title: n.label ?? n.step,
+            state: n.ok ? 'done' : 'failed',
+            costUsd: n.costUsd,
+            durationS: n.durationS,
+            passed: null,
+        });
     }
 
     /** Rows in order (a copy). */
@@ -126,9 +135,17 @@ export class TranscriptModel {
                 // puts the round and the verdict into words in the window's language (issue #25).
                 row.text = e.n.reasons.split('\n', 1)[0];
                 row.step = e.n.step;
+                row.stepTitle = e.n.label;
                 row.passed = e.n.passed;
                 if (e.n.step !== null) {
-                    this.steps.set(e.n.step, { step: e.n.step, state: 'done', costUsd: e.n.costUsd, durationS: e.n.durationS, passed: e.n.passed });
+                    this.steps.set(e.n.step, {
+                        step: e.n.step,
+                        title: e.n.label ?? e.n.step,
+                        state: 'done',
+                        costUsd: e.n.costUsd,
+                        durationS: e.n.durationS,
+                        passed: e.n.passed,
+                    });
                 }
                 break;
             case 'wait':
@@ -159,6 +176,7 @@ export class TranscriptModel {
             if (this.steps.get(s.step)?.state === 'running') continue;
             this.steps.set(s.step, {
                 step: s.step,
+                title: s.label,
                 state: s.ok ? 'done' : 'failed',
                 costUsd: s.costUsd,
                 durationS: s.durationS,
@@ -361,6 +379,7 @@ export class TranscriptModel {
         row.prunedText = n.prunedText;
         row.toolUseId = n.toolUseId;
         row.parent = n.parent ?? null;
+        row.stepTitle = n.stepLabel ?? null;
         return row;
     }
 }

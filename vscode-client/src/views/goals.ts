@@ -1,14 +1,11 @@
 /**
- * The goals TreeView (`flower.goals`): 目标.md's checklist with ticks, `n/m` in its title. The
- * server's status is the source while it runs; before its first status (or with no server, or a
- * status from before the file was written) the file itself is read, so the tree never says
- * "No goals yet" while 目标.md exists.
+ * The goals TreeView (`flower.goals`): 目标.md's checklist with ticks, `n/m` in its title, as the
+ * folder's server read it (FolderStatus.goals). The client parses no task file (issue 33): when
+ * 目标.md changes on disk it asks the server to read it again (`flower/status` with `fresh`).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Focus } from '../folders';
-import { parseGoals } from '../model/goals';
 import type { Goal } from '../protocol';
 import type { Servers } from '../server';
 
@@ -55,15 +52,20 @@ export class GoalsView implements vscode.Disposable {
         private readonly focus: Focus,
     ) {
         this.view = vscode.window.createTreeView('flower.goals', { treeDataProvider: this.provider });
+        const reread = (uri: vscode.Uri): void => {
+            // The folder's server reads the file again; its answer comes back as a status event.
+            const server = this.servers.all().find((s) => path.dirname(uri.fsPath) === s.folder.uri.fsPath);
+            void server?.refreshStatus(true);
+        };
         this.subscriptions = [
             servers.onEvent(({ server, event }) => {
                 if (event.type === 'status' && server.uri === focus.folder?.uri.toString()) this.update();
             }),
             focus.onDidChange(() => this.update()),
             this.watcher,
-            this.watcher.onDidChange(() => this.update()),
-            this.watcher.onDidCreate(() => this.update()),
-            this.watcher.onDidDelete(() => this.update()),
+            this.watcher.onDidChange(reread),
+            this.watcher.onDidCreate(reread),
+            this.watcher.onDidDelete(reread),
         ];
         this.update();
     }
@@ -71,27 +73,12 @@ export class GoalsView implements vscode.Disposable {
     update(): void {
         const folder = this.focus.folder;
         const server = folder === undefined ? undefined : this.servers.all().find((s) => s.uri === folder.uri.toString());
-        let goals = server?.status?.goals ?? [];
-        const file = folder === undefined ? undefined : path.join(folder.uri.fsPath, '目标.md');
-        let text: string | undefined;
-        if (goals.length === 0 && file !== undefined) {
-            try {
-                text = fs.readFileSync(file, 'utf8');
-                goals = parseGoals(text);
-            } catch {
-                text = undefined; // no 目标.md (yet)
-            }
-        }
+        const goals = server?.status?.goals ?? [];
         const done = goals.filter((g) => g.done).length;
         const changed = JSON.stringify(goals) !== JSON.stringify(this.provider.goals) || folder !== this.provider.folder;
         if (changed) this.provider.refresh(folder, goals);
         this.view.title = goals.length > 0 ? `${vscode.l10n.t('Goals')} ${done}/${goals.length}` : vscode.l10n.t('Goals');
-        this.view.message =
-            goals.length > 0
-                ? undefined
-                : text !== undefined
-                  ? vscode.l10n.t('目标.md has no checklist items yet (lines like "- [ ] …").')
-                  : vscode.l10n.t('No goals yet: 目标.md is written once the task is clear.');
+        this.view.message = goals.length > 0 ? undefined : vscode.l10n.t('No goals yet: 目标.md is written once the task is clear.');
     }
 
     dispose(): void {

@@ -19,16 +19,10 @@ type Say = (folder: vscode.WorkspaceFolder, text: string) => Promise<void>;
 /** The view type of the editor tab (package.json `onWebviewPanel:` activation). */
 export const PANEL_TYPE = 'flower.transcriptPanel';
 
-/** The words of section heads and verdict lines, in the window's language. */
+/** The words of section heads and verdict lines, in the window's language (a step's own title is the server's). */
 export function stepLabels(): StepLabels {
     const t = vscode.l10n.t;
     return {
-        clarify: t('clarify'),
-        goals: t('goals'),
-        work: t('work'),
-        judge: t('judge · round {0}', '{0}'),
-        round: t('round {0}', '{0}'),
-        retry: t('retry {0}', '{0}'),
         running: t('running'),
         done: t('done'),
         failed: t('failed'),

@@ -5,7 +5,7 @@
  */
 import { type Block, type Inline, parseMarkdown } from '../model/markdown';
 import { type FromPage, type Row, rowView, type ToPage } from '../model/rows';
-import { ENGLISH, fill, parseStep, type StepInfo, type StepLabels, stepFacts, stepTitle } from '../model/steps';
+import { ENGLISH, fill, type StepInfo, type StepLabels, stepFacts, stepTitle } from '../model/steps';
 import { languageOf, relativeText, tokens, toolView } from '../model/tools';
 import { children, isAgentCall, section, sectionLine } from '../model/subagents';
 import { RowWindow } from '../model/window';
@@ -122,6 +122,7 @@ function render(row: Row): HTMLElement {
     if (row.result) el.dataset.result = 'true';
     if (row.toolUseId) el.dataset.toolUseId = row.toolUseId;
     if (row.parent) el.dataset.parent = row.parent; // a subagent's row: nested under its Agent call (issue 32)
+    if (row.stepTitle) el.dataset.stepTitle = row.stepTitle; // the server's words for its step (issue 33)
     if (row.passed !== null) el.dataset.passed = String(row.passed);
     el.className = `row ${row.kind}`;
     el.hidden = !view.visible;
@@ -146,10 +147,10 @@ function render(row: Row): HTMLElement {
     return el;
 }
 
+/** `judge · round 1: not passed — …`: the round as the server titles the judge's step, the verdict in the window's language. */
 function verdictLine(row: Row, reasons: string): string {
-    const { n } = parseStep(row.step ?? '');
     const said = row.passed === true ? labels.passed : labels.notPassed;
-    return `${fill(labels.judge, n)}: ${said}${reasons ? ` — ${reasons}` : ''}`;
+    return `${stepTitle(row.step ?? '', steps.get(row.step ?? ''), row.stepTitle ?? null)}: ${said}${reasons ? ` — ${reasons}` : ''}`;
 }
 
 function button(className: string, testid: string, text: string): HTMLButtonElement {
@@ -327,7 +328,7 @@ function head(el: HTMLElement, step: string, collapsedNow: boolean): HTMLElement
     chevron.textContent = collapsedNow ? '▸' : '▾';
     const title = document.createElement('span');
     title.className = 'step-title';
-    title.textContent = stepTitle(step, labels);
+    title.textContent = stepTitle(step, info, el.dataset.stepTitle ?? null);
     const facts = document.createElement('span');
     facts.className = 'step-facts';
     facts.dataset.testid = 'step-facts';
