@@ -482,10 +482,12 @@ async def test_terminal_detach_attach_say_ctrl_c_ps_and_stop(place, model, works
     [status] = (await observer.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
     assert status["running"] is True  # leaving touched nothing
 
-    ps = await flower("ps", env=env, cwd=workspace, timeout=TIMEOUT)
+    timed = {**env, "PYTHONPROFILEIMPORTTIME": "1"}  # issue 34: ps and stop of a running run import none of HEAVY
+    ps = await flower("ps", env=timed, cwd=workspace, timeout=TIMEOUT)
     assert ps.code == 0 and "running" in ps.out and str(workspace) in ps.out and "0 attached" in ps.out
-    stopped = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
+    stopped = await flower("stop", env=timed, cwd=workspace, timeout=TIMEOUT)
     assert stopped.code == 0 and "stopped" in stopped.out, stopped.err
+    assert all("flower" in imported(d.err) and not imported(d.err) & set(HEAVY) for d in (ps, stopped))
     [status] = (await observer.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
     assert status["running"] is False and status["interrupted"] is False
     again = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)

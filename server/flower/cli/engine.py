@@ -326,10 +326,8 @@ async def _closed(client: EngineClient) -> None:
 
 
 def uri_of(path: Path) -> str:
-    """A folder's file:// URI."""
-    from pygls.uris import from_fs_path
-
-    return str(from_fs_path(str(path)))
+    """A folder's file:// URI (core/wire.py: no pygls in a terminal, issue 34)."""
+    return p.file_uri(path)
 
 
 async def detach_command(args: argparse.Namespace, text: str, locale: str) -> int:
