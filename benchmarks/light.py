@@ -6,6 +6,7 @@ Each command runs as its own process in an empty folder (trusted once before tim
 FLOWER_ENGINE at a socket where nothing listens; the baseline is the SDK's bundled CLI's `--version` (the cheapest
 thing a run starts). The commands and the baseline are interleaved round by round, so a busy moment of the machine
 falls on all of them alike; the figures are medians, printed as ratios to the baseline's median in the same run (D7).
+`python -c pass` is timed beside them: the interpreter's start, the floor under any Python command.
 A second run of every command under `-X importtime` counts what it imports of the SDK, pygls and lsprotocol.
 
 Target (issue 34): each command at most 1.0x the CLI's `--version`, and none of the three imported.
@@ -63,7 +64,8 @@ def main() -> None:
     flower = [sys.executable, "-m", "flower.cli"]
     subprocess.run([*flower, "trust"], cwd=folder, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     baseline = [bundled_cli(), "--version"]
-    runs = {"claude --version": baseline, **{f"flower {' '.join(c)}": [*flower, *c] for c in COMMANDS}}
+    # The interpreter's own start (`python -c pass`) beside it: the floor any Python command stands on.
+    runs = {"claude --version": baseline, "python -c pass": [sys.executable, "-c", "pass"], **{f"flower {' '.join(c)}": [*flower, *c] for c in COMMANDS}}
     times: dict[str, list[float]] = {name: [] for name in runs}
     for argv in runs.values():  # once each, untimed: the file cache warm for every one alike
         timed(argv, folder, env)
@@ -76,7 +78,7 @@ def main() -> None:
     worst = 0.0
     for name, argv in runs.items():
         median = statistics.median(times[name])
-        counts = heavy_imports(argv, folder, env) if name != "claude --version" else {}
+        counts = heavy_imports(argv, folder, env) if name.startswith("flower") else {}
         ratio = median / base
         if counts:
             worst = max(worst, ratio)
