@@ -32,6 +32,7 @@ from .core.text import clip, tool_label
 from .runtime import Sessions, project_key
 from .stores.base import Store
 from .stores.prune import prune
+from .stores.transcript import is_denial
 from .workflow.goal import verdict_of
 
 TEXT_LIMIT = 4000
@@ -66,6 +67,8 @@ class Item:
     pruned_text: str | None = None
     parent: str | None = None
     """A subagent's entry: the `Agent` call it works for (issue 32); None for the main conversation's."""
+    denied: bool = False
+    """A tool result that is a denial (the person's, a rule's), not the tool's output (issue 34)."""
 
 
 @dataclass
@@ -120,8 +123,8 @@ class UnknownSession(ValueError):
     """A session id that is not one of the workspace's sessions."""
 
 
-Block = tuple[str, Role, Kind, str, str | None, Any, str | None]
-"""(uuid, role, kind, text, tool name, tool input, tool_use id) of one shown content block."""
+Block = tuple[str, Role, Kind, str, str | None, Any, str | None, bool]
+"""(uuid, role, kind, text, tool name, tool input, tool_use id, denied) of one shown content block."""
 Runs = dict[str, list[tuple[float, str]]]
 """Session → its manifest runs as (start time, step name), oldest first."""
 
@@ -146,20 +149,20 @@ def items_of(entry: dict[str, Any], sidechain: bool = False) -> list[Block]:
     content = message.get("content")
     blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
     role: Role = "user" if kind == "user" else "assistant"
-    out: list[tuple[Role, Kind, str, str | None, Any, str | None]] = []
+    out: list[tuple[Role, Kind, str, str | None, Any, str | None, bool]] = []
     for block in blocks if isinstance(blocks, list) else []:
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
         if btype == "text" and isinstance(block.get("text"), str) and block["text"]:  # as the runtime emits them live
-            out.append((role, "text", block["text"], None, None, None))
+            out.append((role, "text", block["text"], None, None, None, False))
         elif btype == "tool_use" and kind == "assistant":
             name = str(block.get("name") or "")
-            out.append((role, "tool", tool_label(name, block.get("input")), name, block.get("input"), block.get("id")))
+            out.append((role, "tool", tool_label(name, block.get("input")), name, block.get("input"), block.get("id"), False))
         elif btype == "tool_result" and kind == "user":
             body = _result_text(block.get("content"))
             text = clip(body, TEXT_LIMIT, count=True) if body is not None else "[a result that is not text]"
-            out.append((role, "result", text, None, None, block.get("tool_use_id")))
+            out.append((role, "result", text, None, None, block.get("tool_use_id"), is_denial(entry, block)))
     # One uuid per item: the CLI stores one block per entry; should an entry hold more, they get `<uuid>#<i>`.
     return [(uuid if i == 0 else f"{uuid}#{i}", *rest) for i, rest in enumerate(out)]
 
@@ -315,8 +318,9 @@ class History:
                     return _flatten(out), out[-1][0].seq
                 session = by_id[tid]
                 step = _step_at(starts.get(session.session_id), _epoch(entry.get("timestamp")), session)
-                out.append([Item(seq, session.session_id, step, uuid, role, kind, text, name, cut(data) if data is not None else None, use)
-                            for uuid, role, kind, text, name, data, use in blocks])
+                out.append([Item(seq, session.session_id, step, uuid, role, kind, text, name, cut(data) if data is not None else None, use,
+                                 denied=denied)
+                            for uuid, role, kind, text, name, data, use, denied in blocks])
             # The next batch from the share of rows shown so far, so few rows beyond the page are decoded.
             read += len(rows)
             shown = len(out) / read
@@ -411,8 +415,8 @@ class History:
                     if call is not None and call.tool_use_id is not None:
                         nested[call.tool_use_id] = [
                             Item(call.seq, sid, call.step, uuid, role, kind, text, name, cut(data) if data is not None else None,
-                                 use, parent=call.tool_use_id)
-                            for e in entries for uuid, role, kind, text, name, data, use in items_of(e, sidechain=True)]
+                                 use, parent=call.tool_use_id, denied=denied)
+                            for e in entries for uuid, role, kind, text, name, data, use, denied in items_of(e, sidechain=True)]
             except Exception:  # a store not answering now: the page goes out without its subagents
                 continue
         out: list[Item] = []
@@ -436,9 +440,9 @@ def apply(items: Iterable[Item], ready: dict[str, Verdicts]) -> list[Item]:
         out.append(item)
         if item.uuid == base:
             for entry in v.added.get(base, []):
-                for uuid, role, kind, text, name, data, use in items_of(entry):
+                for uuid, role, kind, text, name, data, use, denied in items_of(entry):
                     out.append(Item(item.seq, item.session_id, item.step, uuid, role, kind, text, name, data, use,
-                                    pruned="added", pruned_text=text))
+                                    pruned="added", pruned_text=text, denied=denied))
     return out
 
 

@@ -125,7 +125,7 @@ async def test_a_tool_outside_allow_is_asked_and_allow_runs_it(clients: list, mo
     block = result_for(model, asked["id"])
     assert not block.get("is_error"), block  # the tool's own result reached the model
     closed = client.seen(p.APPROVED, uri(workspace))
-    assert closed == [{"folder": uri(workspace), "id": asked["id"], "decision": "allow", "by": "person"}]
+    assert closed == [{"folder": uri(workspace), "id": asked["id"], "decision": "allow", "by": "person", "reason": None}]
     [status] = (await client.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
     assert status["waitingFor"] is None
 
@@ -147,6 +147,16 @@ async def test_deny_with_a_sentence_reaches_the_model_and_a_bad_answer_is_a_deni
     denied = result_for(model, first["id"])
     assert denied.get("is_error") and "use the Write tool for files, not the shell" in result_text(denied)
     assert result_for(model, second["id"]).get("is_error")
+    # Issue 34: the denial is marked as one, live (flower/approved's reason) and in history (the result's `denied`).
+    reasons = {n["id"]: n["reason"] for n in client.seen(p.APPROVED)}
+    assert reasons[first["id"]] == "use the Write tool for files, not the shell"
+    assert reasons[second["id"]] == "The person denied this Bash call."
+    page = await client.request(p.HISTORY, {"folder": uri(workspace), "limit": 200})
+    results = {e["toolUseId"]: e for e in page["entries"] if e["kind"] == "result"}
+    assert results[first["id"]]["denied"] is True, results[first["id"]]
+    assert "use the Write tool for files" in results[first["id"]]["text"]
+    assert results[second["id"]]["denied"] is True
+    assert not any(e["denied"] for e in results.values() if e["toolUseId"] not in (first["id"], second["id"]))
 
 
 async def test_allow_always_keeps_the_rule_and_the_next_identical_call_is_not_asked(

@@ -615,7 +615,7 @@ async def test_a_tool_question_goes_to_every_window_the_first_answer_wins_and_a_
     assert asked["a"][0]["id"] == asked["b"][0]["id"] and asked["a"][0]["tool"] == "Bash"
     answer_a.set_result({"decision": "allow"})
     await until(lambda: b.seen(p.APPROVED), timeout=TIMEOUT, what="the second client's card to be closed")
-    assert b.seen(p.APPROVED)[0] == {"folder": folder, "id": asked["a"][0]["id"], "decision": "allow", "by": "person"}
+    assert b.seen(p.APPROVED)[0] == {"folder": folder, "id": asked["a"][0]["id"], "decision": "allow", "by": "person", "reason": None}
     await until(lambda: len(asked["a"]) == 2, timeout=TIMEOUT, what="the second question")
     late = await place.client(workspace)  # a window opened now: no flower/approve for it, the status has the question
     attached = await late.request(p.ATTACH, {"folder": folder})

@@ -260,7 +260,7 @@ async def test_wake_on_a_fresh_folder_runs_the_flower_path_and_streams_in_order(
     assert transcript[0] | {"folder": None, "seq": None} == {
         "folder": None, "step": None, "sessionId": None, "uuid": None, "role": "user", "kind": "text", "text": TASK,
         "toolName": None, "toolInput": None, "toolUseId": None, "pruned": None, "prunedText": None, "seq": None, "parent": None,
-        "stepLabel": None}  # the person's sentence belongs to no step (issue 33)
+        "stepLabel": None, "denied": False}  # the person's sentence belongs to no step (issue 33)
     seqs = [t["seq"] for t in transcript]
     assert seqs == sorted(set(seqs)) and seqs[0] >= 1  # strictly increasing per folder
     writes = [t for t in transcript if t["kind"] == "tool"]

@@ -65,6 +65,19 @@ async function showTranscript(/** @type {Editor} */ ed, locale = '') {
   await until(() => ed.page.evaluate(() => document.activeElement?.tagName === 'IFRAME'), 'the transcript view to have the focus', secs(10));
 }
 
+/**
+ * A view of the flower side bar by its header (`Goals`, `Changes`), expanded: they start collapsed so that the
+ * transcript gets the room (issue 34); a person opens them with one click on the header, as this does.
+ */
+async function pane(/** @type {Editor} */ ed, /** @type {RegExp} */ name) {
+  const found = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: name }) });
+  const header = found.locator('.pane-header').first();
+  await header.waitFor({ timeout: secs(30) });
+  if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
+  await until(async () => (await header.getAttribute('aria-expanded')) === 'true', `the ${name.source} view to expand`, secs(10));
+  return found;
+}
+
 const TASK = 'build a calculator';
 
 /** Palette `flower: Start a Task…`, then type the task into its input box. */
@@ -132,7 +145,7 @@ test('1 palette Start a Task on a fresh folder: progress, transcript rows, gauge
     await ed.shot('1-start-running');
     model.release();
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
-    const goals = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Goals/ }) });
+    const goals = await pane(ed, /Goals/);
     await until(async () => (await goals.locator('.monaco-list-row').count()) === 2, 'two goals in the Goals tree', secs(20));
     assert.match(await goals.locator('.pane-header').innerText(), /2\/2/);
     const text = await gauge.textContent();
@@ -561,7 +574,7 @@ test('12 shared engine, VS Code closed mid-turn: the run finishes with no window
     await showTranscript(ed);
     await row(ed, '[data-kind="assistant"]', 'Ticking the goals.', secs(30));
     await row(ed, '[data-kind="assistant"]', 'VERDICT: PASS', secs(30));
-    const goals = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Goals/ }) });
+    const goals = await pane(ed, /Goals/);
     await until(async () => /2\/2/.test(await goals.locator('.pane-header').innerText()), 'the Goals tree to show 2/2', secs(20));
     await until(async () => (await ed.gauge().textContent())?.includes('42.3K'), 'the gauge to show 42.3K', secs(20));
     await idle(ed);
@@ -757,8 +770,8 @@ test('15 the run\'s changes: the Changes view lists the written and the edited f
 
     // The Changes view (under Goals): both files of wake #1 with their counts.
     await ed.page.locator('.activitybar .action-item a[aria-label^="flower"]').first().click();
-    const pane = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Changes/ }) });
-    const item = (/** @type {string} */ name) => pane.locator('.monaco-list-row', { hasText: name }).first();
+    const changes = await pane(ed, /Changes/);
+    const item = (/** @type {string} */ name) => changes.locator('.monaco-list-row', { hasText: name }).first();
     await item('README.md').waitFor({ timeout: secs(30) });
     assert.match(await item('wake #1').innerText(), /wake #1/);
     assert.match(await item('README.md').innerText(), /\+2 −1/);
@@ -786,7 +799,7 @@ test('15 the run\'s changes: the Changes view lists the written and the edited f
     await ed.shot('15-changes-confirm');
     await dialog.locator('.monaco-button', { hasText: 'Revert File' }).click();
     await until(() => fs.readFileSync(path.join(ws, 'README.md'), 'utf8') === README, 'README.md to be its before-image again');
-    await until(async () => (await pane.locator('.monaco-list-row', { hasText: 'README.md' }).count()) === 0, 'README.md to leave the Changes view');
+    await until(async () => (await changes.locator('.monaco-list-row', { hasText: 'README.md' }).count()) === 0, 'README.md to leave the Changes view');
     assert.equal(fs.readFileSync(path.join(ws, 'calc.py'), 'utf8'), 'print(1 + 2)\nprint(3 - 1)\n', 'the other file is untouched');
     await ed.shot('15-changes-reverted');
   });
@@ -829,11 +842,119 @@ test('18 a subagent: its rows are a folded section nested under its Agent call, 
     await call.scrollIntoViewIfNeeded();
     await ed.shot('18-subagent-history');
     // The Changes view (in the flower side bar, open already) names the subagent as the writer of docs.md.
-    const pane = ed.page.locator('.pane', { has: ed.page.locator('.pane-header', { hasText: /Changes/ }) });
-    const docs = pane.locator('.monaco-list-row', { hasText: 'docs.md' }).first();
+    const changes = await pane(ed, /Changes/);
+    const docs = changes.locator('.monaco-list-row', { hasText: 'docs.md' }).first();
     await docs.waitFor({ timeout: secs(30) });
     assert.match(await docs.innerText(), /by the subagent write the docs \(general-purpose\)/);
-    assert.doesNotMatch(await pane.locator('.monaco-list-row', { hasText: '目标.md' }).first().innerText(), /subagent/);
+    assert.doesNotMatch(await changes.locator('.monaco-list-row', { hasText: '目标.md' }).first().innerText(), /subagent/);
     await ed.shot('18-subagent-changes');
   });
+});
+
+/** Whether the box lies inside `outer` (both in the page's coordinates; a pixel of rounding allowed). */
+function inside(/** @type {{x: number, y: number, width: number, height: number} | null} */ box, /** @type {{x: number, y: number, width: number, height: number} | null} */ outer) {
+  return box !== null && outer !== null && box.x >= outer.x - 1 && box.y >= outer.y - 1
+    && box.x + box.width <= outer.x + outer.width + 1 && box.y + box.height <= outer.y + outer.height + 1;
+}
+
+/** The text nodes under `root` that wrap onto two lines without holding a space: a word or path cut in the middle. */
+function cutWords(/** @type {Element} */ root) {
+  const cut = [];
+  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n !== null; n = walk.nextNode()) {
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    const tops = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
+    if (tops.size > 1 && !/\s/.test(n.textContent ?? '')) cut.push(n.textContent ?? '');
+  }
+  return cut;
+}
+
+test('19 a sidebar laid out for reading (issue 34): a long command card at the default width, Deny with a sentence, the denial marked live and in history, answered cards one line, the judge\'s prompt folded, English step names', { timeout: secs(300) }, async () => {
+  const ws = tempDir('ws-reading');
+  await scenario('19-reading', 'reading', [ws], async (ed, model) => {
+    await showTranscript(ed);
+    await start(ed);
+    const sidebar = ed.page.locator('.part.sidebar');
+    const open = ed.view().locator('[data-testid="approval"][data-state="open"]').first();
+    await open.waitFor({ timeout: secs(120) });
+    // The other views start collapsed: the transcript has the side bar.
+    for (const name of [/Goals/, /Changes/]) {
+      const header = ed.page.locator('.pane-header', { hasText: name }).first();
+      assert.equal(await header.getAttribute('aria-expanded'), 'false', `${name.source} starts collapsed`);
+    }
+    // The long command: shown once, whole, wrapped only at its boundaries; the rows keep at least half the side bar.
+    const detail = open.locator('[data-testid="approval-detail"]');
+    assert.match(await detail.innerText(), /run_all_the_benchmarks\.py/);
+    assert.deepEqual(await detail.evaluate(cutWords), [], 'no word or path cut in the middle');
+    const bar = await sidebar.boundingBox();
+    const rows = await ed.view().locator('#rows').boundingBox();
+    assert.ok(bar !== null && rows !== null && rows.height >= bar.height / 2, `the transcript keeps half the side bar: ${rows?.height} of ${bar?.height}`);
+    for (const id of ['approval-allow', 'approval-deny']) {
+      assert.ok(inside(await open.locator(`[data-testid="${id}"]`).boundingBox(), bar), `${id} in the side bar's viewport`);
+    }
+    await ed.shot('19-reading-long-command');
+    // Deny… with a sentence: the box and its buttons in view too.
+    await open.locator('[data-testid="approval-deny"]').click();
+    const reason = 'not the benchmarks now, just check the shell';
+    await open.locator('[data-testid="approval-deny-text"]').fill(reason);
+    for (const id of ['approval-deny-text', 'approval-deny-send', 'approval-deny-cancel']) {
+      assert.ok(inside(await open.locator(`[data-testid="${id}"]`).boundingBox(), bar), `${id} in the side bar's viewport`);
+    }
+    const rowsNow = await ed.view().locator('#rows').boundingBox();
+    assert.ok(rowsNow !== null && bar !== null && rowsNow.height >= bar.height / 2, `with the Deny form open too: ${rowsNow?.height}`);
+    await ed.shot('19-reading-deny-form');
+    await open.locator('[data-testid="approval-deny-send"]').click();
+    // The model is told the sentence; the command never ran. Live, the call's row says it was denied, and why.
+    await until(() => model.requests.find((r) => r.text.includes(reason)), 'the sentence at the model', secs(60));
+    assert.ok(!fs.existsSync(path.join(ws, 'runs', 'benchmarks')), 'the denied command did not run');
+    const denied = ed.view().locator('[data-testid="row"][data-denied="true"]').first();
+    await denied.waitFor({ timeout: secs(20) });
+    assert.equal(await denied.locator('[data-testid="denial"]').innerText(), `✕ denied — ${reason}`);
+    // The progress no longer names the denied command as what runs now (the next reply is held meanwhile).
+    const progress = ed.toast(/flower: work/);
+    await until(async () => /Bash denied/.test(await progress.innerText().catch(() => '')), 'the progress to say the call was denied', secs(20));
+    assert.doesNotMatch(await progress.innerText(), /run_all_the_benchmarks/);
+    await ed.shot('19-reading-progress-after-deny');
+    // The answered card: one line.
+    const closed = ed.view().locator('[data-testid="approval"][data-state="closed"]').first();
+    await closed.waitFor({ timeout: secs(20) });
+    const card = await closed.boundingBox();
+    const outcome = await closed.locator('[data-testid="approval-outcome"]').boundingBox();
+    assert.ok(card !== null && outcome !== null && card.height < 2 * outcome.height, `one line: ${card?.height} vs ${outcome?.height}`);
+    model.release();
+    const second = ed.view().locator('[data-testid="approval"][data-state="open"]').first();
+    await second.waitFor({ timeout: secs(60) });
+    await second.locator('[data-testid="approval-allow"]').click();
+    await until(() => model.requests.find((r) => r.text.includes('READING_54')), 'the allowed command ran (READING_54 at the model)', secs(60));
+    await row(ed, '[data-kind="verdict"]', undefined, secs(120));
+    await ed.view().locator('[data-testid="approval"][data-state="closed"]').nth(1).waitFor({ timeout: secs(20) });
+    await ed.shot('19-reading-answered');
+    // The English UI names steps in English: no seed step name in the side bar's heads, cards, verdicts, notifications
+    // or status bar (file names such as 需求.md aside; flower's prompts to the model are content, not UI).
+    const chrome = [
+      ...(await ed.view().locator('[data-testid="step-head"], [data-testid="approval"], [data-kind="verdict"], .tool-line, [data-testid="denial"]').allInnerTexts()),
+      ...(await ed.page.locator('.notification-toast, .statusbar, .pane-header').allInnerTexts()),
+    ].join('\n').replace(/\S+\.md\b/g, '');
+    assert.doesNotMatch(chrome, /干活|判定|澄清/, 'seed step names in the English UI');
+
+    // History after Reload Window: the denied call's result is a denial with the sentence, not an output; the judge's
+    // prompt is one folded line above its verdict.
+    await ed.reload();
+    await showTranscript(ed);
+    const stored = ed.view().locator('[data-testid="row"][data-result="true"][data-denied="true"]').first();
+    await stored.waitFor({ timeout: secs(60) });
+    assert.match(await stored.locator('[data-testid="denial"]').innerText(), new RegExp(`denied — ${reason}`));
+    assert.equal(await stored.locator('[data-testid="result-toggle"]').count(), 0, 'not shown as an output');
+    const prompt = ed.view().locator('[data-testid="prompt-toggle"]').first();
+    await prompt.waitFor({ timeout: secs(30) });
+    assert.match(await prompt.innerText(), /prompt for the judge · \d+ lines/);
+    await stored.scrollIntoViewIfNeeded();
+    await ed.shot('19-reading-denial-history');
+    await prompt.scrollIntoViewIfNeeded();
+    await ed.shot('19-reading-judge-folded');
+    await prompt.click();
+    await ed.view().locator('[data-testid="prompt-body"]').first().waitFor({ timeout: secs(10) });
+    await ed.shot('19-reading-judge-opened');
+  }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'] } });
 });

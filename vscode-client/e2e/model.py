@@ -156,6 +156,15 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
         orphan = text("(the window went away: stopping here)", **big)
         orphan.match = refused
         return path(ws, work=[first, second, orphan, retry, *finish(ws, big)])
+    if name == "reading":
+        # Issue 34: a long command (denied with a sentence: it never runs), then a short one (allowed). The reply after
+        # the denial is held, so the progress can be read while nothing newer has replaced it.
+        long = (f"python3 {ws}/tools/benchmarks/run_all_the_benchmarks.py "
+                f"--output={ws}/runs/benchmarks/results-2026-12-03.json --repeat 5 --compare-with={ws}/runs/benchmarks/baseline.json")
+        first = reply(say("Running the benchmarks first."), tool_use("Bash", {"command": long, "description": "Run every benchmark"}), **big)
+        second = reply(say("Then just a quick check."), tool_use("Bash", {"command": 'sh -c "echo READING_$((6*9))"', "description": "Print a marker"}),
+                       hold=True, **big)
+        return path(ws, work=[first, second, *finish(ws, big)])
     if name == "changes":
         # Issue 25: the work round writes calc.py and edits the README.md the harness wrote (Read first, as Edit needs).
         readme = ws / "README.md"
@@ -187,7 +196,7 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
     if name in ("bench", "settings"):  # settings: a bad setting refuses every wake, the model is never asked
         return []
     raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, store, "
-                     "approve, changes, subagent, bench, settings")
+                     "approve, reading, changes, subagent, bench, settings")
 
 
 class RecordingModel(ScriptedModel):

@@ -393,6 +393,8 @@ export interface ApprovedNotification {
     id: string;
     decision: 'allow' | 'allowAlways' | 'deny';
     by: 'person' | 'unattended';
+    /** A denial: what the model was told instead of the result; null otherwise (issue 34). */
+    reason?: string | null;
 }
 export const approved = new NotificationType<ApprovedNotification>('flower/approved');
 
@@ -480,6 +482,8 @@ export interface TranscriptNotification {
     parent?: string | null;
     /** `step` in the window's language: the section head's title, also for a step no stepStart announced (the judge's). */
     stepLabel?: string | null;
+    /** History: a `result` that is a denial, not the tool's output; `text` is what the model was told (issue 34). */
+    denied?: boolean;
 }
 export const transcript = new NotificationType<TranscriptNotification>('flower/transcript');
 

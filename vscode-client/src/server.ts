@@ -597,6 +597,8 @@ export class FolderServer implements vscode.Disposable {
         client.onNotification(p.approved, (n) => {
             if (this.status?.waitingFor?.approval?.id === n.id) this.patch({ waitingFor: null });
             this.hooks.approved(this, n);
+            // A denied call gets no result live: its row says it was denied (issue 34).
+            if (n.decision === 'deny') rows(this.model.denied(n.id, n.reason ?? null));
         });
         const rows = (changed: Row[]): void => {
             if (changed.length > 0) this.emitter.fire({ type: 'rows', rows: changed });

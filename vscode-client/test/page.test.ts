@@ -286,6 +286,91 @@ test('Deny… asks for an optional sentence: Enter denies with it, Cancel goes b
     await page.close();
 });
 
+// -- a sidebar laid out for reading (issue 34) ------------------------------------------------
+
+const LONG = 'python3 /tmp/flower-e2e-ws-reading-cpGqV3/tools/benchmarks/run_all_the_benchmarks.py --output=/tmp/flower-e2e-ws-reading-cpGqV3/runs/benchmarks/results-2026-12-03.json --repeat 5';
+
+/** The text nodes of `selector` that wrap onto two lines although they hold no space: a word or path cut in the middle. */
+async function cutInside(page: Page, selector: string): Promise<string[]> {
+    return page.locator(selector).evaluate((root) => {
+        const cut: string[] = [];
+        const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+        for (let n = walk.nextNode(); n !== null; n = walk.nextNode()) {
+            const range = document.createRange();
+            range.selectNodeContents(n);
+            const tops = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
+            if (tops.size > 1 && !/\s/.test(n.textContent ?? '')) cut.push(n.textContent ?? '');
+        }
+        return cut;
+    });
+}
+
+test('a long command card at a sidebar\'s width: wrapped at path boundaries, its buttons and the Deny form in view, the rows keep the room', { skip }, async () => {
+    const page = await open();
+    await page.setViewportSize({ width: 300, height: 640 });
+    await post(page, reset(Array.from({ length: 40 }, (_, i) => row(i + 1))));
+    await cards(page, [asked({ summary: LONG.slice(0, 100) + '…', input: { command: LONG }, detail: { kind: 'command', text: LONG } })]);
+    const c = page.locator('[data-testid="approval"]');
+    await c.waitFor();
+    assert.deepEqual(await cutInside(page, '[data-testid="approval-detail"]'), [], 'no name is cut in the middle');
+    assert.ok((await page.locator('[data-testid="approval-detail"] .seg').count()) > 5, 'pieces between the separators');
+    const inView = async (testid: string): Promise<boolean> => {
+        const box = await page.locator(`[data-testid="${testid}"]`).boundingBox();
+        return box !== null && box.y >= 0 && box.y + box.height <= 640 && box.x >= 0 && box.x + box.width <= 300;
+    };
+    assert.ok(await inView('approval-allow'));
+    assert.ok(await inView('approval-deny'));
+    await page.locator('[data-testid="approval-deny"]').click();
+    for (const id of ['approval-deny-text', 'approval-deny-send', 'approval-deny-cancel']) assert.ok(await inView(id), `${id} in view`);
+    const rows = await page.locator('#rows').boundingBox();
+    assert.ok(rows !== null && rows.height >= 640 / 2, `the rows keep half the view: ${rows?.height}`);
+    // Answered, the card is one line.
+    await cards(page, [{ ...asked({ summary: LONG.slice(0, 100) + '…' }), state: 'closed', decision: 'deny', by: 'person', message: 'not now' }]);
+    const closed = await page.locator('[data-testid="approval"][data-state="closed"]').boundingBox();
+    const line = await page.locator('[data-testid="approval-outcome"]').boundingBox();
+    assert.ok(closed !== null && line !== null && closed.height < line.height * 2, `one line: ${closed?.height} vs ${line?.height}`);
+    assert.equal(await page.locator('[data-testid="approval-outcome"]').textContent(), 'Denied — not now');
+    await page.close();
+});
+
+test('a denial is marked as one with its reason: live on the call, in history on the result; an output is not', { skip }, async () => {
+    const page = await open();
+    await post(page, reset([
+        row(1, { kind: 'tool', toolName: 'Bash', toolInput: { command: 'rm -rf build' }, toolUseId: 't1', denied: 'keep the build dir' }),
+        row(2, { kind: 'tool', toolName: 'Bash', toolInput: { command: 'ls' }, toolUseId: 't2' }),
+        row(3, { kind: 'tool', result: true, text: 'The person denied this Bash call.', toolUseId: 't3', denied: 'The person denied this Bash call.' }),
+        row(4, { kind: 'tool', result: true, text: 'APPROVED_42', toolUseId: 't2' }),
+    ]));
+    const rows = page.locator('[data-testid="row"]');
+    await rows.nth(3).waitFor();
+    assert.equal(await rows.nth(0).getAttribute('data-denied'), 'true');
+    assert.equal(await rows.nth(0).locator('[data-testid="denial"]').textContent(), '✕ denied — keep the build dir');
+    assert.equal(await rows.nth(1).locator('[data-testid="denial"]').count(), 0);
+    assert.equal(await rows.nth(2).locator('[data-testid="denial"]').textContent(), '✕ denied — The person denied this Bash call.');
+    assert.equal(await rows.nth(2).locator('[data-testid="result-toggle"]').count(), 0, 'not shown as an output');
+    assert.equal(await rows.nth(3).locator('[data-testid="result-toggle"]').textContent(), '← output · 1 line');
+    await page.close();
+});
+
+test("the judge's prompt is folded to one line that opens it as Markdown; other prompts are as they were", { skip }, async () => {
+    const page = await open();
+    const prompt = '## Checklist\n- adds\n- subtracts\n\n## Requirements\nbuild a calculator';
+    await post(page, reset([
+        row(1, { kind: 'user', text: prompt, step: '干活·判定#1' }),
+        row(2, { text: 'VERDICT: PASS', step: '干活·判定#1' }),
+        row(3, { kind: 'user', text: 'build a calculator', step: null, uuid: null }),
+    ]));
+    const judge = page.locator('[data-testid="row"]').nth(0);
+    await judge.waitFor();
+    assert.equal(await judge.locator('[data-testid="prompt-toggle"]').textContent(), '▸ prompt for the judge · 6 lines');
+    assert.equal(await judge.locator('h2').count(), 0, 'folded');
+    assert.ok(!((await judge.innerText()).includes('Checklist')));
+    await judge.locator('[data-testid="prompt-toggle"]').click();
+    assert.deepEqual(await judge.locator('[data-testid="prompt-body"] h2').allTextContents(), ['Checklist', 'Requirements']);
+    assert.equal(await page.locator('[data-testid="row"]').nth(2).textContent(), 'build a calculator');
+    await page.close();
+});
+
 // -- tool calls by kind, step sections (issue #25) ------------------------------------------
 
 function tool(pos: number, name: string, input: Row['toolInput'], over: Partial<Row> = {}): Row {

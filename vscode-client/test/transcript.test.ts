@@ -211,6 +211,28 @@ test('a subagent section says what it was asked to do and how many tool calls it
     assert.equal(section(prompted, []).background, true); // the CLI's default
 });
 
+test('a denial marks the live call row with its reason, once; history marks the denied result with what the model was told (issue 34)', () => {
+    const m = new TranscriptModel();
+    m.appendTranscript(entry(1, 'c1', { kind: 'tool', toolName: 'Bash', toolUseId: 'toolu_1', text: 'Bash(rm -rf build)' }));
+    m.appendTranscript(entry(2, 'c2', { kind: 'tool', toolName: 'Bash', toolUseId: 'toolu_2', text: 'Bash(ls)' }));
+    const [changed] = m.denied('toolu_1', 'not the build dir');
+    assert.equal(changed.key, 'c1');
+    assert.equal(changed.denied, 'not the build dir');
+    assert.deepEqual(m.denied('toolu_1', 'not the build dir'), [], 'the same denial again changes nothing');
+    assert.deepEqual(m.denied('toolu_unknown', null), [], 'a call not shown is not invented');
+    assert.equal(m.all().find((r) => r.key === 'c2')?.denied ?? null, null, 'the other call is untouched');
+
+    const h = new TranscriptModel();
+    h.mergeHistory(page([
+        entry(10, 'c1', { kind: 'tool', toolName: 'Bash', toolUseId: 'toolu_1', text: 'Bash(rm -rf build)' }),
+        entry(11, 'r1', { role: 'user', kind: 'result', toolUseId: 'toolu_1', text: 'not the build dir', denied: true }),
+        entry(12, 'r2', { role: 'user', kind: 'result', toolUseId: 'toolu_2', text: 'APPROVED_42' }),
+    ], null));
+    const rows = h.all();
+    assert.equal(rows.find((r) => r.key === 'r1')?.denied, 'not the build dir');
+    assert.equal(rows.find((r) => r.key === 'r2')?.denied ?? null, null, 'an output is not a denial');
+});
+
 test('an entry keeps the server\'s words for its step (a judge\'s round has no stepStart; issue 33)', () => {
     const m = new TranscriptModel();
     m.appendTranscript(entry(1, 'j1', { step: '干活·判定#1', stepLabel: 'judge · round 1' }));

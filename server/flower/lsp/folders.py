@@ -216,7 +216,7 @@ class Folder:
         return p.TranscriptNotification(
             folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role, kind=i.kind, text=i.text,
             tool_name=i.tool_name, tool_input=i.tool_input, tool_use_id=i.tool_use_id, pruned=i.pruned,
-            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent, step_label=self._title(i.step))
+            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent, step_label=self._title(i.step), denied=i.denied)
 
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
@@ -423,7 +423,10 @@ class Folder:
 
     def _approval_changed(self, approval: Approval, decision: Decision | None) -> None:
         if decision is not None:  # closed: every window's card for it closes (the first answer won)
-            self.notify(p.APPROVED, p.ApprovedNotification(self.uri, approval.id, decision.choice, decision.by))
+            reason = decision.reason(approval.tool) if decision.choice == "deny" else None
+            self.notify(p.APPROVED, p.ApprovedNotification(self.uri, approval.id, decision.choice, decision.by, reason))
+            if reason is not None:  # the denied call is not what runs now (issue 34): the progress says it was denied
+                self.progress.report(f"{approval.tool} denied · waiting for the model")
 
     async def _ask(self, question: str) -> str | None:
         """Put a clarify question to the person through `flower/ask`; None when the client cannot answer."""

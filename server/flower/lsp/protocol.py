@@ -682,6 +682,9 @@ class ApprovedNotification:
     id: str
     decision: Literal["allow", "allowAlways", "deny"]
     by: Literal["person", "unattended"]
+    reason: str | None = None
+    """A denial: what the model was told instead of the result (the person's sentence, or flower's line); else null.
+    The transcript marks the call as denied with it (issue 34)."""
 
 
 @attrs.define
@@ -825,6 +828,9 @@ class TranscriptNotification:
     """A subagent's entry: the `toolUseId` of the `Agent` call it works for (issue 32); null for the main conversation."""
     step_label: str | None = None
     """`step` in the client's language (`judge · round 1`), as `FolderStatus.stepLabel`: its section head's title (issue 33)."""
+    denied: bool = False
+    """History: a `result` that is a denial (the person's or a rule's), not the tool's output; `text` is what the model
+    was told. Live, a denial comes as `flower/approved` with its `reason` (issue 34)."""
 
 
 @attrs.define

@@ -275,6 +275,20 @@ def _kind(entry: Entry, block: Block) -> Kind:
     return "denied" if body.startswith(_DENIAL_PREFIXES) else None
 
 
+def is_denial(entry: Entry, block: Block) -> bool:
+    """Whether a tool_result block is a denial (the person's, flower's unattended rule, a permission rule), not output.
+
+    The pruner's rule (`_kind`), and what the CLI marks on a denial its host (flower's `can_use_tool`) made: any
+    `toolDenialKind` but an interruption, or `toolDenialFromHost` (issue 34: history marks the call as denied).
+    """
+    if not block.get("is_error"):
+        return False
+    kind = _kind(entry, block)
+    if kind is not None:
+        return kind == "denied"
+    return bool(entry.get("toolDenialFromHost")) or (entry.get("toolDenialKind") not in (None, *_INTERRUPTED_KINDS))
+
+
 def _text(content: Any) -> str | None:
     """The text of a tool_result body; None if it holds something else (an image)."""
     if isinstance(content, str):

@@ -45,6 +45,11 @@ export interface Row {
     parent?: string | null;
     /** Its step in the window's language, as the server said it with the entry (issue 33). */
     stepTitle?: string | null;
+    /**
+     * A denied call (issue 34): what the model was told instead of a result. On the call's row live (`flower/approved`),
+     * on the result's row in history (its `denied`); null or absent for everything else.
+     */
+    denied?: string | null;
 }
 
 /** Extension → page. */

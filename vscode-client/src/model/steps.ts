@@ -40,6 +40,10 @@ export interface StepLabels {
     subagentTools: string;
     /** The fold button's tooltip. */
     subagentFold: string;
+    /** A denied call's mark (issue 34). */
+    denied?: string;
+    /** The judge's folded prompt; `{0}` = its lines (issue 34). */
+    prompt?: string;
 }
 
 export const ENGLISH: StepLabels = {
@@ -58,6 +62,8 @@ export const ENGLISH: StepLabels = {
     subagentTool: '1 tool call',
     subagentTools: '{0} tool calls',
     subagentFold: "show or hide what the subagent did",
+    denied: 'denied',
+    prompt: 'prompt for the judge · {0} lines',
 };
 
 export function fill(template: string, value: string | number): string {

@@ -218,6 +218,18 @@ export class TranscriptModel {
         return this.commit(changed, true);
     }
 
+    /**
+     * `flower/approved` with a denial (issue 34): the call's row says it was denied and why, since no result follows
+     * it live. Returns the changed row (none when the call is not shown, or is shown denied already).
+     */
+    denied(toolUseId: string, reason: string | null): Row[] {
+        const row = this.rows.find((r) => r.toolUseId === toolUseId && r.kind === 'tool' && !r.result);
+        const said = reason ?? '';
+        if (row === undefined || row.denied === said) return [];
+        row.denied = said;
+        return this.commit([row], true);
+    }
+
     /** `flower/pruned`: the session's verdicts, replacing earlier ones; entries not listed are kept as they are. */
     applyVerdicts(sessionId: string, verdicts: Record<string, PrunedVerdict>): Row[] {
         const changed: Row[] = [];
@@ -380,6 +392,7 @@ export class TranscriptModel {
         row.toolUseId = n.toolUseId;
         row.parent = n.parent ?? null;
         row.stepTitle = n.stepLabel ?? null;
+        if (n.kind === 'result' && n.denied === true) row.denied = n.text; // what the model was told (issue 34)
         return row;
     }
 }

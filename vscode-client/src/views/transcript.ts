@@ -38,6 +38,8 @@ export function stepLabels(): StepLabels {
         subagentTool: t('1 tool call'),
         subagentTools: t('{0} tool calls', '{0}'),
         subagentFold: t('show or hide what the subagent did'),
+        denied: t('denied'),
+        prompt: t('prompt for the judge · {0} lines', '{0}'),
     };
 }
 

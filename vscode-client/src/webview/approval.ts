@@ -5,15 +5,23 @@
  * goes in with textContent. A closed card stays as one line with the decision that won.
  */
 import type { ApprovalCard, ApprovalLabels, ApprovalsToPage, DecideFromPage, Decision } from '../model/approvals';
+import { breakPieces } from '../model/wrap';
 
-/** Render the cards of each `approvals` message into `root`; answers go out through `send`. */
-export function mountApprovals(root: HTMLElement, send: (m: DecideFromPage) => void): (m: ApprovalsToPage) => void {
+/**
+ * Render the cards of each `approvals` message into `root`; answers go out through `send`; `stepName` shows a
+ * step's name in the window's language (the records keep the seed's names, issue 34).
+ */
+export function mountApprovals(
+    root: HTMLElement,
+    send: (m: DecideFromPage) => void,
+    stepName: (step: string) => string = (step) => step,
+): (m: ApprovalsToPage) => void {
     /** A deny sentence being typed survives a re-render (another card arriving). */
     const drafts = new Map<string, string>();
     return (m) => {
         const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.testid : undefined;
         const focusedId = document.activeElement?.closest<HTMLElement>('[data-testid="approval"]')?.dataset.id;
-        root.replaceChildren(...m.cards.map((c) => cardElement(c, m.labels, send, drafts)));
+        root.replaceChildren(...m.cards.map((c) => cardElement(c, m.labels, send, drafts, stepName)));
         root.hidden = m.cards.length === 0;
         // Keep the person's place while they type a sentence or tab through the buttons.
         if (focused !== undefined && focusedId !== undefined) {
@@ -37,7 +45,30 @@ function button(label: string, testid: string, onClick: () => void, primary = fa
     return b;
 }
 
-function cardElement(c: ApprovalCard, t: ApprovalLabels, send: (m: DecideFromPage) => void, drafts: Map<string, string>): HTMLElement {
+/**
+ * Text that wraps at word and path boundaries only (issue 34): each piece between separators (`/`, `=`, …, see
+ * model/wrap.ts) is an inline block, so a line breaks between pieces or at spaces — never after the `-` inside a
+ * name, as the browser otherwise would — and only a piece wider than the whole line wraps inside itself.
+ */
+export function wrapped(parent: HTMLElement, text: string): HTMLElement {
+    for (const part of text.split(/(\s+)/)) {
+        if (part === '') continue;
+        if (/^\s+$/.test(part)) {
+            parent.appendChild(document.createTextNode(part));
+            continue;
+        }
+        for (const piece of breakPieces(part)) parent.appendChild(el('span', 'seg', piece));
+    }
+    return parent;
+}
+
+function cardElement(
+    c: ApprovalCard,
+    t: ApprovalLabels,
+    send: (m: DecideFromPage) => void,
+    drafts: Map<string, string>,
+    stepName: (step: string) => string,
+): HTMLElement {
     const card = el('div', `approval ${c.state}`);
     card.dataset.testid = 'approval';
     card.dataset.id = c.id;
@@ -50,26 +81,36 @@ function cardElement(c: ApprovalCard, t: ApprovalLabels, send: (m: DecideFromPag
     const head = el('div', 'approval-head');
     head.appendChild(el('span', 'approval-asks', t.asks));
     head.appendChild(el('span', 'approval-tool', c.tool));
-    if (c.step !== null) head.appendChild(el('span', 'approval-step', c.step));
+    if (c.state === 'closed' || c.state === 'sent') {
+        // Answered: one line — the tool, the command cut to the width, the decision (issue 34).
+        const summary = el('code', 'approval-summary-line', c.summary);
+        summary.dataset.testid = 'approval-summary';
+        summary.title = c.summary;
+        head.appendChild(summary);
+        const outcome = el('span', `approval-outcome ${c.decision ?? 'none'}`, outcomeText(c, t));
+        outcome.dataset.testid = 'approval-outcome';
+        outcome.title = outcome.textContent ?? '';
+        head.appendChild(outcome);
+        card.appendChild(head);
+        return card;
+    }
+    if (c.step !== null) head.appendChild(el('span', 'approval-step', stepName(c.step)));
     card.appendChild(head);
     if (c.agent) {  // a subagent's tool call says so (issue 32)
         const who = el('div', 'approval-agent', (t.bySubagent ?? 'for the subagent {0}').replace('{0}', c.agent));
         who.dataset.testid = 'approval-agent';
         card.appendChild(who);
     }
-    const summary = el('div', 'approval-summary');
+    // A command is shown once, whole, wrapped at its boundaries (issue 34): with a detail (a long or multi-line command)
+    // its one-line summary is there for a screen reader only; a diff or URL shows under its one-line summary.
+    const summary = el('div', c.kind === 'command' && c.lines.length > 0 ? 'approval-summary visually-hidden' : 'approval-summary');
     summary.dataset.testid = 'approval-summary';
-    summary.appendChild(el('code', '', c.summary));
+    summary.appendChild(wrapped(el('code', ''), c.summary));
     card.appendChild(summary);
-
-    if (c.state === 'closed' || c.state === 'sent') {
-        const outcome = el('div', `approval-outcome ${c.decision ?? 'none'}`, outcomeText(c, t));
-        outcome.dataset.testid = 'approval-outcome';
-        card.appendChild(outcome);
-        return card;
-    }
-
     if (c.lines.length > 0) card.appendChild(detail(c));
+    // The buttons, the rule and the Deny form stay in sight at the bottom of the cards' area (sticky), however long
+    // the command above them (issue 34).
+    const actions = el('div', 'approval-actions');
     const decide = (decision: Decision, message: string | null = null): void => {
         drafts.delete(c.id);
         send({ type: 'decide', id: c.id, decision, message });
@@ -87,14 +128,16 @@ function cardElement(c: ApprovalCard, t: ApprovalLabels, send: (m: DecideFromPag
         deny.querySelector('textarea')?.focus();
     };
     buttons.appendChild(button(t.deny, 'approval-deny', openDeny));
-    card.appendChild(buttons);
+    actions.appendChild(buttons);
     if (c.always !== null) {
         const rule = el('div', 'approval-rule');
         rule.appendChild(document.createTextNode(`${t.alwaysRule} `));
         rule.appendChild(el('code', '', c.always));
-        card.appendChild(rule);
+        rule.title = `${t.alwaysRule} ${c.always}`; // one line: the whole rule on hover (issue 34)
+        actions.appendChild(rule);
     }
-    card.appendChild(deny);
+    actions.appendChild(deny);
+    card.appendChild(actions);
     if (drafts.has(c.id)) openDeny();
     return card;
 }
@@ -106,7 +149,8 @@ function detail(c: ApprovalCard): HTMLElement {
     pre.dataset.kind = c.kind;
     const code = el('code', '');
     for (const line of c.lines) {
-        const span = el('span', `line ${line.mark}`, line.text);
+        // A diff's lines keep their indentation and scroll sideways; a command's wrap at its boundaries (issue 34).
+        const span = c.kind === 'diff' ? el('span', `line ${line.mark}`, line.text) : wrapped(el('span', `line ${line.mark}`), line.text);
         span.dataset.mark = line.mark;
         code.appendChild(span);
     }

@@ -8,8 +8,9 @@ import { type FromPage, type Row, rowView, type ToPage } from '../model/rows';
 import { ENGLISH, fill, type StepInfo, type StepLabels, stepFacts, stepTitle } from '../model/steps';
 import { languageOf, relativeText, tokens, toolView } from '../model/tools';
 import { children, isAgentCall, section, sectionLine } from '../model/subagents';
+import { isJudgeRound } from '../model/reading';
 import { RowWindow } from '../model/window';
-import { mountApprovals } from './approval';
+import { mountApprovals, wrapped } from './approval';
 
 interface VsCodeApi {
     postMessage(message: FromPage): void;
@@ -39,7 +40,11 @@ const rowsEl = document.getElementById('rows') as HTMLDivElement;
 const toggle = document.getElementById('pruned-toggle') as HTMLInputElement;
 const input = document.getElementById('say-input') as HTMLTextAreaElement;
 const messageEl = document.getElementById('view-message') as HTMLDivElement;
-const showApprovals = mountApprovals(document.getElementById('approvals') as HTMLDivElement, (m) => send(m));
+const showApprovals = mountApprovals(
+    document.getElementById('approvals') as HTMLDivElement,
+    (m) => send(m),
+    (step) => stepTitle(step, steps.get(step)), // the card names its step as the server titles it (issue 34)
+);
 
 const saved = vscode.getState();
 let state: PageState = saved ?? { epoch: null, op: null, pruned: false, atBottom: true, scrollTop: 0 };
@@ -138,9 +143,17 @@ function render(row: Row): HTMLElement {
     body.className = 'body';
     el.appendChild(body);
     const text = relativeText(view.text, workspace);
+    if (row.denied != null) el.dataset.denied = 'true';
     if (row.kind === 'assistant') markdown(body, parseMarkdown(text));
+    else if (row.kind === 'tool' && row.result && row.denied != null) denial(body, relativeText(row.denied, workspace));
     else if (row.kind === 'tool' && row.result) result(body, text);
-    else if (row.kind === 'tool') tool(body, row, view.text);
+    else if (row.kind === 'tool') {
+        tool(body, row, view.text);
+        if (row.denied != null) denial(body, relativeText(row.denied, workspace)); // live: no result follows it
+    } else if (row.kind === 'user' && isJudgeRound(row.step)) {
+        el.classList.add('judge-prompt');
+        judgePrompt(body, text);
+    }
     else if (row.kind === 'verdict') body.textContent = verdictLine(row, text);
     else if (row.kind === 'header') body.textContent = ''; // the section head replaces the terminal's ruler
     else body.textContent = text;
@@ -270,7 +283,7 @@ function tool(body: HTMLElement, row: Row, summary: string): void {
         pre.className = 'command';
         pre.dataset.testid = 'tool-bash';
         const code = document.createElement('code');
-        code.textContent = `$ ${relativeText(v.command, workspace)}`;
+        wrapped(code, `$ ${relativeText(v.command, workspace)}`); // wraps at word and path boundaries (issue 34)
         pre.appendChild(code);
         body.appendChild(pre);
     }
@@ -287,6 +300,44 @@ function tool(body: HTMLElement, row: Row, summary: string): void {
         pre.textContent = row.toolInput === null ? summary : JSON.stringify(row.toolInput, null, 2);
         body.appendChild(pre);
         raw.setAttribute('aria-expanded', 'true');
+    });
+}
+
+/** A denied call (issue 34): a mark and what the model was told, where an output would be. */
+function denial(body: HTMLElement, reason: string): void {
+    const line = document.createElement('div');
+    line.className = 'denial';
+    line.dataset.testid = 'denial';
+    const word = document.createElement('span');
+    word.className = 'denial-word';
+    word.textContent = `✕ ${labels.denied ?? ENGLISH.denied}`;
+    line.appendChild(word);
+    if (reason.trim() !== '') line.appendChild(document.createTextNode(` — ${reason}`));
+    body.appendChild(line);
+}
+
+/**
+ * The judge's prompt (the checklist and the requirements it is given, issue 34): one line that opens it, as Markdown;
+ * its reply and verdict below are what a person reads.
+ */
+function judgePrompt(body: HTMLElement, text: string): void {
+    const count = text === '' ? 0 : text.split('\n').length;
+    const toggle = button('prompt-toggle', 'prompt-toggle', `▸ ${fill(labels.prompt ?? ENGLISH.prompt ?? '{0}', count)}`);
+    toggle.setAttribute('aria-expanded', 'false');
+    body.appendChild(toggle);
+    toggle.addEventListener('click', () => {
+        const open = body.querySelector('.prompt-body');
+        toggle.setAttribute('aria-expanded', String(open === null));
+        toggle.textContent = `${open === null ? '▾' : '▸'} ${fill(labels.prompt ?? ENGLISH.prompt ?? '{0}', count)}`;
+        if (open !== null) {
+            open.remove();
+            return;
+        }
+        const shown = document.createElement('div');
+        shown.className = 'prompt-body';
+        shown.dataset.testid = 'prompt-body';
+        markdown(shown, parseMarkdown(text));
+        body.appendChild(shown);
     });
 }
 
