@@ -482,15 +482,41 @@ async def test_terminal_detach_attach_say_ctrl_c_ps_and_stop(place, model, works
     [status] = (await observer.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
     assert status["running"] is True  # leaving touched nothing
 
-    ps = await flower("ps", env=env, cwd=workspace, timeout=TIMEOUT)
+    timed = {**env, "PYTHONPROFILEIMPORTTIME": "1"}  # issue 34: ps and stop of a running run import none of HEAVY
+    ps = await flower("ps", env=timed, cwd=workspace, timeout=TIMEOUT)
     assert ps.code == 0 and "running" in ps.out and str(workspace) in ps.out and "0 attached" in ps.out
-    stopped = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
+    stopped = await flower("stop", env=timed, cwd=workspace, timeout=TIMEOUT)
     assert stopped.code == 0 and "stopped" in stopped.out, stopped.err
+    assert all("flower" in imported(d.err) and not imported(d.err) & set(HEAVY) for d in (ps, stopped))
     [status] = (await observer.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
     assert status["running"] is False and status["interrupted"] is False
     again = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
     assert again.code == 1 and again.err.startswith("flower: nothing runs here in the flower engine")
     assert "Traceback" not in started.err + ps.err + stopped.err + again.err
+
+
+HEAVY = ("claude_agent_sdk", "pygls", "lsprotocol")
+
+
+def imported(err: str) -> set[str]:
+    """The top-level packages a `-X importtime` report (on stderr) names."""
+    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in err.splitlines() if line.startswith("import time:")}
+
+
+async def test_ps_and_stop_talk_to_the_engine_without_the_sdk_or_pygls(place, workspace):
+    # Issue 34, light commands: the terminal's side of the engine speaks JSON-RPC with core/wire.py's names and
+    # core/frames.py's reader; the SDK, pygls and lsprotocol are the engine's to import, never `ps`' or `stop`'s.
+    from test_cli import flower
+
+    assert (await place.serve()).returncode == 0
+    env = {**terminal_env(place), "PYTHONPROFILEIMPORTTIME": "1"}
+    ps = await flower("ps", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert ps.code == 0 and "flower engine" in ps.out, ps.out + ps.err
+    stopped = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert stopped.code == 1 and "flower: nothing runs here in the flower engine" in stopped.err
+    for done in (ps, stopped):
+        assert "flower" in imported(done.err)  # the report is there, so its silence about HEAVY means something
+        assert not imported(done.err) & set(HEAVY), imported(done.err) & set(HEAVY)
 
 
 async def test_terminal_detach_in_an_untrusted_folder_asks_the_trust_question_first(place, model, workspace, tmp_path):

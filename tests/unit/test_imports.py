@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -54,3 +55,22 @@ def test_the_prefetch_worker_and_the_engine_check_start_without_the_sdk(tmp_path
             f"assert existing_socket() is None; import flower.cli.commands; "
             f"assert not {{'flower.cli.engine', 'pygls', 'lsprotocol', 'cattrs'}} & set(sys.modules), sys.modules.keys()")
     assert loaded_after(code) == {m: False for m in HEAVY}
+
+
+LIGHT_HEAVY = ("claude_agent_sdk", "pygls", "lsprotocol")
+
+
+@pytest.mark.parametrize("command", [["ps"], ["stop"], ["trust"], ["--help"]])
+def test_light_commands_import_neither_the_sdk_nor_pygls(tmp_path, command: list[str]) -> None:
+    # Issue 34: with no engine running, in an empty folder (tests/e2e/test_engine.py checks ps and stop against one).
+    # `status`, `changes` and `gc` still import the SDK through the service and the store (issue 34, not done yet).
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env.update(FLOWER_ENGINE=str(tmp_path / "none" / "engine.sock"), HOME=str(tmp_path / "home"),
+               XDG_STATE_HOME=str(tmp_path / "state"))
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "flower.cli", *command], cwd=folder, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "flower.cli" in names, done.stderr[-2000:]  # the report is there: its silence below means something
+    assert not {n.split(".")[0] for n in names} & set(LIGHT_HEAVY)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core import wire as p  # the names alone: the terminal imports no pygls (issue 34)
 from ..core.approvals import Approval, Decision
 from ..core.banner import RULE, label
 from ..core.events import (
@@ -31,7 +32,6 @@ from ..core.events import (
     Verdict,
     Waiting,
 )
-from ..lsp import protocol as p
 from .args import UsageError
 from .console import Console, first_line
 from .exits import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -326,10 +326,8 @@ async def _closed(client: EngineClient) -> None:
 
 
 def uri_of(path: Path) -> str:
-    """A folder's file:// URI."""
-    from pygls.uris import from_fs_path
-
-    return str(from_fs_path(str(path)))
+    """A folder's file:// URI (core/wire.py: no pygls in a terminal, issue 34)."""
+    return p.file_uri(path)
 
 
 async def detach_command(args: argparse.Namespace, text: str, locale: str) -> int:
@@ -338,7 +336,6 @@ async def detach_command(args: argparse.Namespace, text: str, locale: str) -> in
     from ..engine.client import EngineClient, EngineError
     from ..engine.place import PlaceError
     from ..engine.start import StartError, ensure
-    from ..lsp.protocol import WORKSPACE_BUSY
 
     workspace = Path.cwd()
     console = Console(locale, workspace=workspace)
@@ -367,7 +364,7 @@ async def detach_command(args: argparse.Namespace, text: str, locale: str) -> in
             await client.request(p.WAKE, params)
     except EngineError as exc:
         console.error(exc.message)
-        return EXIT_BUSY if exc.code == WORKSPACE_BUSY else EXIT_FAILED
+        return EXIT_BUSY if exc.code == p.WORKSPACE_BUSY else EXIT_FAILED
     finally:
         await client.close()
     console.note(console.text("engine_started"))

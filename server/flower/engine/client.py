@@ -12,11 +12,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pygls.uris import from_fs_path
-
 from ..core import host
-from ..lsp.server import VERSION
-from .connection import ANSWERS_OPTION, VERSION_OPTION
+from ..core.wire import ANSWERS_OPTION, VERSION, VERSION_OPTION, file_uri
 from .stream import bodies, frame
 
 log = logging.getLogger(__name__)
@@ -68,10 +65,10 @@ class EngineClient:
         `answers`: the questions (`flower/approve`, `flower/ask`) `answerer` puts to a person here; none are sent otherwise.
         """
         declared = {ANSWERS_OPTION: list(answers)} if answers else {}
-        params = {"processId": os.getpid(), "rootUri": from_fs_path(str(root)) if root else None, "capabilities": {},
+        params: dict[str, Any] = {"processId": os.getpid(), "rootUri": file_uri(root) if root else None, "capabilities": {},
                   "locale": locale, "initializationOptions": {**(options or {}), **declared, VERSION_OPTION: VERSION}}
         if root is not None:
-            params["workspaceFolders"] = [{"uri": from_fs_path(str(root)), "name": root.name}]
+            params["workspaceFolders"] = [{"uri": file_uri(root), "name": root.name}]
         result = await self.request("initialize", params)
         self.notify("initialized", {})
         return result

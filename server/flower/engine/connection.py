@@ -20,6 +20,7 @@ import cattrs
 from lsprotocol import types
 from pygls.protocol.language_server import lsp_method
 
+from ..core import wire
 from ..core.texts import locale_from, text
 from ..lsp import protocol as p
 from ..lsp import server as stdio
@@ -35,10 +36,8 @@ log = logging.getLogger(__name__)
 
 BACKLOG = 64 * 2**20
 """Bytes sent to a client and not yet read by it after which the engine lets it go (its window hung, say)."""
-VERSION_OPTION = "flowerVersion"
-"""`initializationOptions.flowerVersion`: the client's flower version; another than the engine's asks it to restart when idle."""
-ANSWERS_OPTION = "answers"
-"""`initializationOptions.answers`: the questions the client puts to its person (`flower/approve`, `flower/ask`), issue 31."""
+VERSION_OPTION = wire.VERSION_OPTION
+ANSWERS_OPTION = wire.ANSWERS_OPTION
 ANSWERABLE = frozenset({p.APPROVE, p.ASK})
 
 

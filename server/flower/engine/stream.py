@@ -1,11 +1,11 @@
-"""LSP frames over an asyncio stream (the engine's socket), for both ends: reading (`framing.bodies`), and writing."""
+"""LSP frames over an asyncio stream (the engine's socket), for both ends: reading (`core.frames.bodies`), and writing."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ..lsp.framing import bodies
+from ..core.frames import bodies
 
 __all__ = ["bodies", "frame"]
 

@@ -20,57 +20,48 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 
+from ..core import wire
 from ..core.banner import title
 from ..core.manifest import in_work_session
 from ..core.redact import redact as redact  # D6: one redaction for every exit, re-exported for folders.py and server.py
 from ..status import Status
 
-# -- method names ----------------------------------------------------------------------------
-WAKE = "flower/wake"
-SAY = "flower/say"
-NEW = "flower/new"
-STATUS = "flower/status"
-HISTORY = "flower/history"
-ATTACH = "flower/attach"
-DETACH = "flower/detach"
-RUNS = "flower/runs"
-CANCEL = "flower/cancel"
-CHANGES = "flower/changes"
-REVERT = "flower/revert"
-ASK = "flower/ask"
-"""Server → client request: a clarify question the person answers."""
-APPROVE = "flower/approve"
-"""Server → client request: a tool call outside the rules, for the person to allow or deny (issue 24)."""
-ANSWER = "flower/answer"
-"""Client → server: the answer to an open tool question by its id (a window that attached after it was asked)."""
-APPROVED = "flower/approved"
-
-STATE = "flower/state"
-BANNER = "flower/banner"
-HEADER = "flower/header"
-STEP_START = "flower/stepStart"
-STEP_END = "flower/stepEnd"
-SESSION = "flower/session"
-TRANSCRIPT = "flower/transcript"
-PRUNED = "flower/pruned"
-CONTEXT = "flower/context"
-WAIT = "flower/wait"
-VERDICT = "flower/verdict"
-QUESTION = "flower/question"
-HANDOFF = "flower/handoff"
-NOTICE = "flower/notice"
-
-# -- error codes (JSON-RPC server error range; -32001/-32002 are taken by LSP) ------------------
-UNKNOWN_FOLDER = -32010
-"""The `folder` is not one of the server's workspace folders."""
-WORKSPACE_BUSY = -32011
-"""Another process (a terminal `flower`, another editor window) drives this workspace (D5)."""
-FLOWER_ERROR = -32012
-"""An expected failure with an actionable message (nothing to continue, …), in the editor's language; `data.key` names it."""
-MISSING_CREDENTIALS = -32013
-"""No way to authenticate against the model API (no key in the environment, no `claude login`): offer to set one."""
-UNEXPECTED = -32014
-"""A bug: the message is one line naming it and the log file under the folder's run dir holding its traceback."""
+# -- method names and error codes: core/wire.py, apart from pygls, so that the engine's client in a terminal uses them
+# without importing the language server (issue 34); the same values under the names the server's side uses.
+WAKE = wire.WAKE
+SAY = wire.SAY
+NEW = wire.NEW
+STATUS = wire.STATUS
+HISTORY = wire.HISTORY
+ATTACH = wire.ATTACH
+DETACH = wire.DETACH
+RUNS = wire.RUNS
+CANCEL = wire.CANCEL
+CHANGES = wire.CHANGES
+REVERT = wire.REVERT
+ASK = wire.ASK
+APPROVE = wire.APPROVE
+ANSWER = wire.ANSWER
+APPROVED = wire.APPROVED
+STATE = wire.STATE
+BANNER = wire.BANNER
+HEADER = wire.HEADER
+STEP_START = wire.STEP_START
+STEP_END = wire.STEP_END
+SESSION = wire.SESSION
+TRANSCRIPT = wire.TRANSCRIPT
+PRUNED = wire.PRUNED
+CONTEXT = wire.CONTEXT
+WAIT = wire.WAIT
+VERDICT = wire.VERDICT
+QUESTION = wire.QUESTION
+HANDOFF = wire.HANDOFF
+NOTICE = wire.NOTICE
+UNKNOWN_FOLDER = wire.UNKNOWN_FOLDER
+WORKSPACE_BUSY = wire.WORKSPACE_BUSY
+FLOWER_ERROR = wire.FLOWER_ERROR
+MISSING_CREDENTIALS = wire.MISSING_CREDENTIALS
+UNEXPECTED = wire.UNEXPECTED
 
 T = TypeVar("T")
 Role = Literal["user", "assistant"]

@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
-from ..core import crash
+from ..core import crash, wire
 from ..core.errors import FlowerError, MissingCredentials
 from ..core.lock import WorkspaceBusy
 from ..core.texts import locale_from
@@ -30,7 +30,7 @@ from .folders import CLOSE_TIMEOUT, Folder, crashed
 from .framing import FlowerProtocol
 
 log = logging.getLogger(__name__)
-VERSION = "0.1.0"
+VERSION = wire.VERSION
 
 
 def converter_factory() -> cattrs.Converter:
