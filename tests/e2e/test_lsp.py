@@ -149,6 +149,7 @@ async def test_status_on_an_idle_folder_answers_from_the_files(servers, workspac
         "storeBytes": 0,  # no sessions.db yet, and asking made none
         "background": [],  # no subagent or background shell runs (issue 32)
         "hasTask": False, "workSession": False, "stepLabel": None,  # no task yet, nothing runs (issue 33)
+        "forecast": None,  # no work round yet (issue 34)
     }
     assert not (workspace / "runs" / "sessions.db").exists()
     # Without a folder: every folder; the same payload with null params.
@@ -336,7 +337,8 @@ async def test_server_killed_mid_step_a_new_server_resumes_the_same_session(serv
     assert resumed.session_id == sid
     assert TASK in resumed.text and resumed.text.count(TASK) == 1  # the old history, not the task re-sent
     assert second.seen(p.STEP_START, folder)[0] | {"progress": None} == {
-        "folder": folder, "step": "澄清", "index": 1, "total": 3, "sessionId": sid, "woke": 2, "progress": None}
+        "folder": folder, "step": "澄清", "index": 1, "total": 3, "sessionId": sid, "woke": 2, "progress": None,
+        "label": "clarify", "workSession": False}  # the server's words and the one rule (issue 33)
 
 
 async def test_say_while_running_reaches_the_work_session(servers, model, workspace):
