@@ -266,7 +266,7 @@ async def test_status_and_wake_state_come_from_one_status(model, env, workspace)
     data = to_json(st)
     assert list(data) == ["workspace", "run_dir", "woke", "started", "steps", "goals", "context", "window",
                           "running", "step", "waiting", "waiting_for", "verdict", "handoff_at", "interrupted", "elsewhere", "model",
-                          "cost", "settings", "unreachable", "store_bytes", "background"]
+                          "cost", "settings", "unreachable", "store_bytes", "background", "forecast"]  # forecast: issue 34
     assert data["handoff_at"] == 50_000 and data["steps"] == result.sessions and data["started"] is True
     assert data["goals"] == [{"text": "calc.py adds", "done": False}, {"text": "calc.py subtracts", "done": False}]
     assert to_json(live.status())["verdict"] == {"round": 1, "passed": True, "reasons": result.verdict.reasons}
