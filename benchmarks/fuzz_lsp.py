@@ -65,10 +65,11 @@ REQUESTS: dict[str, type] = {p.WAKE: p.WakeParams, p.SAY: p.SayParams, p.NEW: p.
                              p.STATUS: p.StatusParams, p.HISTORY: p.HistoryParams}
 """Every flower request and its params class: each field gets wrong types."""
 WRONG: dict[type, list[Any]] = {str: [0, -1, 1.5, True, False, [], {}, ["file:///x"], {"uri": "file:///x"}],
-         int: ["1", "x", 1.5, True, [], {}, [1]], dict: [0, -1, 1.5, True, "PATH=/bin", [], ["PATH"], {"PATH": 5}]}
+         int: ["1", "x", 1.5, True, [], {}, [1]], dict: [0, -1, 1.5, True, "PATH=/bin", [], ["PATH"], {"PATH": 5}],
+         bool: ["true", "x", 1.5, [], {}]}
 """JSON values of another type than the field's."""
 ODD: dict[type, list[Any]] = {str: ["", " ", "\u0000", "file://", "file:///nonexistent/folder", "x" * 5000, "\udc80"],
-       int: [0, -1, -(2**63), 2**63, 10**30]}
+       int: [0, -1, -(2**63), 2**63, 10**30], bool: [True, False]}
 """Values of the right type at the edges: any answer will do, a crash or silence will not."""
 
 
@@ -204,7 +205,7 @@ class Fuzz:
 
     def valid(self, cls: type) -> dict[str, Any]:
         """Params of `cls` that structure (a run that does not start anything: no credentials in the server's env)."""
-        values = {"folder": self.folder, "text": "fuzz", "sessionId": "none", "before": 1, "limit": 10, "env": {}}
+        values = {"folder": self.folder, "text": "fuzz", "sessionId": "none", "before": 1, "limit": 10, "env": {}, "fresh": False}
         return {camel(a.name): values[camel(a.name)] for a in attrs.fields(cls)}
 
     # -- the kinds -----------------------------------------------------------------------------
