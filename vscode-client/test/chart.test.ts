@@ -16,7 +16,7 @@ test('the path runs through each round\'s context, scaled to the threshold and t
     assert.deepEqual(v.dots.map((d) => [d.x, d.y, d.title]), [[4, 38.7, 'round 1: 30K'], [196, 12.6, 'round 2: 55K']]);
     assert.deepEqual(v.threshold, { y: 17.8, tokens: 50_000, label: 'handoff at 50K' });
     assert.equal(v.window, null, 'a window far above the points is named, not drawn');
-    assert.deepEqual(v.axis, { y: 70, left: 4, right: 196, first: '1', last: '2' });
+    assert.deepEqual(v.axis, { y: 70, left: 4, right: 196, first: 'round 1', last: 'round 2' });
 });
 
 test('a handoff breaks the line and gets a marker between the rounds it separates', () => {
@@ -34,7 +34,7 @@ test('the window is drawn when it is the top: the points near the wall', () => {
     assert.equal(v.yMax, 200_000);
     assert.deepEqual(v.window, { y: 4, tokens: 200_000, label: 'window 200K' });
     assert.equal(v.threshold?.y, 30.4); // 70 − 66 × 0.6
-    assert.deepEqual([v.axis.first, v.axis.last], ['7', '8']);
+    assert.deepEqual([v.axis.first, v.axis.last], ['round 7', 'round 8']);
 });
 
 test('no point: an empty chart that says so; one point: a dot in the middle, no line', () => {
@@ -42,15 +42,15 @@ test('no point: an empty chart that says so; one point: a dot in the middle, no 
     assert.equal(empty.empty, true);
     assert.deepEqual([empty.segments, empty.dots, empty.handoffs], [[], [], []]);
     assert.equal(empty.label, 'context per work round: no work round yet');
-    assert.equal(empty.caption, 'context per work round · no work round yet');
+    assert.equal(empty.caption, 'context per work round: no work round yet');
     assert.deepEqual([empty.axis.first, empty.axis.last], ['', '']);
     const one = chart({ points: [pt(1, 42_300)], handoffAt: 120_000, window: 200_000, toHandoff: 30, ...size });
     assert.equal(one.empty, false);
     assert.deepEqual(one.segments, [], 'one point is no line');
     assert.deepEqual(one.dots.map((d) => [d.x, d.round]), [[100, 1]]);
     assert.equal(one.label, 'context per work round: round 1; last 42.3K (round 1); handoff at 120K; window 200K');
-    assert.equal(one.caption, 'context per work round · 42.3K / 200K · handoff in 30 rounds');
-    assert.deepEqual([one.axis.first, one.axis.last], ['1', '']);
+    assert.equal(one.caption, 'context 42.3K of 200K · handoff in 30 rounds');
+    assert.deepEqual([one.axis.first, one.axis.last], ['round 1', '']);
 });
 
 test('a round without a recorded context is a gap, not a zero', () => {
@@ -72,11 +72,12 @@ test('the caption counts the rounds left in words; the words are the window\'s',
     assert.match(at(0), /handoff at the next round$/);
     const zh = chart({
         points: [pt(1, 1000)], handoffAt: 2000, window: 4000, ...size,
-        words: { title: '每轮上下文', rounds: '第 {0}–{1} 轮', round: '第 {0} 轮', point: '第 {0} 轮:{1}', last: '最近 {0}(第 {1} 轮)',
+        words: { title: '每轮上下文', size: '上下文 {0} / {1}', rounds: '第 {0}–{1} 轮', round: '第 {0} 轮', point: '第 {0} 轮:{1}', last: '最近 {0}(第 {1} 轮)',
             peak: '最高 {0}(第 {1} 轮)', handoff: '第 {0} 轮前交接', threshold: '{0} 交接', window: '窗口 {0}', toHandoff: '再 {0} 轮交接',
             toHandoffOne: '再 1 轮交接', handoffDue: '下一轮交接', empty: '还没有干活轮' },
     });
     assert.equal(zh.label, '每轮上下文: 第 1 轮; 最近 1K(第 1 轮); 2K 交接; 窗口 4K');
+    assert.equal(zh.caption, '上下文 1K / 4K');
     assert.equal(fillIn('{0} of {1}, {2}', 'a', 2), 'a of 2, {2}');
 });
 

@@ -551,7 +551,7 @@ test('the context chart (issue 34): its points, one handoff marker, the threshol
     assert.equal(await section.locator('[data-testid="chart-line"]').count(), 2, 'one line per session');
     assert.equal(await svg.getAttribute('role'), 'img');
     assert.match((await svg.getAttribute('aria-label')) ?? '', /rounds 1–4; last 20K \(round 4\); highest 55K \(round 2\); handoff before round 3; handoff at 50K; window 200K/);
-    assert.equal(await section.locator('[data-testid="chart-caption"]').innerText(), 'context per work round · 20K / 200K · handoff in 4 rounds');
+    assert.equal(await section.locator('[data-testid="chart-caption"]').innerText(), 'context 20K of 200K · handoff in 4 rounds');
     // As wide as the view (400 px less the padding), never wider.
     const box = await svg.boundingBox();
     assert.ok(box !== null && box.width > 300 && box.width <= 400, `width ${box?.width}`);
@@ -566,5 +566,20 @@ test('the context chart (issue 34): its points, one handoff marker, the threshol
     assert.equal(await section.evaluate((e) => (e as HTMLDetailsElement).open), false);
     await post(page, { type: 'chart', chart: null });
     await page.waitForFunction(() => (document.getElementById('chart') as HTMLElement).hidden);
+    await page.close();
+});
+
+test('the chart appearing above the rows keeps a reader at the bottom there', { skip }, async () => {
+    const page = await open();
+    await post(page, reset(Array.from({ length: 80 }, (_, i) => row(i + 1))));
+    await page.locator('[data-testid="row"]').nth(79).waitFor();
+    const gap = (): Promise<number> => page.evaluate(() => {
+        const el = document.getElementById('rows') as HTMLElement;
+        return el.scrollHeight - el.scrollTop - el.clientHeight;
+    });
+    assert.ok((await gap()) < 2, 'at the bottom');
+    await post(page, { type: 'chart', chart: { points: [{ round: 1, context: 9000, handoff: false }], handoffAt: 50_000, window: 200_000, toHandoff: null, words: CHART_ENGLISH } });
+    await page.locator('svg[data-testid="chart"]').waitFor();
+    assert.ok((await gap()) < 2, `still at the bottom: ${await gap()}`);
     await page.close();
 });

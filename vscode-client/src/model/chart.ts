@@ -14,6 +14,8 @@ import { formatTokens } from './gauge';
 export interface ChartWords {
     /** The chart's name: `context per work round`. */
     title: string;
+    /** The caption's size: `context {0} of {1}` (the last round's, the window). */
+    size: string;
     /** `rounds {0}–{1}`. */
     rounds: string;
     /** `round {0}`. */
@@ -42,6 +44,7 @@ export interface ChartWords {
 
 export const CHART_ENGLISH: ChartWords = {
     title: 'context per work round',
+    size: 'context {0} of {1}',
     rounds: 'rounds {0}–{1}',
     round: 'round {0}',
     point: 'round {0}: {1}',
@@ -91,9 +94,9 @@ export interface ChartView {
     handoffs: { x: number; round: number; title: string }[];
     threshold: Level | null;
     window: Level | null;
-    /** The plot's bottom (the rounds' axis) and its first and last round's labels. */
+    /** The plot's bottom (the rounds' axis) and its first and last round's labels (`round 1`). */
     axis: { y: number; left: number; right: number; first: string; last: string };
-    /** The one line above the chart: its name, the last size against the window, the forecast. */
+    /** The one line above the chart: the last round's size against the window, the forecast (short: the side bar is narrow). */
     caption: string;
     /** The text alternative (`aria-label`, `<title>`): every number the drawing shows, in words. */
     label: string;
@@ -169,11 +172,12 @@ export function chart(input: ChartInput): ChartView {
     said.push(...handoffs.map((h) => h.title));
     if (handoffAt > 0) said.push(fillIn(words.threshold, formatTokens(handoffAt)));
     if (window > 0) said.push(fillIn(words.window, formatTokens(window)));
-    const caption = [
-        words.title,
-        last !== null ? (window > 0 ? `${formatTokens(last.context)} / ${formatTokens(window)}` : formatTokens(last.context)) : words.empty,
-        ...(input.toHandoff != null && last !== null ? [roundsLeft(input.toHandoff, words)] : []),
-    ].join(' · ');
+    const caption = last === null
+        ? `${words.title}: ${words.empty}`
+        : [
+              fillIn(words.size, formatTokens(last.context), window > 0 ? formatTokens(window) : '?'),
+              ...(input.toHandoff != null ? [roundsLeft(input.toHandoff, words)] : []),
+          ].join(' · ');
 
     return {
         width,
@@ -189,8 +193,8 @@ export function chart(input: ChartInput): ChartView {
             y: px(PAD.top + plotH),
             left: PAD.left,
             right: px(PAD.left + plotW),
-            first: span === null ? '' : String(first),
-            last: span === null || first === lastRound ? '' : String(lastRound),
+            first: span === null ? '' : fillIn(words.round, first),
+            last: span === null || first === lastRound ? '' : fillIn(words.round, lastRound),
         },
         caption,
         label: known.length === 0 ? `${words.title}: ${words.empty}` : `${words.title}: ${said.join('; ')}`,

@@ -49,6 +49,7 @@ export function chartWords(): ChartWords {
     const t = vscode.l10n.t;
     return {
         title: t('context per work round'),
+        size: t('context {0} of {1}', '{0}', '{1}'),
         rounds: t('rounds {0}–{1}', '{0}', '{1}'),
         round: t('round {0}', '{0}'),
         point: t('round {0}: {1}', '{0}', '{1}'),

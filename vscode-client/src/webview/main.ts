@@ -617,9 +617,13 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
         case 'approvals':
             showApprovals(m);
             break;
-        case 'chart':
+        case 'chart': {
+            // The chart takes its height from the rows' box: a reader at the bottom stays there (the newest rows).
+            const stick = nearBottom();
             showChart(m.chart);
+            if (stick) rowsEl.scrollTop = rowsEl.scrollHeight;
             break;
+        }
     }
     save();
 });
