@@ -28,8 +28,9 @@ from .stores.prefetch import Prefetch
 
 if TYPE_CHECKING:
     from .history import History, Page, Pruned, StepRun
-    from .runtime import Runtime, Sessions
+    from .runtime import Runtime
     from .service import FlowerService
+    from .sessions import Sessions
     from .status import WakeOutcome
 
 log = logging.getLogger(__name__)

@@ -37,8 +37,10 @@ def test_the_command_line_starts_without_the_sdk(code: str) -> None:
 
 
 def test_a_wake_on_sqlite_needs_no_asyncpg_and_the_public_names_still_import() -> None:
-    # What a wake imports (the service, the runtime) brings the SDK, and still not the PostgreSQL driver.
-    assert loaded_after("import flower.service") == {"claude_agent_sdk": True, "asyncpg": False}
+    # What a wake imports (the runtime) brings the SDK, and still not the PostgreSQL driver. The service alone brings
+    # neither: status, changes and gc read the records through it (issue 34); its first wake imports the runtime.
+    assert loaded_after("import flower.service") == {"claude_agent_sdk": False, "asyncpg": False}
+    assert loaded_after("import flower.runtime") == {"claude_agent_sdk": True, "asyncpg": False}
     assert loaded_after("from flower import Runtime") == {"claude_agent_sdk": True, "asyncpg": False}
     assert sorted(flower.__all__) == sorted(n for n in dir(flower) if n in flower.__all__)
     assert all(getattr(flower, n) is not None for n in flower.__all__)

@@ -29,7 +29,7 @@ from .keyboard import Asker, Keyboard, listen, prompt
 from .trust import settle
 
 if TYPE_CHECKING:
-    from ..runtime import Sessions
+    from ..sessions import Sessions
     from ..task import Task
     from .running import Running
 
