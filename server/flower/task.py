@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 from .core.caller import Caller
 from .core.trust import Trust, decide
@@ -52,7 +51,12 @@ def folder_of(uri: str) -> Path | None:
         return None
     if parsed.scheme != "file" or not parsed.path:
         return None
-    path = unquote(parsed.path) if os.name != "nt" else url2pathname(parsed.path)
+    if os.name == "nt":
+        from urllib.request import url2pathname  # here: urllib.request (http, email) would slow `flower status` (issue 34)
+
+        path = url2pathname(parsed.path)
+    else:
+        path = unquote(parsed.path)
     if parsed.netloc and parsed.netloc != "localhost":  # a UNC share: //server/share/...
         path = f"//{parsed.netloc}{path}"
     return Path(path)
@@ -179,7 +183,7 @@ def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object
     run_dir = settings.run_dir_path(workspace)
     if prepare is not None:
         run_dir = prepare(run_dir)
-    # Started before the service is imported below (it imports the SDK): the worker prunes and writes meanwhile.
+    # Started first: the worker prunes and writes while this process imports the rest (a wake: the runtime and the SDK).
     early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim) if prefetch else None
     try:
         from .service import Config, FlowerService

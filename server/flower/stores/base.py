@@ -2,7 +2,8 @@
 
 flower's own protocol, not a subclass of the SDK's: the stores are imported by commands that only read a task's
 records (`flower status`, `changes`, `gc`), which import no SDK (issue 34). The SDK's types are annotations only; mypy
-checks each store against this protocol where it is opened, and against the SDK's where the runtime hands it over.
+checks each store against this protocol where it is opened (stores/opener.py). What the runtime hands the SDK is
+the SDK's own SessionStore: stores/resume.py's Mirror over the raw store, imported with the runtime.
 """
 
 from __future__ import annotations
