@@ -45,10 +45,10 @@ from .core.verdicts import judged
 from .sessions import Sessions
 from .settings import Settings
 from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
-from .stores.prefetch import Prefetch
 
 if TYPE_CHECKING:
     from .runtime import Runtime
+    from .stores.prefetch import Prefetch
     from .workflow.flower import FlowerPath
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,6 @@ from urllib.parse import unquote, urlparse
 from .core.caller import Caller
 from .core.trust import Trust, decide
 from .settings import Settings, SettingsError, load
-from .stores.prefetch import Prefetch
 
 if TYPE_CHECKING:
     from .history import History, Page, Pruned, StepRun
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from .service import FlowerService
     from .sessions import Sessions
     from .status import WakeOutcome
+    from .stores.prefetch import Prefetch
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +183,12 @@ def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object
     run_dir = settings.run_dir_path(workspace)
     if prepare is not None:
         run_dir = prepare(run_dir)
-    # Started first: the worker prunes and writes while this process imports the rest (a wake: the runtime and the SDK).
-    early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim) if prefetch else None
+    early = None
+    if prefetch:  # only a wake's: status and changes import none of it (the pruner, the reconciler, issue 34)
+        from .stores.prefetch import Prefetch
+
+        # Started first: the worker prunes and writes while this process imports the rest (the runtime and the SDK).
+        early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim)
     try:
         from .service import Config, FlowerService
 
