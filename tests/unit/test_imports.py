@@ -125,3 +125,12 @@ async def test_status_changes_and_gc_read_real_records_without_the_sdk_or_pygls(
         "the change records were not read"
     assert archive in light("gc")
     assert "deleted 4 sessions" in light("gc", "--yes")  # the archive's clarify, goals, work and judge sessions
+
+
+def test_handing_a_wake_to_the_engine_imports_neither_the_sdk_nor_pygls() -> None:
+    # Issue 35's warm wake: `flower --detach` (and `flower` attaching) only speak to the engine, which has the SDK
+    # imported already; the client's own start is what a warm wake costs beyond the engine's work.
+    code = ("import sys; import flower.cli.engine, flower.engine.start, flower.engine.client, flower.core.travel; "
+            f"assert not {{m.split('.')[0] for m in sys.modules}} & {set(LIGHT_HEAVY)!r}, "
+            f"sorted(m for m in sys.modules if m.split('.')[0] in {set(LIGHT_HEAVY)!r})")
+    assert loaded_after(code) == {m: False for m in HEAVY}
