@@ -10,30 +10,46 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import retention
 from .core import goals, taskfiles, texts
 from .core.approvals import Approvals
+from .core.budget import Budget
 from .core.caller import Ask, Caller
 from .core.changes import ChangeLog, WakeChanges
 from .core.errors import FlowerError
-from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
+from .core.events import (
+    Banner,
+    ContextSize,
+    Event,
+    Listener,
+    Notice,
+    SessionStarted,
+    StepEnded,
+    StepStarted,
+    Verdict,
+    Waiting,
+    emit_to,
+)
 from .core.forecast import Forecast, forecast
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock, held
 from .core.manifest import ManifestRow, in_work_session
-from .core.records import SENTENCES_FILE
+from .core.records import SENTENCES_FILE, WORK
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
 from .core.text import megabytes
 from .core.trust import Trust
-from .runtime import Budget, Runtime, Sessions, emit_to
+from .core.verdicts import judged
+from .sessions import Sessions
 from .settings import Settings
 from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
-from .stores.prefetch import Prefetch
-from .workflow.flower import WORK, FlowerPath
-from .workflow.goal import judged
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .stores.prefetch import Prefetch
+    from .workflow.flower import FlowerPath
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +281,11 @@ class FlowerService:
             return await asyncio.to_thread(self.change_log.revert, path, wake)
 
     async def _run(self, text: str | None, caller: Caller, prefetch: Prefetch | None) -> WakeOutcome:
+        # Imported by the first wake, not with the service: status, changes and gc read the records through it and
+        # need neither the runtime nor the SDK behind it (issue 34).
+        from .runtime import Runtime
+        from .workflow.flower import FlowerPath
+
         self.budget, self._woken = Budget(self.max_cost), True
         # The prefetch is the Runtime's now: it takes it or discards it when it closes.
         rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=dict(caller.env),

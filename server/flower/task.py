@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 from .core.caller import Caller
 from .core.trust import Trust, decide
 from .settings import Settings, SettingsError, load
-from .stores.prefetch import Prefetch
 
 if TYPE_CHECKING:
     from .history import History, Page, Pruned, StepRun
-    from .runtime import Runtime, Sessions
+    from .runtime import Runtime
     from .service import FlowerService
+    from .sessions import Sessions
     from .status import WakeOutcome
+    from .stores.prefetch import Prefetch
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,12 @@ def folder_of(uri: str) -> Path | None:
         return None
     if parsed.scheme != "file" or not parsed.path:
         return None
-    path = unquote(parsed.path) if os.name != "nt" else url2pathname(parsed.path)
+    if os.name == "nt":
+        from urllib.request import url2pathname  # here: urllib.request (http, email) would slow `flower status` (issue 34)
+
+        path = url2pathname(parsed.path)
+    else:
+        path = unquote(parsed.path)
     if parsed.netloc and parsed.netloc != "localhost":  # a UNC share: //server/share/...
         path = f"//{parsed.netloc}{path}"
     return Path(path)
@@ -129,6 +134,8 @@ class Task:
         terminal's starts from the one its worker wrote while the SDK was imported; `take` checks it is still the
         store's session, and writes it from the store otherwise."""
         if not self.closed and self.prefetch is None:
+            from .stores.prefetch import Prefetch  # here: status and changes import none of it (issue 34)
+
             self.prefetch = Prefetch.work(self.run_dir, self.workspace, self.settings.store, trim=self.settings.trim)
 
     async def new(self, text: str, caller: Caller) -> WakeOutcome:
@@ -189,8 +196,12 @@ def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object
     run_dir = settings.run_dir_path(workspace)
     if prepare is not None:
         run_dir = prepare(run_dir)
-    # Started before the service is imported below (it imports the SDK): the worker prunes and writes meanwhile.
-    early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim) if prefetch else None
+    early = None
+    if prefetch:  # only a wake's: status and changes import none of it (the pruner, the reconciler, issue 34)
+        from .stores.prefetch import Prefetch
+
+        # Started first: the worker prunes and writes while this process imports the rest (the runtime and the SDK).
+        early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim)
     try:
         from .service import Config, FlowerService
 
