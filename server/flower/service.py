@@ -234,17 +234,6 @@ class FlowerService:
             await asyncio.gather(self._task, return_exceptions=True)
         await self.sessions.close()
 
-    async def pruned(self, session_id: str) -> dict[str, str] | None:
-        """How the pruner treats a session's stored entries on resume: {uuid: "hidden" | "rewritten" | "added"} (S23).
-
-        None when sessions.db holds nothing for the session.
-        """
-        entries = await self.sessions.entries(self.workspace, session_id)
-        if not entries:
-            return None
-        pruned = await asyncio.to_thread(self.sessions.pruned.prune, [dict(e) for e in entries])
-        return dict(pruned.verdicts)
-
     # -- the run's changes (issue #25) ------------------------------------------------------------
     @property
     def change_log(self) -> ChangeLog:

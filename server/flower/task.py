@@ -71,14 +71,22 @@ class Task:
     settings: Settings
     settings_error: SettingsError | None
     """A settings file, variable or option that cannot be used (an editor's task opens anyway and says so)."""
-    service: FlowerService
+    run_dir: Path
+    """Where the task's records and sessions.db live (S4), absolute."""
+    locale: str = "en"
     prefetch: Prefetch | None = None
     """The work session's pruned view a worker is preparing: the next wake's resume takes it (stores/prefetch.py)."""
 
-    @property
-    def run_dir(self) -> Path:
-        """Where the task's records and sessions.db live (S4)."""
-        return self.service.run_dir
+    @functools.cached_property
+    def service(self) -> FlowerService:
+        """The task's service, made on first use: `flower once` runs single turns (`turns`) and never makes one."""
+        from .service import Config, FlowerService
+
+        try:
+            return FlowerService(self.workspace, self.run_dir, Config.of(self.settings, locale=self.locale, trust=self.trust))
+        except BaseException:
+            self._discard()  # the prefetch worker is the service's first wake's: without a service, nobody takes it
+            raise
 
     @property
     def sessions(self) -> Sessions:
@@ -144,7 +152,8 @@ class Task:
     async def close(self) -> None:
         """Cancel a running wake (the next one resumes it), and let go of the store, the history and an unused prefetch."""
         try:
-            await self.service.close()
+            if "service" in self.__dict__:  # made: a task that only ran turns has none to close
+                await self.service.close()
         finally:
             self._discard()
             if "history" in self.__dict__:
@@ -159,7 +168,8 @@ class Task:
 def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object] | None = None,
               labels: Mapping[str, str] | None = None, trust: Trust | None = None, editor_trust: bool = False,
               lenient: bool = False, prepare: Callable[[Path], Path] | None = None, prefetch: bool = False) -> Task:
-    """Open the task of `workspace`: its trust, settings, run dir, store, service, and (when asked) the prefetch worker.
+    """Open the task of `workspace`: its trust, settings, run dir, and (when asked) the prefetch worker; its service and
+    store are made on first use (`Task.service`), so a command that runs single turns (`flower once`) makes none.
 
     `trust`: a front-end's own decision (a terminal asks the person first); else the records decide, with the
     editor's workspace trust when `editor_trust` (D10). `given`: flags or editor options over the settings file,
@@ -178,14 +188,6 @@ def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object
     run_dir = settings.run_dir_path(workspace)
     if prepare is not None:
         run_dir = prepare(run_dir)
-    # Started before the service is imported below (it imports the SDK): the worker prunes and writes meanwhile.
+    # Started before the service is made (its module imports the SDK): the worker prunes and writes meanwhile.
     early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim) if prefetch else None
-    try:
-        from .service import Config, FlowerService
-
-        service = FlowerService(workspace, run_dir, Config.of(settings, locale=locale, trust=trust))
-    except BaseException:
-        if early is not None:
-            early.discard()
-        raise
-    return Task(workspace, trust, settings, error, service, early)
+    return Task(workspace, trust, settings, error, Path(os.path.abspath(run_dir)), locale, early)
