@@ -24,13 +24,11 @@ CATALOG: dict[str, dict[str, str]] = {
     "step_clarify": {"en": "clarify", "zh": "澄清"},
     "step_goals": {"en": "goals", "zh": "目标"},
     "step_work": {"en": "work", "zh": "干活"},
-    "step_judge": {"en": "{step} · judge #{n}", "zh": "{step}·判定#{n}"},
-    "step_handoff": {"en": "{step} · handoff #{n}", "zh": "{step}·交接#{n}"},
-    # -- a step run's name as an editor shows it (core/banner.title; the records keep the seed's names, S7) -------
-    "title_round": {"en": "{step} · round {n}", "zh": "{step} · 第 {n} 轮"},
-    "title_retry": {"en": "{step} · retry {n}", "zh": "{step} · 重试 {n}"},
-    "title_judge": {"en": "judge · round {n}", "zh": "判定 · 第 {n} 轮"},
-    "title_handoff": {"en": "handoff · round {n}", "zh": "交接 · 第 {n} 轮"},
+    # -- a step run's name as every front-end shows it (core/banner.label; the records keep the seed's names, S7) ------
+    "step_round": {"en": "{step} · round {n}", "zh": "{step} · 第 {n} 轮"},
+    "step_retry": {"en": "{step} · retry {n}", "zh": "{step} · 重试 {n}"},
+    "step_judge": {"en": "judge · round {n}", "zh": "判定 · 第 {n} 轮"},
+    "step_handoff": {"en": "handoff · round {n}", "zh": "交接 · 第 {n} 轮"},
     # -- what the service and the flower path tell the person (Notice events) ---------------------
     "queued": {"en": "queued for the work session: {sentence}", "zh": "已排队,干活会话下一轮会收到: {sentence}"},
     "archived": {"en": "archived the previous task to {path}", "zh": "上一件事已归档到 {path}"},
