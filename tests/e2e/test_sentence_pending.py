@@ -8,6 +8,7 @@ session, once. Cut off after the work session got it: it is not sent again. The 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -140,3 +141,34 @@ async def test_ctrl_c_during_an_outage_in_the_goals_rederivation_leaves_the_sent
     assert proc.returncode == 130, err.decode()
     assert model.pending == 0 and pending(run_dir)
     await woken_with_no_text(model, env, workspace, run_dir, goals_sid, work_sid)
+
+
+async def test_a_sentence_said_as_a_wake_starts_keeps_the_ones_an_earlier_wake_left_pending(model, env, workspace, run_dir):
+    """`say` the moment a wake starts, before it has read what a cut-off wake left pending: it waits for that read,
+    so it is added to those sentences, not saved over them (issue 31: nothing said is lost; issue 34: `say` from a
+    terminal attached as a wake begins)."""
+    from flower import FlowerService
+    from flower.core.caller import Caller
+
+    work_sid = await first_run_done(model, env, workspace, run_dir)
+    earlier = {"id": "a1b2c3d4e5f6", "text": MORE, "said_at": 1.0, "requirements": False, "goals": False, "work": False,
+               "session": work_sid, "offset": 0}  # as core/sentences.py records a sentence no place has yet
+    (run_dir / SENTENCES_FILE).write_text(json.dumps([earlier]), encoding="utf-8")
+    later = "also print the result in green"
+    at = len(model.conversation)
+    model.push(*goals(workspace, MORE_GOALS), *work(workspace), *judge())
+    service = FlowerService(workspace, run_dir)
+    woke = asyncio.create_task(service.wake(None, Caller(env=env)))
+    try:
+        assert await asyncio.wait_for(service.say(later), 60) is None  # heard by the running wake, not a wake of its own
+        result = await asyncio.wait_for(woke, 120)
+    finally:
+        await service.close()
+    assert result.ok, result.error
+    at_work = [r for r in model.conversation[at:] if r.session_id == work_sid]
+    both = [LINE, WAKE_SENTENCE.format(sentence=later)]
+    assert at_work and all(line in at_work[0].last_user_text for line in both)
+    assert all(r.text.count(line) == 1 for r in at_work for line in both)  # once each, never again
+    brief = (workspace / "需求.md").read_text(encoding="utf-8")
+    assert brief.count(MORE) == 1 and brief.count(later) == 1
+    assert not pending(run_dir)
