@@ -76,6 +76,7 @@ class Task:
     locale: str = "en"
     prefetch: Prefetch | None = None
     """The work session's pruned view a worker is preparing: the next wake's resume takes it (stores/prefetch.py)."""
+    closed: bool = False
 
     @functools.cached_property
     def service(self) -> FlowerService:
@@ -129,6 +130,15 @@ class Task:
         prefetch, self.prefetch = self.prefetch, None
         return await self.service.wake(text, caller, prefetch=prefetch)
 
+    def prefetch_next(self) -> None:
+        """Start preparing the next wake's resume now, as a wake has ended (a server holding the task between wakes).
+
+        Issue 35's warm wake: an engine's or editor's next wake then starts from a pruned view already written, as a
+        terminal's starts from the one its worker wrote while the SDK was imported; `take` checks it is still the
+        store's session, and writes it from the store otherwise."""
+        if not self.closed and self.prefetch is None:
+            self.prefetch = Prefetch.work(self.run_dir, self.workspace, self.settings.store, trim=self.settings.trim)
+
     async def new(self, text: str, caller: Caller) -> WakeOutcome:
         """Archive the task and start `text` for `caller` (S28): nothing of the old work session is resumed."""
         self._discard()
@@ -151,6 +161,7 @@ class Task:
 
     async def close(self) -> None:
         """Cancel a running wake (the next one resumes it), and let go of the store, the history and an unused prefetch."""
+        self.closed = True  # no prefetch starts after this (a wake cancelled here ends after it)
         try:
             if "service" in self.__dict__:  # made: a task that only ran turns has none to close
                 await self.service.close()

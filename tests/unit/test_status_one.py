@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 
 from flower.core.banner import label
+from flower.core.forecast import ContextPoint, Forecast
 from flower.core.manifest import Manifest, StepResult, in_work_session, parsed_rows
 from flower.core.records import FileRecords
 from flower.history import History
@@ -76,3 +77,13 @@ def test_status_and_history_read_the_manifest_through_one_cache(tmp_path: Path) 
     manifest.add(StepResult("干活#round2", session_id="s1", ok=True, cost_usd=0.25))  # the stamp moves: read again
     assert [r.step for r in parsed_rows(records)] == ["干活", "干活#round2"]
     assert recorded(ws, run_dir, records).task == 0.75 and history.steps()[0] == {"s1": [(0.0, "干活"), (0.0, "干活#round2")]}
+
+
+def test_the_forecasts_series_reaches_the_wire_nested_by_the_same_mapping() -> None:
+    """Issue 34's chart: the points travel inside the forecast, each with its round, context and handoff."""
+    f = Forecast(rounds=2, slope=None, to_handoff=None, to_window=None, wake_per_round=None, task_per_round=None,
+                 points=[ContextPoint(1, 125_000, False), ContextPoint(2, None, True)])
+    s = Status(workspace="/w", run_dir="/w/runs", woke=1, started=True, steps={}, goals=[], forecast=f)
+    wire = p.to_wire(p.folder_status(s, "en", 0.0, **EDITOR))
+    assert wire["forecast"]["points"] == [{"round": 1, "context": 125_000, "handoff": False},
+                                          {"round": 2, "context": None, "handoff": True}]

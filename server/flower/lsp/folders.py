@@ -365,6 +365,7 @@ class Folder:
         # The records moved with the wake: read them again (off the loop, bounded) before its end is queued, so a
         # status asked after the end notification shows the end.
         await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
+        self.task.prefetch_next()  # this server holds the task until the next wake: its resume is prepared now
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead

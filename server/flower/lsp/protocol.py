@@ -255,6 +255,20 @@ class Forecast:
     """USD per work round of this (or the last) wake, every step and judge counted; null before one."""
     task_per_round: float | None
     """USD per work round of the whole task."""
+    points: list[ContextPoint] = attrs.field(factory=list)
+    """The context each of the task's last 100 work rounds ended at, oldest first: the chart's series."""
+
+
+@attrs.define
+class ContextPoint:
+    """One work round of the chart (issue 34; S19, S26)."""
+
+    round: int
+    """The work round's number in the task (1 = the first; retries count, as `rounds` does)."""
+    context: int | None
+    """The work session's context in tokens when the round ended; null when the round recorded none (a gap)."""
+    handoff: bool
+    """The round ran in a new session: a handoff (S26) put the context back down before it."""
 
 
 @attrs.define
