@@ -132,6 +132,8 @@ class FlowerService:
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[WakeOutcome] | None = None
         self._path: FlowerPath | None = None
+        self._listening = asyncio.Event()
+        """The running wake's `FlowerPath.listening`: `say` waits for it (made before the wake's task, so never stale)."""
         self._step: str | None = None
         self._waiting: WaitState | None = None
         self._verdict: VerdictState | None = None
@@ -205,16 +207,36 @@ class FlowerService:
             if text and text.strip():
                 await self.say(text)
             return await asyncio.shield(task)
-        self._task = asyncio.create_task(self._run(text, caller or Caller(), prefetch))
+        self._listening = asyncio.Event()
+        self._task = asyncio.create_task(self._run(text, caller or Caller(), prefetch, self._listening))
         return await asyncio.shield(self._task)
 
     async def say(self, text: str, caller: Caller | None = None) -> WakeOutcome | None:
         """A sentence for the work session: delivered at its next turn while running (None), else a wake (S15)."""
-        if self.running and self._path is not None:
-            self._path.hear(text.strip())  # pending on disk at once (issue 31), then delivered
+        path = await self._heard_by()
+        if path is not None:
+            path.hear(text.strip())  # pending on disk at once (issue 31), then delivered
+            # Said only now that it is on disk: the acknowledgment a terminal shows at once (issue 34).
             self._emit(Notice(text=texts.text("queued", self.locale, sentence=text.strip())))
             return None
         return await self.wake(text, caller)
+
+    async def _heard_by(self) -> FlowerPath | None:
+        """The running wake's path once it has read the sentences earlier wakes left pending; None when no wake runs,
+        or it ended before that (a sentence heard earlier would be saved over theirs: issue 31, nothing said is lost).
+
+        Waits no longer than the wake's start: reading the lineage and the pending sentences under its lock.
+        """
+        task, listening = self._task, self._listening
+        if task is None or task.done():
+            return None
+        if not listening.is_set():
+            ready = asyncio.ensure_future(listening.wait())
+            try:
+                await asyncio.wait({ready, task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ready.cancel()
+        return self._path if listening.is_set() and not task.done() else None
 
     async def new(self, text: str, caller: Caller | None = None) -> WakeOutcome:
         """Start something else: archive lineage, 需求.md and 目标.md (S28), then start `text` as the task."""
@@ -250,17 +272,6 @@ class FlowerService:
             await asyncio.gather(self._task, return_exceptions=True)
         await self.sessions.close()
 
-    async def pruned(self, session_id: str) -> dict[str, str] | None:
-        """How the pruner treats a session's stored entries on resume: {uuid: "hidden" | "rewritten" | "added"} (S23).
-
-        None when sessions.db holds nothing for the session.
-        """
-        entries = await self.sessions.entries(self.workspace, session_id)
-        if not entries:
-            return None
-        pruned = await asyncio.to_thread(self.sessions.pruned.prune, [dict(e) for e in entries])
-        return dict(pruned.verdicts)
-
     # -- the run's changes (issue #25) ------------------------------------------------------------
     @property
     def change_log(self) -> ChangeLog:
@@ -280,7 +291,8 @@ class FlowerService:
         with WorkspaceLock(self.run_dir):  # a wake starting meanwhile waits for the restore, and vice versa
             return await asyncio.to_thread(self.change_log.revert, path, wake)
 
-    async def _run(self, text: str | None, caller: Caller, prefetch: Prefetch | None) -> WakeOutcome:
+    async def _run(self, text: str | None, caller: Caller, prefetch: Prefetch | None,
+                   listening: asyncio.Event) -> WakeOutcome:
         # Imported by the first wake, not with the service: status, changes and gc read the records through it and
         # need neither the runtime nor the SDK behind it (issue 34).
         from .runtime import Runtime
@@ -296,7 +308,8 @@ class FlowerService:
         self._runtime = rt
         ask = caller.ask
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at,
-                                ask=(lambda question: self._ask(ask, question)) if ask is not None else None)
+                                ask=(lambda question: self._ask(ask, question)) if ask is not None else None,
+                                listening=listening)
         try:
             await self.housekeeping()
             ctx = await self._path.wake(text)

@@ -76,15 +76,23 @@ class Task:
     settings: Settings
     settings_error: SettingsError | None
     """A settings file, variable or option that cannot be used (an editor's task opens anyway and says so)."""
-    service: FlowerService
+    run_dir: Path
+    """Where the task's records and sessions.db live (S4), absolute."""
+    locale: str = "en"
     prefetch: Prefetch | None = None
     """The work session's pruned view a worker is preparing: the next wake's resume takes it (stores/prefetch.py)."""
     closed: bool = False
 
-    @property
-    def run_dir(self) -> Path:
-        """Where the task's records and sessions.db live (S4)."""
-        return self.service.run_dir
+    @functools.cached_property
+    def service(self) -> FlowerService:
+        """The task's service, made on first use: `flower once` runs single turns (`turns`) and never makes one."""
+        from .service import Config, FlowerService
+
+        try:
+            return FlowerService(self.workspace, self.run_dir, Config.of(self.settings, locale=self.locale, trust=self.trust))
+        except BaseException:
+            self._discard()  # the prefetch worker is the service's first wake's: without a service, nobody takes it
+            raise
 
     @property
     def sessions(self) -> Sessions:
@@ -162,7 +170,8 @@ class Task:
         """Cancel a running wake (the next one resumes it), and let go of the store, the history and an unused prefetch."""
         self.closed = True  # no prefetch starts after this (a wake cancelled here ends after it)
         try:
-            await self.service.close()
+            if "service" in self.__dict__:  # made: a task that only ran turns has none to close
+                await self.service.close()
         finally:
             self._discard()
             if "history" in self.__dict__:
@@ -177,7 +186,8 @@ class Task:
 def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object] | None = None,
               labels: Mapping[str, str] | None = None, trust: Trust | None = None, editor_trust: bool = False,
               lenient: bool = False, prepare: Callable[[Path], Path] | None = None, prefetch: bool = False) -> Task:
-    """Open the task of `workspace`: its trust, settings, run dir, store, service, and (when asked) the prefetch worker.
+    """Open the task of `workspace`: its trust, settings, run dir, and (when asked) the prefetch worker; its service and
+    store are made on first use (`Task.service`), so a command that runs single turns (`flower once`) makes none.
 
     `trust`: a front-end's own decision (a terminal asks the person first); else the records decide, with the
     editor's workspace trust when `editor_trust` (D10). `given`: flags or editor options over the settings file,
@@ -202,12 +212,4 @@ def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object
 
         # Started first: the worker prunes and writes while this process imports the rest (the runtime and the SDK).
         early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim)
-    try:
-        from .service import Config, FlowerService
-
-        service = FlowerService(workspace, run_dir, Config.of(settings, locale=locale, trust=trust))
-    except BaseException:
-        if early is not None:
-            early.discard()
-        raise
-    return Task(workspace, trust, settings, error, service, early)
+    return Task(workspace, trust, settings, error, Path(os.path.abspath(run_dir)), locale, early)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 
-from flower.core.banner import title
+from flower.core.banner import label
 from flower.core.forecast import ContextPoint, Forecast
 from flower.core.manifest import Manifest, StepResult, in_work_session, parsed_rows
 from flower.core.records import FileRecords
@@ -22,14 +22,14 @@ EDITOR = {"folder": "file:///w", "name": "w", "settings": None, "trusted": False
 
 def test_step_names_are_put_into_words_by_the_server_in_the_clients_language() -> None:
     # These were the client's own (vscode-client/test/tools.test.ts) until the client stopped parsing names.
-    assert title("en", "干活#round2") == "work · round 2"
-    assert title("en", "干活·判定#1") == "judge · round 1"
-    assert title("en", "custom") == "custom"
-    assert title("en", "澄清#retry1") == "clarify · retry 1"
-    assert title("en", "目标") == "goals"
-    assert title("en", "干活#round2#retry1") == "work · round 2 · retry 1"
-    assert title("en", "干活·交接#3") == "handoff · round 3"
-    assert [title("zh", s) for s in ("干活#round2", "干活·判定#2", "澄清")] == ["干活 · 第 2 轮", "判定 · 第 2 轮", "澄清"]
+    assert label("en", "干活#round2") == "work · round 2"
+    assert label("en", "干活·判定#1") == "judge · round 1"
+    assert label("en", "custom") == "custom"
+    assert label("en", "澄清#retry1") == "clarify · retry 1"
+    assert label("en", "目标") == "goals"
+    assert label("en", "干活#round2#retry1") == "work · round 2 · retry 1"
+    assert label("en", "干活·交接#3") == "handoff · round 3"
+    assert [label("zh", s) for s in ("干活#round2", "干活·判定#2", "澄清")] == ["干活 · 第 2 轮", "判定 · 第 2 轮", "澄清"]
 
 
 def test_the_work_session_is_work_rounds_and_retries_only() -> None:

@@ -21,7 +21,7 @@ from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 
 from ..core import wire
-from ..core.banner import title
+from ..core.banner import label
 from ..core.manifest import in_work_session
 from ..core.redact import redact as redact  # D6: one redaction for every exit, re-exported for folders.py and server.py
 from ..status import Status
@@ -1062,7 +1062,7 @@ def folder_status(s: Status, locale: str, now: float, **editor: Any) -> FolderSt
     if s.waiting is not None:
         until = s.waiting.until if s.waiting.until is not None else now + s.waiting.seconds
         plain["waiting"] = {**plain["waiting"], "until": until, "seconds_left": max(0.0, until - now)}
-    plain.update(has_task=s.started, work_session=in_work_session(s.step), step_label=title(locale, s.step) if s.step else None,
+    plain.update(has_task=s.started, work_session=in_work_session(s.step), step_label=label(locale, s.step) if s.step else None,
                  unreachable=s.unreachable.text(locale) if s.unreachable is not None else None, **editor)
     return _FROM_DOMAIN.structure(plain, FolderStatus)
 
