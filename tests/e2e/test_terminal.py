@@ -161,6 +161,19 @@ async def test_a_sentence_typed_while_attached_is_acknowledged_at_once_and_the_m
     assert len(model.conversation) == 7 and pending_sentences(workspace) == []  # round, judge, goals 2, work 2, judge
 
 
+async def test_an_attached_terminal_shows_the_live_line_of_the_round_in_flight(place, model, workspace, tmux_of):  # noqa: F811
+    term = await attached_while_the_model_holds_a_round(place, model, workspace, tmux_of)
+    try:
+        waited = re.compile(r"work · [^\n]*waiting for the model · (\d+)s")
+        await until(lambda: waited.search(term.screen()), TIMEOUT, "the live line of the attached run")
+        first = int(waited.findall(term.screen())[-1])
+        await until(lambda: int((waited.findall(term.screen()) or ["0"])[-1]) > first, 10, "the count to move")
+        assert len(waited.findall(term.screen())) == 1  # redrawn in place
+    finally:
+        model.release()
+        await asyncio.sleep(0)
+
+
 async def test_a_sentence_acknowledged_before_the_engine_dies_reaches_the_model_at_the_next_wake(
         place, model, workspace, tmux_of):  # noqa: F811
     term = await attached_while_the_model_holds_a_round(place, model, workspace, tmux_of)

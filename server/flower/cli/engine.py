@@ -181,6 +181,7 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     loop.add_signal_handler(signal.SIGINT, leave)  # Ctrl-C: this terminal leaves; the run goes on
     keyboard = Keyboard() if interactive else None
     typing: asyncio.Task[None] | None = None
+    ticking: asyncio.Task[None] | None = None
     say: Sayer | None = None
     answers = Answers(client, Asker(keyboard, console), console) if keyboard is not None else None
     try:
@@ -203,6 +204,7 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         if (step := attached["status"].get("step")) is not None:  # attached mid-step: its header, as a foreground run shows
             console(Header(text=f"== {label(locale, step)} {RULE}", step=step))
             console(StepStarted(index=0, total=0, step=step))
+        ticking = asyncio.create_task(console.ticker())  # the same live line as a foreground run (issue 34)
         env = travelling()
         if text:
             await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
@@ -225,8 +227,10 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         loop.remove_signal_handler(signal.SIGINT)
         if answers is not None:
             answers.close()
-        if typing is not None:
-            typing.cancel()
+        for task in (typing, ticking):
+            if task is not None:
+                task.cancel()
+        console.clear()
         if keyboard is not None:
             keyboard.close()
         await client.close()
