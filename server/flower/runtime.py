@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -128,6 +129,8 @@ class _Attempt:
     """sessions.db refused a write during this attempt (a full disk, read-only): what to tell the person."""
     prompt: str = ""
     """What this attempt asks: journaled once its session id is known."""
+    known: str | None = None
+    """The session id already journaled and handed to `on_session` (a new one is, before its CLI starts)."""
     background: Background = field(default_factory=Background)
     """The background work the CLI reported and its session state: when the attempt may stop reading (issue 32)."""
 
@@ -307,10 +310,12 @@ class Runtime:
         return allowed, mode
 
     def options(self, agent: AgentSpec, resume: str | None, stderr: Callable[[str], None], step: str | None = None,
-                resumed: Resume | None = None, spawn: children.Spawn | None = None) -> ClaudeAgentOptions:
+                resumed: Resume | None = None, spawn: children.Spawn | None = None,
+                session_id: str | None = None) -> ClaudeAgentOptions:
         """SDK options: the workspace as cwd, our store mirrored eagerly, a resume from the pruned view (`resumed`, D2).
 
         `spawn` starts the CLI through flower's launcher: recorded, and ended with this process (D5, core/children.py).
+        `session_id` names a new session before its CLI starts (`_attempt`); never with `resume`.
         """
         sources = self.setting_sources()
         allowed, mode = self.permissions(agent)
@@ -331,6 +336,7 @@ class Runtime:
             permission_mode=mode,  # type: ignore[arg-type]  # checked against MODES by the settings
             can_use_tool=functools.partial(self._can_use_tool, step or agent.name) if asks else None,
             resume=resume,
+            session_id=session_id,
             session_store=self.mirror,
             session_store_flush="eager",
             env={**env, **spawn.env} if spawn is not None else env,
@@ -446,19 +452,27 @@ class Runtime:
         stderr: collections.deque[str] = collections.deque(maxlen=40)
         texts: list[str] = []
         seen_usage: set[str] = set()
+        planned: str | None = None
         if resume:
             await self.end_strays()  # D5: no CLI of a dead flower writes the session while it is read and resumed
             await self._reconcile(resume)
+        else:
+            # A new session is named here and recorded (journal, lineage) before its CLI starts (S11, issue 31). Learnt
+            # from the CLI's init it was recorded while the CLI already asked the model: a kill in that write (a slow
+            # fsync under load) left the model's answer in a session no lineage named, and the next wake started afresh.
+            # Only an init seen names it a session to resume on a retry (`out.session_id`): the CLI may die before it.
+            planned = str(uuid.uuid4())
+            self._known(out, planned, on_session)
         refused = self.raw_store.refused
         resumed: Resume | None = None
-        spawn = children.spawn(self.run_dir, CLI, resume)
+        spawn = children.spawn(self.run_dir, CLI, resume or planned)
         try:
             if resume:  # the pruned view, where the CLI reads it (stores/resume.py); bounded as the SDK bounds its load
                 prefetched = self.prefetch if self.prefetch is not None and self.prefetch.session_id == resume else None
                 if prefetched is not None:
                     self.prefetch = None  # taken or discarded by this resume, never by a later one
                 resumed = await materialize(self.store, self.project_key, resume, self.env, LOAD_TIMEOUT, prefetched)
-            options = self.options(agent, resume, stderr.append, step, resumed, spawn)
+            options = self.options(agent, resume, stderr.append, step, resumed, spawn, planned)
             # Issue 32: the CLI says when it owes no other turn (background work ended and told), as `claude -p` waits.
             options.env = {**options.env, STATE_EVENTS: "1"}
             async with ClaudeSDKClient(options) as client:
@@ -623,10 +637,16 @@ class Runtime:
         if not sid:
             return
         out.session_id = sid
+        if sid != out.known:  # a resume, or a CLI that did not take the name it was given
+            self._known(out, sid, on_session)
+        self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
+
+    def _known(self, out: _Attempt, sid: str, on_session: Callable[[str], None] | None) -> None:
+        """The attempt's session is known: its prompt journaled (#22) and the lineage written (S11), once."""
+        out.known = sid
         self.journal.prompt(sid, out.prompt)
         if on_session is not None:
             on_session(sid)
-        self.emit(SessionStarted(session_id=sid, resumed=resume is not None, step=step))
 
     def _said(self, message: AssistantMessage, out: _Attempt, texts: list[str], seen_usage: set[str], step: str) -> None:
         """A model answer, the main agent's or a subagent's (shown with the `Agent` call it works for, issue 32)."""
