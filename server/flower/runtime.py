@@ -233,6 +233,10 @@ class Sessions:
         """Close the database connection (the next use reopens it)."""
         await self.raw.close()
 
+    async def rest(self) -> None:
+        """No wake writes now: the store lets go of what only a writer needs (the next use reopens it)."""
+        await self.raw.rest()
+
 
 class Runtime:
     """Runs agents in a workspace on the session store of a run_dir (S2, S4)."""
