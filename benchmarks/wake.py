@@ -213,17 +213,18 @@ def cli_env(model: ScriptedModel, config: Path, home: Path, tmpdir: Path) -> dic
 
 
 async def until_first_request(argv: list[str], cwd: Path, env: dict[str, str], model: TimedModel, log: Path,
-                              timeout: float = 180.0, stop: signal.Signals = signal.SIGKILL) -> Sample:
+                              timeout: float = 180.0, stop: signal.Signals = signal.SIGKILL, engine: int | None = None) -> Sample:
     """Launch `argv`, wait (bounded) for its first model request, then kill its process group (`stop`: SIGINT lets a
-    profiler write its file; the group is killed after a bounded wait all the same)."""
+    profiler write its file; the group is killed after a bounded wait all the same). `engine`: the pid of the engine
+    that makes the request (`flower --detach` returns once it has handed the wake over; the engine's RSS is noted)."""
     before, arrived = len(model.conversation), len(model.arrivals)
     with log.open("wb") as err:
         t0 = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.DEVNULL, stderr=err, start_new_session=True)
-        model.watch = proc.pid
+        model.watch = proc.pid if engine is None else engine
         request = asyncio.ensure_future(model.wait_for_requests(before + 1, timeout))
-        exited = asyncio.ensure_future(proc.wait())
+        exited = asyncio.ensure_future(proc.wait() if engine is None else failed(proc))
         try:
             await asyncio.wait({request, exited}, return_when=asyncio.FIRST_COMPLETED, timeout=timeout + 5)
         finally:
@@ -250,6 +251,12 @@ async def until_first_request(argv: list[str], cwd: Path, env: dict[str, str], m
     rss = model.rss[arrived]
     return Sample(model.arrivals[arrived] - t0, rss[0] / 1024 if rss else None, rss[1] / 1024 if rss else None,
                   len(first.messages))
+
+
+async def failed(proc: asyncio.subprocess.Process) -> None:
+    """Returns only if `proc` exits with an error (a `flower --detach` that handed its wake over exits 0 and waits on)."""
+    if await proc.wait() == 0:
+        await asyncio.Event().wait()
 
 
 async def run_to_end(argv: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float = 300.0) -> None:
@@ -439,6 +446,69 @@ async def breakdown(prepared: Prepared, env: dict[str, str]) -> None:
         print(f"  {name:<55} {secs:5.3f} s")
 
 
+ENGINE_CASE = "warm engine (--detach)"
+
+
+@dataclasses.dataclass
+class Warm:
+    """An engine started for the benchmark (its own socket), warm: it has run a wake of `prepared`'s folder before."""
+
+    prepared: Prepared
+    model: TimedModel
+    env: dict[str, str]
+    pid: int
+
+    @classmethod
+    async def start(cls, prepared: Prepared, model: TimedModel, root: Path) -> Warm:
+        """`flower serve --background` on a socket of its own; the first (unmeasured) round warms it."""
+        env = {**flower_env(model, prepared.config, prepared.ws.parent / "home", root, None),
+               "FLOWER_ENGINE": str(root / "engine.sock"), "FLOWER_ENGINE_IDLE": "3600"}
+        await run_to_end([str(FLOWER), "serve", "--background"], prepared.ws, env, root / "engine-start.log")
+        made = cls(prepared, model, env, 0)
+        made.pid = await made.idle()
+        return made
+
+    async def runs(self) -> dict[str, Any]:
+        """`flower ps --json` in the folder (the engine's answer to flower/runs)."""
+        proc = await asyncio.create_subprocess_exec(str(FLOWER), "ps", "--json", cwd=self.prepared.ws, env=self.env,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        return dict(json.loads(out))
+
+    async def idle(self, timeout: float = 180.0) -> int:
+        """Wait (bounded) until the engine runs no wake; its pid."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            runs = await self.runs()
+            if runs.get("pid") and not any(r["running"] for r in runs["runs"]):
+                return int(runs["pid"])
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"the engine still runs a wake after {timeout:.0f} s")
+
+    async def wake(self, argv: list[str], log: Path) -> Sample:
+        """Launch `argv` (`flower --detach`) until the engine's first model request; the wake then runs to its end, as
+        the clean case's state was left (one work round, the judge's PASS)."""
+        self.model.push(text("carried on"), text("Checked every goal.\nVERDICT: PASS"))
+        before = len(self.model.conversation)
+        sample = await until_first_request(argv, self.prepared.ws, self.env, self.model, log, engine=self.pid)
+        await self.model.wait_for_requests(before + 2, 120)
+        if await self.idle() != self.pid:
+            raise RuntimeError("the engine was replaced during the benchmark: it was not warm")
+        return sample
+
+    async def stop(self) -> None:
+        """Stop the engine by its pid (bounded), killing it if it does not end."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                return
+            for _ in range(100):
+                if not Path(f"/proc/{self.pid}").exists():
+                    return
+                await asyncio.sleep(0.1)
+
+
 async def whole_process(args: argparse.Namespace) -> int:
     """From launching `flower` (the console script, a subprocess) until the resumed work session's first request reaches
     the scripted model: a clean wake, a wake after a kill, and the CLI's own `claude -p --resume <id> continue` on the same
@@ -456,19 +526,26 @@ async def whole_process(args: argparse.Namespace) -> int:
         root = Path(tmp)
         model = TimedModel()
         await model.start()
+        engine: Warm | None = None
         try:
             variants = {"": await prepare(root / "this", model, args, None)}
             if args.compare:
                 variants[" (compare)"] = await prepare(root / "compare", model, args, str(Path(args.compare).resolve()))
             main = variants[""]
+            # The moonshot (issue 35): a wake through an engine that is already running and has served this folder
+            # before (the SDK imported, the folder's records open). A workspace of its own: the engine holds its files.
+            warm = await prepare(root / "engine", model, args, None) if args.engine else None
             cases: dict[str, tuple[Prepared, list[str], bool, str | None]] = {}
             for label, prepared in variants.items():
                 path = str(Path(args.compare).resolve()) if label else None
                 cases[f"clean{label}"] = (prepared, [str(FLOWER)], False, path)
                 cases[f"after a kill{label}"] = (prepared, [str(FLOWER)], True, path)
+            if warm is not None:
+                cases[ENGINE_CASE] = (warm, [str(FLOWER), "--detach"], False, None)
             cases["claude -p --resume"] = (main, [str(CLAUDE), "-p", "--resume", main.sid, "continue"], False, None)
             logs = root / "logs"
             logs.mkdir()
+            engine = await Warm.start(warm, model, root) if warm is not None else None
             samples: dict[str, list[Sample]] = {name: [] for name in cases}
             if args.profile is not None:  # each flower case once under cProfile, stopped by Ctrl-C at its first request
                 for name in ("clean", "after a kill"):
@@ -482,6 +559,13 @@ async def whole_process(args: argparse.Namespace) -> int:
                 return 0
             for n in range(args.runs + 1):  # the first round unmeasured: cold caches
                 for name, (prepared, argv, kill, path) in cases.items():
+                    if engine is not None and prepared is warm:
+                        sample = await engine.wake(argv, logs / f"engine-{n}.log")
+                        if sample.messages < 100:
+                            raise RuntimeError(f"{name}: the first request carried {sample.messages} messages, not the session")
+                        if n:
+                            samples[name].append(sample)
+                        continue
                     prepared.restore(kill)
                     tmpdir = root / f"tmp-{n}-{len(samples[name])}"  # the SDK's claude-resume-* dirs: none left over
                     tmpdir.mkdir()
@@ -496,6 +580,8 @@ async def whole_process(args: argparse.Namespace) -> int:
                         samples[name].append(sample)
             await breakdown(main, flower_env(model, main.config, main.ws.parent / "home", root, None))
         finally:
+            if engine is not None:
+                await engine.stop()
             await model.stop()
 
     cli = statistics.median(s.seconds for s in samples["claude -p --resume"])
@@ -503,6 +589,13 @@ async def whole_process(args: argparse.Namespace) -> int:
     met = True
     for name in cases:
         if name == "claude -p --resume":
+            continue
+        if name == ENGINE_CASE:
+            secs = statistics.median(s.seconds for s in samples[name])
+            rss = statistics.median(s.rss_mb or 0 for s in samples[name])
+            print(f"  flower, {name:<23} {secs:5.2f} s  flower/CLI {secs / cli:4.2f}x (moonshot <= 1.0x)"
+                  f"   the engine's RSS at that request {rss:4.0f} MB (it holds the folder between wakes)")
+            print(f"    its runs: {' '.join(f'{s.seconds:.2f}' for s in samples[name])}")
             continue
         target = 1.3 if name.startswith("clean") else 1.4
         secs = statistics.median(s.seconds for s in samples[name])
@@ -530,6 +623,7 @@ async def main() -> int:
     ap.add_argument("--runs", type=int, default=7, help="whole case: runs of each kind, interleaved (medians)")
     ap.add_argument("--compare", metavar="SERVER_DIR", help="whole case: also run another checkout's flower (its server/ dir)")
     ap.add_argument("--profile", metavar="DIR", help="whole case: profile each flower case once into DIR, measure nothing")
+    ap.add_argument("--no-engine", dest="engine", action="store_false", help="whole case: skip the wake through a warm engine")
     ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip the resume through PostgreSQL")
     args = ap.parse_args()
     code = await runtime_case(args) if args.case in ("runtime", "both") else 0

@@ -74,3 +74,12 @@ def test_light_commands_import_neither_the_sdk_nor_pygls(tmp_path, command: list
     names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "flower.cli" in names, done.stderr[-2000:]  # the report is there: its silence below means something
     assert not {n.split(".")[0] for n in names} & set(LIGHT_HEAVY)
+
+
+def test_handing_a_wake_to_the_engine_imports_neither_the_sdk_nor_pygls() -> None:
+    # Issue 35's warm wake: `flower --detach` (and `flower` attaching) only speak to the engine, which has the SDK
+    # imported already; the client's own start is what a warm wake costs beyond the engine's work.
+    code = ("import sys; import flower.cli.engine, flower.engine.start, flower.engine.client, flower.core.travel; "
+            f"assert not {{m.split('.')[0] for m in sys.modules}} & {set(LIGHT_HEAVY)!r}, "
+            f"sorted(m for m in sys.modules if m.split('.')[0] in {set(LIGHT_HEAVY)!r})")
+    assert loaded_after(code) == {m: False for m in HEAVY}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..core import host
 from ..core.texts import text
-from ..lsp.server import VERSION
+from ..core.wire import VERSION  # not lsp.server: `flower --detach` imports no pygls nor SDK (issue 35)
 from .client import engine_runs
 from .place import log_path, private_dir, socket_path
 
