@@ -172,13 +172,14 @@ def _bash(marker: str, command: str) -> Reply:
 _peer: ContextVar[tuple[int, int] | None] = ContextVar("peer", default=None)
 
 
-def _sender(ends: tuple[int, int] | None) -> int | None:
-    """The pid whose socket is the client end of the loopback connection (client port, server port) (from /proc; None if gone).
+def _holders(ends: tuple[int, int] | None) -> list[int]:
+    """The pids (this one aside) holding the client end of the loopback connection (client port, server port), from
+    /proc, in its order; none once the sender has closed it.
 
     Both ports are matched: a process of another test on the other core may use the same client port towards another
     server, and was once taken for this request's sender."""
     if ends is None:
-        return None
+        return []
     port, server = ends
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -190,15 +191,84 @@ def _sender(ends: tuple[int, int] | None) -> int | None:
             cols = line.split()
             if int(cols[1].rsplit(":", 1)[1], 16) == port and int(cols[2].rsplit(":", 1)[1], 16) == server:
                 inodes.add(f"socket:[{cols[9]}]")
+    found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
         try:
             if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
-                return int(proc.name)
+                found.append(int(proc.name))
         except OSError:
             continue
-    return None
+    return found
+
+
+def _sender(ends: tuple[int, int] | None) -> int | None:
+    """The pid whose socket is the client end of the connection (None if gone)."""
+    return next(iter(_holders(ends)), None)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields from the state on (field 3; the command name before it may hold spaces), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (Z: a zombie, dead but not yet reaped), or `gone`."""
+    fields = _stat(pid)
+    return fields[0] if fields else "gone"
+
+
+def _started(pid: int) -> int | None:
+    """When the process started (clock ticks since boot: /proc/<pid>/stat field 22), None if gone."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def _status(pid: int) -> dict[str, str]:
+    """/proc/<pid>/status as a dict (empty if gone)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
+
+
+def _sigkilled(status: dict[str, str]) -> bool:
+    """Whether SIGKILL is pending on the process (its main thread's or its thread group's signals, status SigPnd/ShdPnd).
+
+    PR_SET_PDEATHSIG queues it at the very moment the kernel re-parents the process, and a SIGKILLed process runs no
+    more of its own code: it only has to be scheduled to exit and close its sockets, which on a loaded machine takes a
+    while. Stays set while it exits (the thread group's SIGKILL is cleared when it is reaped)."""
+    return any(int(status.get(key, "0") or "0", 16) & 1 << (signal.SIGKILL - 1) for key in ("SigPnd", "ShdPnd"))
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def _explain(pid: int, ends: tuple[int, int] | None, flower: int | None) -> str:
+    """Why a request was taken for an orphan's: its sender (cmdline, state, pending signals, ancestors with comm), the
+    flower of the run, and every process holding the connection's client end (read now: what the check saw, give or
+    take the moments between)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        cmdline = "?"
+    status = _status(pid)
+    signals = (f"state {status.get('State', 'gone')}, threads {status.get('Threads', '?')}, "
+               f"SigPnd {status.get('SigPnd', '?')}, ShdPnd {status.get('ShdPnd', '?')}")
+    chain = " <- ".join(f"{p} {_comm(p)}" for p in _ancestors(pid))
+    state = "none" if flower is None else f"{flower} {_comm(flower)} (state {_state(flower)})"
+    holders = ", ".join(f"{p} {_comm(p)}" for p in _holders(ends)) or "none"
+    return f"sender {pid} `{cmdline[:120]}` ({signals}); chain {chain}; flower {state}; ends {ends}; holders {holders}"
 
 
 def _ancestors(pid: int) -> list[int]:
@@ -206,11 +276,10 @@ def _ancestors(pid: int) -> list[int]:
     chain = []
     for _ in range(64):
         chain.append(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+        fields = _stat(pid)
+        if fields is None:
             break
-        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        pid = int(fields[1])
         if pid <= 1:
             break
     return chain
@@ -227,14 +296,44 @@ class ChaosModel(ScriptedModel):
         """Conversation index of a request → what the model answered it (the witness of "answers lost")."""
         self.arrived: Callable[[dict[str, Any]], None] | None = None
         """Called the instant a request arrives, before it is answered (kills timed at the model's edge)."""
-        self.flower: int | None = None
-        """The pid of the flower run now on the terminal (None between runs)."""
+        self._flower: tuple[int, int | None] | None = None
         self.orphans: list[int] = []
         """Conversation indexes of requests sent by a CLI whose flower was dead (issue #31: must stay empty)."""
+        self.why: dict[int, str] = {}
+        """Of the orphans' requests, who sent each and what the check saw (the defect line says it)."""
+
+    @property
+    def flower(self) -> int | None:
+        """The pid of the flower run now on the terminal (None between runs)."""
+        return self._flower[0] if self._flower is not None else None
+
+    @flower.setter
+    def flower(self, pid: int | None) -> None:
+        self._flower = (pid, _started(pid)) if pid is not None else None  # set right after it started: it lives
 
     def owned(self, pid: int) -> bool:
         """Whether `pid` runs below the live flower of this run (else its flower is dead: it is an orphan's)."""
         return self.flower is not None and self.flower in _ancestors(pid)
+
+    def killed_with_flower(self, pid: int) -> bool:
+        """Whether `pid` is a process of this run killed as its flower died: SIGKILL pending on it (PR_SET_PDEATHSIG, or
+        the kill of the whole group), this run's flower dead, `pid` started after it. Such a process ran none of its own
+        code after its flower's death, so a request of its that is read now was sent before: in flight, not an orphan's.
+
+        Seen on a loaded machine (clean-clone `make test`): flower SIGTERMed alone 87 ms after a request, the goals CLI
+        sent its next one, the kernel re-parented it and queued its SIGKILL; the model server read the request while the
+        dying CLI still held its socket. Nothing else sends SIGKILL to this run's processes while its flower is dead and
+        the next run has not started: the next wake ends strays (SIGINT first) only once it runs, and only CLIs started
+        before it; the lap ends its groups after `flower` is set to None."""
+        if self._flower is None or _state(self._flower[0]) not in ("Z", "X", "gone"):
+            return False
+        started, flower_started = _started(pid), self._flower[1]
+        return (started is not None and flower_started is not None and started >= flower_started
+                and _sigkilled(_status(pid)))
+
+    def orphaned(self, pid: int) -> bool:
+        """Whether the request `pid` sent came from a CLI whose flower was dead when it was sent (issue #31)."""
+        return not self.owned(pid) and not self.killed_with_flower(pid)
 
     def decide(self, body: dict[str, Any]) -> Reply:
         """What this agent says next, given the conversation it sent."""
@@ -291,8 +390,9 @@ class ChaosModel(ScriptedModel):
 
     def _next_reply(self, body: dict[str, Any]) -> Reply | None:
         sender = _sender(_peer.get())
-        if sender is not None and not self.owned(sender):
+        if sender is not None and self.orphaned(sender):
             self.orphans.append(len(self.conversation))
+            self.why[len(self.conversation)] = _explain(sender, _peer.get(), self.flower)
         if self.arrived is not None:
             self.arrived(body)
         reply = self.decide(body)
@@ -959,7 +1059,7 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             figures.requests_after_kill += 1
             culprit = blame(index)
             figures.defects.append(f"lap {n}: request {index} ({_agent(conversation[index].system)}) came from a CLI whose "
-                                   f"flower was dead (after {_after(culprit)})")
+                                   f"flower was dead (after {_after(culprit)}): {model.why.get(index, '?')}")
         if said:
             figures.sentences += 1
             _sentence(n, ws, model, figures)

@@ -42,6 +42,7 @@ import orjson
 from aiohttp import web
 from claude_agent_sdk import ClaudeSDKClient, InMemorySessionStore, project_key_for_directory
 
+import flower
 from flower import AgentSpec, Runtime
 from flower.core.lock import WAKE_FILE
 from flower.runtime import Sessions
@@ -522,6 +523,10 @@ async def whole_process(args: argparse.Namespace) -> int:
     another checkout's flower (DIR = its `server/`) on a workspace of its own, prepared alike, in the same rounds.
     Targets: clean ≤ 1.3× the CLI, after a kill ≤ 1.4×, flower's Python RSS at the first request ≤ 200 MB.
     """
+    # As an installed flower starts: from bytecode (light.py says why; PYTHONDONTWRITEBYTECODE keeps an editable
+    # checkout from writing any). The flower a wake runs is compiled alike, another checkout's (--compare) too.
+    for server in filter(None, (Path(flower.__file__).parent, args.compare and Path(args.compare) / "flower")):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(server)], check=True, timeout=300)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         model = TimedModel()

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .core.lineage import Lineage
     from .core.manifest import StepResult
-    from .runtime import AgentSpec, Runtime, Sessions
+    from .runtime import AgentSpec, Runtime
     from .service import FlowerService
+    from .sessions import Sessions
     from .workflow.base import Step, Workflow, wake_state
     from .workflow.flower import CLARIFY_RESUME, clarify_step
     from .workflow.goal import with_goal
 
 _EXPORTS = {
     "Lineage": ".core.lineage", "StepResult": ".core.manifest",
-    "AgentSpec": ".runtime", "Runtime": ".runtime", "Sessions": ".runtime",
+    "AgentSpec": ".runtime", "Runtime": ".runtime", "Sessions": ".sessions",
     "FlowerService": ".service",
     "Step": ".workflow.base", "Workflow": ".workflow.base", "wake_state": ".workflow.base",
     "CLARIFY_RESUME": ".workflow.flower", "clarify_step": ".workflow.flower",

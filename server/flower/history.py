@@ -26,14 +26,15 @@ from typing import Any, Literal
 
 from .core.lineage import Lineage
 from .core.manifest import parse_name, parsed_rows
+from .core.projects import project_key
 from .core.records import Records
 from .core.redact import cut
 from .core.text import clip, tool_label
-from .runtime import Sessions, project_key
+from .core.verdicts import verdict_of
+from .sessions import Sessions
 from .stores.base import Store
 from .stores.prune import prune
 from .stores.transcript import is_denial
-from .workflow.goal import verdict_of
 
 TEXT_LIMIT = 4000
 """Tool results and tool-input strings are cut here, in history and live (a Write of a large file would flood a view)."""

@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from .core.journal import Journal
 from .core.lineage import Lineage
+from .core.projects import project_key
 from .core.records import LINEAGE_FILE, Records, parse_lineage
-from .runtime import Sessions, project_key
+from .sessions import Sessions
 
 log = logging.getLogger(__name__)
 

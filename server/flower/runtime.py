@@ -43,30 +43,30 @@ from claude_agent_sdk import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
-    project_key_for_directory,
 )
 from claude_agent_sdk.types import PermissionRuleValue
 
 from .core import children
 from .core.approvals import Approval, Approvals, describe, tool_of
 from .core.background import AGENT, STATE_EVENTS, Background, Task, ceiling
+from .core.budget import Budget as Budget
+from .core.budget import BudgetSpent as BudgetSpent
 from .core.caller import Caller
 from .core.changes import WRITE_TOOLS, ChangeLog
 from .core.context import tail_pages, tokens_of
 from .core.errors import FlowerError, MissingCredentials
 from .core.events import AssistantText, ContextSize, Event, Listener, SessionStarted, ToolCall, Waiting
+from .core.events import emit_to as emit_to
 from .core.host import give_back
 from .core.journal import Journal
 from .core.lock import WorkspaceBusy
 from .core.manifest import StepResult
-from .core.records import Records
+from .core.projects import project_key as project_key
 from .core.resilience import CLI_MISSING, Failure, OfflineWait, Resilience, endpoint, reachable_async, wait_online
-from .core.texts import Said, say
+from .core.texts import say
 from .core.trust import Trust, decide, project_memory
-from .stores.base import Store
-from .stores.opener import open_store
+from .sessions import Sessions as Sessions
 from .stores.prefetch import Prefetch
-from .stores.prune import PruningSessionStore
 from .stores.reconcile import RESUME_PREFIX, config_dir, reconcile, sweep
 from .stores.resume import Mirror, Resume, materialize
 
@@ -132,36 +132,6 @@ class _Attempt:
     """The background work the CLI reported and its session state: when the attempt may stop reading (issue 32)."""
 
 
-@dataclass
-class Budget:
-    """What one wake may spend (`cap` in USD, None = no cap) and has spent, from every run's result cost (`max_cost`)."""
-
-    cap: float | None = None
-    spent: float = 0.0
-
-    def exhausted(self) -> bool:
-        """The next run would start at or over the cap."""
-        return self.cap is not None and self.spent >= self.cap
-
-    @property
-    def remaining(self) -> float | None:
-        """USD left under the cap (None = no cap): the SDK's `max_budget_usd` for the next run."""
-        return None if self.cap is None else max(0.0, self.cap - self.spent)
-
-    def said(self) -> Said:
-        """What was spent and how to continue, in the reader's language."""
-        cap = self.cap or 0.0
-        return say("budget_spent", spent=f"{self.spent:.2f}", cap=f"{cap:.2f}", more=f"{max(cap * 2, 1):g}")
-
-
-class BudgetSpent(FlowerError):
-    """The wake's spending cap is reached: it stops cleanly here, and everything stays resumable."""
-
-    def __init__(self, budget: Budget) -> None:
-        said = budget.said()
-        super().__init__(said.key, **said.fields)
-
-
 SettingSource = Literal["user", "project", "local"]
 SETTING_SOURCES: list[SettingSource] = ["user", "project", "local"]
 """What agents load in a trusted folder, as the `claude` command does: CLAUDE.md, .claude/settings*.json, .mcp.json, ~/.claude."""
@@ -171,71 +141,10 @@ folder's .claude/settings*.json (hooks, env, apiKeyHelper, permissions) nor its 
 flower then puts in the prompt itself (it is text)."""
 
 
-def project_key(workspace: str | os.PathLike[str]) -> str:
-    """The SDK's project key of a workspace: its sessions are stored under it (S12: the path is the key)."""
-    return project_key_for_directory(Path(os.path.abspath(workspace)))
-
-
 MESSAGE_LIMIT = 256 * 2**20
 """Largest message the CLI may stream to flower. The SDK's 1 MB default ends the turn with a fatal reader error when the
 model writes or reads a file of some 600 KB (a tool call's input and its echo travel in one message), so a long
 workflow would fail on an ordinary generated file; the bound stays, against a runaway stream."""
-
-
-@dataclass(frozen=True)
-class Sessions:
-    """A task's store: the raw sessions (every entry as written), the pruned view the model resumes from (S23, D2), and the records.
-
-    The records (lineage, manifest, lock, wake mark) are the same backend's as the sessions: run_dir's files beside
-    sessions.db, or the shared store's tables (D9). Everything that reads or writes them is given this object's.
-    """
-
-    raw: Store
-    pruned: PruningSessionStore
-    records: Records
-
-    @classmethod
-    def open(cls, run_dir: str | os.PathLike[str], *, trim: bool = False, store: str | None = None,
-             workspace: str | os.PathLike[str] | None = None, project: str | None = None) -> Sessions:
-        """The store of `run_dir` (opened on first use); `trim` switches large-result trimming only (S25).
-
-        `store` = None or `sqlite`: run_dir/sessions.db. A `postgresql://` URL: the shared store, where the
-        workspace's sessions, lineage, manifest and lock are keyed by its identity (`project` overrides it, D9).
-        """
-        run_dir = Path(os.path.abspath(run_dir))
-        where = Path(os.path.abspath(workspace if workspace is not None else os.getcwd()))
-        raw, records = open_store(run_dir, store, where, project_key(where), project)
-        return cls(raw, PruningSessionStore(raw, trim=trim, spill_dir=run_dir / "spill"), records)
-
-    async def __aenter__(self) -> Sessions:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def ready(self) -> None:
-        """Open the store now: a bad store URL is one line (StoreError) before anything runs or is written."""
-        await self.raw.open()
-
-    def has(self, workspace: str | os.PathLike[str], session_id: str) -> bool:
-        """Whether sessions.db holds this workspace's session (S10)."""
-        return self.raw.has_session_sync(project_key(workspace), session_id)
-
-    async def entries(self, workspace: str | os.PathLike[str], session_id: str) -> list[SessionStoreEntry] | None:
-        """The raw stored transcript of a session, unpruned."""
-        return await self.raw.load({"project_key": project_key(workspace), "session_id": session_id})
-
-    def context(self, workspace: str | os.PathLike[str], session_id: str) -> int | None:
-        """The session's last-round context size read back from sessions.db now (sync, read-only); None if unknown."""
-        return self.raw.last_context_sync(project_key(workspace), session_id)
-
-    async def close(self) -> None:
-        """Close the database connection (the next use reopens it)."""
-        await self.raw.close()
-
-    async def rest(self) -> None:
-        """No wake writes now: the store lets go of what only a writer needs (the next use reopens it)."""
-        await self.raw.rest()
 
 
 class Runtime:
@@ -791,11 +700,3 @@ async def _quietly(fn: Callable[..., None], *args: Any) -> None:
     except Exception:
         log.exception("changes: recording %s failed; the tool call goes on", args[0] if args else fn)
 
-
-def emit_to(listeners: list[Listener], event: Event) -> None:
-    """Hand `event` to each listener; one that raises is logged and skipped: a front-end's bug never breaks a run."""
-    for listener in list(listeners):
-        try:
-            listener(event)
-        except Exception:
-            log.exception("a listener failed on a %s event; the run goes on", event.kind)

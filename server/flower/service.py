@@ -10,30 +10,46 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import retention
 from .core import goals, taskfiles, texts
 from .core.approvals import Approvals
+from .core.budget import Budget
 from .core.caller import Ask, Caller
 from .core.changes import ChangeLog, WakeChanges
 from .core.errors import FlowerError
-from .core.events import Banner, ContextSize, Event, Listener, Notice, SessionStarted, StepEnded, StepStarted, Verdict, Waiting
+from .core.events import (
+    Banner,
+    ContextSize,
+    Event,
+    Listener,
+    Notice,
+    SessionStarted,
+    StepEnded,
+    StepStarted,
+    Verdict,
+    Waiting,
+    emit_to,
+)
 from .core.forecast import Forecast, forecast
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock, held
 from .core.manifest import ManifestRow, in_work_session
-from .core.records import SENTENCES_FILE
+from .core.records import SENTENCES_FILE, WORK
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
 from .core.text import megabytes
 from .core.trust import Trust
-from .runtime import Budget, Runtime, Sessions, emit_to
+from .core.verdicts import judged
+from .sessions import Sessions
 from .settings import Settings
 from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
-from .stores.prefetch import Prefetch
-from .workflow.flower import WORK, FlowerPath
-from .workflow.goal import judged
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .stores.prefetch import Prefetch
+    from .workflow.flower import FlowerPath
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +132,8 @@ class FlowerService:
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[WakeOutcome] | None = None
         self._path: FlowerPath | None = None
+        self._listening = asyncio.Event()
+        """The running wake's `FlowerPath.listening`: `say` waits for it (made before the wake's task, so never stale)."""
         self._step: str | None = None
         self._waiting: WaitState | None = None
         self._verdict: VerdictState | None = None
@@ -189,16 +207,36 @@ class FlowerService:
             if text and text.strip():
                 await self.say(text)
             return await asyncio.shield(task)
-        self._task = asyncio.create_task(self._run(text, caller or Caller(), prefetch))
+        self._listening = asyncio.Event()
+        self._task = asyncio.create_task(self._run(text, caller or Caller(), prefetch, self._listening))
         return await asyncio.shield(self._task)
 
     async def say(self, text: str, caller: Caller | None = None) -> WakeOutcome | None:
         """A sentence for the work session: delivered at its next turn while running (None), else a wake (S15)."""
-        if self.running and self._path is not None:
-            self._path.hear(text.strip())  # pending on disk at once (issue 31), then delivered
+        path = await self._heard_by()
+        if path is not None:
+            path.hear(text.strip())  # pending on disk at once (issue 31), then delivered
+            # Said only now that it is on disk: the acknowledgment a terminal shows at once (issue 34).
             self._emit(Notice(text=texts.text("queued", self.locale, sentence=text.strip())))
             return None
         return await self.wake(text, caller)
+
+    async def _heard_by(self) -> FlowerPath | None:
+        """The running wake's path once it has read the sentences earlier wakes left pending; None when no wake runs,
+        or it ended before that (a sentence heard earlier would be saved over theirs: issue 31, nothing said is lost).
+
+        Waits no longer than the wake's start: reading the lineage and the pending sentences under its lock.
+        """
+        task, listening = self._task, self._listening
+        if task is None or task.done():
+            return None
+        if not listening.is_set():
+            ready = asyncio.ensure_future(listening.wait())
+            try:
+                await asyncio.wait({ready, task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ready.cancel()
+        return self._path if listening.is_set() and not task.done() else None
 
     async def new(self, text: str, caller: Caller | None = None) -> WakeOutcome:
         """Start something else: archive lineage, 需求.md and 目标.md (S28), then start `text` as the task."""
@@ -234,17 +272,6 @@ class FlowerService:
             await asyncio.gather(self._task, return_exceptions=True)
         await self.sessions.close()
 
-    async def pruned(self, session_id: str) -> dict[str, str] | None:
-        """How the pruner treats a session's stored entries on resume: {uuid: "hidden" | "rewritten" | "added"} (S23).
-
-        None when sessions.db holds nothing for the session.
-        """
-        entries = await self.sessions.entries(self.workspace, session_id)
-        if not entries:
-            return None
-        pruned = await asyncio.to_thread(self.sessions.pruned.prune, [dict(e) for e in entries])
-        return dict(pruned.verdicts)
-
     # -- the run's changes (issue #25) ------------------------------------------------------------
     @property
     def change_log(self) -> ChangeLog:
@@ -264,7 +291,13 @@ class FlowerService:
         with WorkspaceLock(self.run_dir):  # a wake starting meanwhile waits for the restore, and vice versa
             return await asyncio.to_thread(self.change_log.revert, path, wake)
 
-    async def _run(self, text: str | None, caller: Caller, prefetch: Prefetch | None) -> WakeOutcome:
+    async def _run(self, text: str | None, caller: Caller, prefetch: Prefetch | None,
+                   listening: asyncio.Event) -> WakeOutcome:
+        # Imported by the first wake, not with the service: status, changes and gc read the records through it and
+        # need neither the runtime nor the SDK behind it (issue 34).
+        from .runtime import Runtime
+        from .workflow.flower import FlowerPath
+
         self.budget, self._woken = Budget(self.max_cost), True
         # The prefetch is the Runtime's now: it takes it or discards it when it closes.
         rt = Runtime(self.workspace, self.run_dir, sessions=self.sessions, resilience=self.resilience, env=dict(caller.env),
@@ -275,7 +308,8 @@ class FlowerService:
         self._runtime = rt
         ask = caller.ask
         self._path = FlowerPath(rt, self.locale, self.rounds, self.handoff_at,
-                                ask=(lambda question: self._ask(ask, question)) if ask is not None else None)
+                                ask=(lambda question: self._ask(ask, question)) if ask is not None else None,
+                                listening=listening)
         try:
             await self.housekeeping()
             ctx = await self._path.wake(text)

@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 from .core.caller import Caller
 from .core.trust import Trust, decide
 from .settings import Settings, SettingsError, load
-from .stores.prefetch import Prefetch
 
 if TYPE_CHECKING:
     from .history import History, Page, Pruned, StepRun
-    from .runtime import Runtime, Sessions
+    from .runtime import Runtime
     from .service import FlowerService
+    from .sessions import Sessions
     from .status import WakeOutcome
+    from .stores.prefetch import Prefetch
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,12 @@ def folder_of(uri: str) -> Path | None:
         return None
     if parsed.scheme != "file" or not parsed.path:
         return None
-    path = unquote(parsed.path) if os.name != "nt" else url2pathname(parsed.path)
+    if os.name == "nt":
+        from urllib.request import url2pathname  # here: urllib.request (http, email) would slow `flower status` (issue 34)
+
+        path = url2pathname(parsed.path)
+    else:
+        path = unquote(parsed.path)
     if parsed.netloc and parsed.netloc != "localhost":  # a UNC share: //server/share/...
         path = f"//{parsed.netloc}{path}"
     return Path(path)
@@ -71,14 +76,23 @@ class Task:
     settings: Settings
     settings_error: SettingsError | None
     """A settings file, variable or option that cannot be used (an editor's task opens anyway and says so)."""
-    service: FlowerService
+    run_dir: Path
+    """Where the task's records and sessions.db live (S4), absolute."""
+    locale: str = "en"
     prefetch: Prefetch | None = None
     """The work session's pruned view a worker is preparing: the next wake's resume takes it (stores/prefetch.py)."""
+    closed: bool = False
 
-    @property
-    def run_dir(self) -> Path:
-        """Where the task's records and sessions.db live (S4)."""
-        return self.service.run_dir
+    @functools.cached_property
+    def service(self) -> FlowerService:
+        """The task's service, made on first use: `flower once` runs single turns (`turns`) and never makes one."""
+        from .service import Config, FlowerService
+
+        try:
+            return FlowerService(self.workspace, self.run_dir, Config.of(self.settings, locale=self.locale, trust=self.trust))
+        except BaseException:
+            self._discard()  # the prefetch worker is the service's first wake's: without a service, nobody takes it
+            raise
 
     @property
     def sessions(self) -> Sessions:
@@ -121,6 +135,17 @@ class Task:
         prefetch, self.prefetch = self.prefetch, None
         return await self.service.wake(text, caller, prefetch=prefetch)
 
+    def prefetch_next(self) -> None:
+        """Start preparing the next wake's resume now, as a wake has ended (a server holding the task between wakes).
+
+        Issue 35's warm wake: an engine's or editor's next wake then starts from a pruned view already written, as a
+        terminal's starts from the one its worker wrote while the SDK was imported; `take` checks it is still the
+        store's session, and writes it from the store otherwise."""
+        if not self.closed and self.prefetch is None:
+            from .stores.prefetch import Prefetch  # here: status and changes import none of it (issue 34)
+
+            self.prefetch = Prefetch.work(self.run_dir, self.workspace, self.settings.store, trim=self.settings.trim)
+
     async def new(self, text: str, caller: Caller) -> WakeOutcome:
         """Archive the task and start `text` for `caller` (S28): nothing of the old work session is resumed."""
         self._discard()
@@ -143,8 +168,10 @@ class Task:
 
     async def close(self) -> None:
         """Cancel a running wake (the next one resumes it), and let go of the store, the history and an unused prefetch."""
+        self.closed = True  # no prefetch starts after this (a wake cancelled here ends after it)
         try:
-            await self.service.close()
+            if "service" in self.__dict__:  # made: a task that only ran turns has none to close
+                await self.service.close()
         finally:
             self._discard()
             if "history" in self.__dict__:
@@ -159,7 +186,8 @@ class Task:
 def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object] | None = None,
               labels: Mapping[str, str] | None = None, trust: Trust | None = None, editor_trust: bool = False,
               lenient: bool = False, prepare: Callable[[Path], Path] | None = None, prefetch: bool = False) -> Task:
-    """Open the task of `workspace`: its trust, settings, run dir, store, service, and (when asked) the prefetch worker.
+    """Open the task of `workspace`: its trust, settings, run dir, and (when asked) the prefetch worker; its service and
+    store are made on first use (`Task.service`), so a command that runs single turns (`flower once`) makes none.
 
     `trust`: a front-end's own decision (a terminal asks the person first); else the records decide, with the
     editor's workspace trust when `editor_trust` (D10). `given`: flags or editor options over the settings file,
@@ -178,14 +206,10 @@ def open_task(workspace: Path, *, locale: str = "en", given: Mapping[str, object
     run_dir = settings.run_dir_path(workspace)
     if prepare is not None:
         run_dir = prepare(run_dir)
-    # Started before the service is imported below (it imports the SDK): the worker prunes and writes meanwhile.
-    early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim) if prefetch else None
-    try:
-        from .service import Config, FlowerService
+    early = None
+    if prefetch:  # only a wake's: status and changes import none of it (the pruner, the reconciler, issue 34)
+        from .stores.prefetch import Prefetch
 
-        service = FlowerService(workspace, run_dir, Config.of(settings, locale=locale, trust=trust))
-    except BaseException:
-        if early is not None:
-            early.discard()
-        raise
-    return Task(workspace, trust, settings, error, service, early)
+        # Started first: the worker prunes and writes while this process imports the rest (the runtime and the SDK).
+        early = Prefetch.work(run_dir, workspace, settings.store, trim=settings.trim)
+    return Task(workspace, trust, settings, error, Path(os.path.abspath(run_dir)), locale, early)

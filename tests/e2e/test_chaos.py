@@ -20,7 +20,7 @@ from flower.testing import text
 from flowerscript import GOALS, REQUIREMENTS
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from chaos import BIG, FLOWER, chaos  # noqa: E402  (benchmarks/ is not a package)
+from chaos import BIG, FLOWER, ChaosModel, _sigkilled, _status, chaos  # noqa: E402  (benchmarks/ is not a package)
 
 
 @pytest.mark.timeout(300)
@@ -64,6 +64,62 @@ async def test_kills_inside_a_subagent_lose_none_of_its_answers(tmp_path: Path):
         figures.report()
     assert not figures.defects, figures.report()
     assert not figures.defects, figures.report()
+
+
+STAND_IN = r"""
+import subprocess, sys
+client = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])  # no launcher: nothing ties it to us
+print(client.pid, flush=True)
+client.wait()
+"""
+CLIENT = r"""
+import http.client, json, os, sys, time
+body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
+def ask():
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+    c.request("POST", "/v1/messages", body, {"content-type": "application/json", "x-api-key": "k"})
+    c.getresponse().read()
+    return c
+parent = os.getppid()
+first = ask()
+deadline = time.monotonic() + 60
+while os.getppid() == parent and time.monotonic() < deadline:  # until its flower is dead
+    time.sleep(0.01)
+second = ask()
+"""
+
+
+async def test_a_request_sent_after_its_flower_died_is_counted_an_orphans(tmp_path: Path):
+    # The harness's own check (issue #31): a process left running by a flower killed alone (here nothing ties it to its
+    # flower, as before PR_SET_PDEATHSIG) asks the model again; that request, and only it, is an orphan's. The check
+    # lets through a request of a CLI killed with its flower (in flight when it died): this one is alive, so it counts.
+    async with ChaosModel(tmp_path, __import__("random").Random(1)) as model:
+        flower = await asyncio.create_subprocess_exec(sys.executable, "-c", STAND_IN, CLIENT, str(model.port),
+                                                      stdout=asyncio.subprocess.PIPE)
+        model.flower = flower.pid
+        client = int(await asyncio.wait_for(flower.stdout.readline(), 30))
+        try:
+            await model.wait_for_requests(1, timeout=30)
+            assert model.orphans == []  # sent while its flower lived
+            os.kill(flower.pid, signal.SIGKILL)  # the flower alone
+            await asyncio.wait_for(flower.wait(), 30)
+            await model.wait_for_requests(2, timeout=30)
+            assert model.orphans == [1], model.why
+            assert f"sender {client} " in model.why[1] and f"flower {flower.pid} " in model.why[1]
+        finally:
+            try:
+                os.kill(client, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_only_a_pending_sigkill_makes_a_request_in_flight():
+    # The SIGKILL bit (9: 1 << 8) of the main thread's or the group's pending signals; any other signal is not a kill.
+    assert not _sigkilled(_status(os.getpid()))
+    assert _sigkilled({"SigPnd": "0000000000000000", "ShdPnd": "0000000000000100"})
+    assert _sigkilled({"SigPnd": "0000000000000100", "ShdPnd": "0000000000000000"})
+    assert not _sigkilled({"SigPnd": "0000000000004000", "ShdPnd": "0000000000000003"})  # SIGTERM, SIGHUP, SIGINT
+    assert not _sigkilled({})  # gone
 
 
 def _env(env: dict[str, str]) -> dict[str, str]:

@@ -496,8 +496,12 @@ async def test_run_dir_defaults_to_runs_of_the_current_directory_and_r_picks_ano
 
 async def test_once_prints_reply_and_session_and_resume_carries_the_history(model, env, workspace, run_dir):
     model.push(text("I will remember PERIWINKLE"), text("The word was PERIWINKLE"))
-    first = await flower("once", "remember the word PERIWINKLE", "-r", str(run_dir), env=env, cwd=workspace)
+    timed = {**env, "PYTHONPROFILEIMPORTTIME": "1"}
+    first = await flower("once", "remember the word PERIWINKLE", "-r", str(run_dir), env=timed, cwd=workspace)
     assert first.code == 0, first.err
+    # One turn through the Runtime: the workflow's service is never made, so its module is never even imported.
+    loaded = {ln.rsplit("|", 1)[1].strip() for ln in first.err.splitlines() if ln.startswith("import time:")}
+    assert "flower.runtime" in loaded and "flower.service" not in loaded
     assert "I will remember PERIWINKLE" in first.out
     sid = re.search(r"^session: (\S+)$", first.out, re.MULTILINE).group(1)
     second = await flower("once", "--resume", sid, "what was the word?", "-r", str(run_dir), env=env, cwd=workspace)

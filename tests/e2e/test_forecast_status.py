@@ -26,6 +26,8 @@ async def test_status_forecasts_the_rounds_left_from_the_context_each_round_ende
     assert f["to_handoff"] == math.ceil((st["handoff_at"] - st["context"]) / 2_500)
     assert f["to_window"] == math.ceil((st["window"] - st["context"]) / 2_500)
     assert f["task_per_round"] == f["wake_per_round"]  # one wake ran every round
+    # The chart's series (the editor draws it): each round's context, one session, no handoff.
+    assert f["points"] == [{"round": n, "context": c, "handoff": False} for n, c in ((1, 30_000), (2, 32_500), (3, 35_000))]
 
     said = await flower("status", "-r", str(run_dir), env=env, cwd=workspace)
     line = next(ln for ln in said.out.splitlines() if ln.startswith("forecast "))

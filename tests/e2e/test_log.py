@@ -16,10 +16,10 @@ async def test_the_log_prints_every_step_oldest_first_and_n_keeps_the_newest(mod
     assert shown.code == 0 and shown.err == "", shown.err
     out = shown.out
     headers = [ln for ln in out.splitlines() if ln.startswith("== ")]
-    assert [h.split(" =")[0] for h in headers] == ["== clarify", "== goals", "== work", "== work · judge #1"], headers
+    assert [h.split(" =")[0] for h in headers] == ["== clarify", "== goals", "== work", "== judge · round 1"], headers
     assert "判定" not in out  # step names in the person's language (issue 34)
     assert out.index("> A person asked for this") < out.index("== goals")  # the clarify prompt's start, then a count
-    assert "(+21 lines)" in out.split("== work · judge #1")[1]  # the judge's long prompt folded to its first lines
+    assert "(+21 lines)" in out.split("== judge · round 1")[1]  # the judge's long prompt folded to its first lines
     assert out.index("· Write(") < out.index("calc.py written") < out.index("VERDICT: PASS")
     newest = await flower("log", "-n", "1", "-r", str(run_dir), env=env, cwd=workspace)
     assert newest.code == 0 and "VERDICT: PASS" in newest.out and "calc.py written" not in newest.out
@@ -40,7 +40,7 @@ async def test_follow_prints_what_the_next_wake_writes(model, env, workspace, ru
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         first = [await asyncio.wait_for(follow.stdout.readline(), 60) for _ in range(2)]  # the newest entry, its step first
-        assert first[0].startswith("== work · judge #1 ".encode()) and b"Checked every goal." in first[1], first
+        assert first[0].startswith("== judge · round 1 ".encode()) and b"Checked every goal." in first[1], first
         model.push(*goals(workspace, GOALS + "- [ ] calc.py prints four\n"), *work(workspace, "print(2 + 2)\n"), *judge())
         woke = await flower("print four too", "-r", str(run_dir), env=env, cwd=workspace)
         assert woke.code == 0, woke.err

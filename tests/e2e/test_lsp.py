@@ -593,3 +593,37 @@ async def test_say_on_an_idle_folder_wakes_it_and_sends_the_end_state(servers, m
     end = await client.ended(folder)  # before the fix the end state was never sent (say's outcome was None)
     assert end["ok"] is True and end["woke"] == 1 and end["run"] == client.seen(p.STATE, folder)[0]["run"]
     assert client.seen(p.TRANSCRIPT, folder)[0]["text"] == TASK
+
+
+async def test_status_carries_the_context_per_work_round_with_the_handoff_live_and_from_the_records(servers, model, workspace):
+    # Issue 34's chart: round 1 ends at 5,000 tokens (over handoffAt 1,000) and fails the judge; round 2 hands off to a
+    # new session. Its work reply is held: meanwhile the status has round 1's point; after it, round 2's, a handoff.
+    held = fs.work(workspace, input_tokens=3000)
+    held[0].hold = True
+    model.push(*fs.grown_past_handoff(workspace), *fs.handoff_note(), *held, *fs.judge())
+    client = await servers(workspace, options={"handoffAt": 1000})
+    folder = uri(workspace)
+    await client.request(p.WAKE, {"folder": folder})
+    await until(lambda: any(s["step"] == "干活#round2" for s in client.seen(p.STEP_START, folder)), TIMEOUT, "round 2")
+
+    async def shows(want: list[dict]) -> None:
+        """The status's points become `want`: its snapshot catches up with the manifest within its age (STALE_S)."""
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            [st] = (await client.request(p.STATUS, {"folder": folder}, timeout=5))["folders"]
+            seen = st["forecast"]["points"] if st["forecast"] else []
+            if seen == want:
+                return
+            assert asyncio.get_running_loop().time() < deadline, seen
+            await asyncio.sleep(0.1)
+
+    first = {"round": 1, "context": 5000, "handoff": False}
+    await shows([first])  # the handoff note (干活·交接#2) is no work round
+    model.release()
+    assert (await client.ended(folder))["ok"] is True
+    want = [first, {"round": 2, "context": 3000, "handoff": True}]
+    await shows(want)
+    # A new server process reads the same series from the records (what the editor paints after a reload).
+    again = await servers(workspace, options={"handoffAt": 1000})
+    [st] = (await again.request(p.STATUS, {"folder": folder}))["folders"]
+    assert st["forecast"]["points"] == want and st["handoffAt"] == 1000

@@ -8,6 +8,7 @@ session, once. Cut off after the work session got it: it is not sent again. The 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -16,8 +17,10 @@ import psutil
 from test_cli import first_run_done, flower, lineage, start
 
 from flower.core.records import SENTENCES_FILE
+from flower.runtime import AgentSpec
 from flower.testing import Reply, overloaded, say
-from flower.workflow.flower import WAKE_SENTENCE, WORK_RESUME
+from flower.workflow.flower import GOAL_SETTER, WAKE_SENTENCE, WORK_RESUME, WORKER
+from flower.workflow.goal import JUDGE
 from flowerscript import GOALS, goals, judge, work
 
 MORE = "also handle division by zero"
@@ -43,6 +46,13 @@ def end(children: list[psutil.Process]) -> None:
             child.kill()
         except psutil.NoSuchProcess:
             pass
+
+
+def by(agent: AgentSpec, replies: list[Reply]) -> list[Reply]:
+    """`replies` for `agent`'s requests only (told apart by the start of its instructions in the system prompt)."""
+    for r in replies:
+        r.match = lambda body, marker=agent.instructions[:40]: marker in json.dumps(body.get("system", ""), ensure_ascii=False)
+    return replies
 
 
 def pending(run_dir: Path) -> bool:
@@ -140,3 +150,38 @@ async def test_ctrl_c_during_an_outage_in_the_goals_rederivation_leaves_the_sent
     assert proc.returncode == 130, err.decode()
     assert model.pending == 0 and pending(run_dir)
     await woken_with_no_text(model, env, workspace, run_dir, goals_sid, work_sid)
+
+
+async def test_a_sentence_said_as_a_wake_starts_keeps_the_ones_an_earlier_wake_left_pending(model, env, workspace, run_dir):
+    """`say` the moment a wake starts, before it has read what a cut-off wake left pending: it waits for that read,
+    so it is added to those sentences, not saved over them (issue 31: nothing said is lost; issue 34: `say` from a
+    terminal attached as a wake begins)."""
+    from flower import FlowerService
+    from flower.core.caller import Caller
+
+    work_sid = await first_run_done(model, env, workspace, run_dir)
+    earlier = {"id": "a1b2c3d4e5f6", "text": MORE, "said_at": 1.0, "requirements": False, "goals": False, "work": False,
+               "session": work_sid, "offset": 0}  # as core/sentences.py records a sentence no place has yet
+    (run_dir / SENTENCES_FILE).write_text(json.dumps([earlier]), encoding="utf-8")
+    later = "also print the result in green"
+    at = len(model.conversation)
+    # Whether `later` lands before the goal setter is asked or only at the work round's `pending` (a second
+    # re-derivation) depends on the loop's timing; either is right, so each agent gets its own replies, enough for both.
+    model.push(*by(GOAL_SETTER, goals(workspace, MORE_GOALS) + goals(workspace, MORE_GOALS)), *by(WORKER, work(workspace)), *by(JUDGE, judge()))
+    service = FlowerService(workspace, run_dir)
+    woke = asyncio.create_task(service.wake(None, Caller(env=env)))
+    try:
+        assert await asyncio.wait_for(service.say(later), 60) is None  # heard by the running wake, not a wake of its own
+        result = await asyncio.wait_for(woke, 120)
+    finally:
+        await service.close()
+    assert result.ok, result.error
+    at_work = [r for r in model.conversation[at:] if r.session_id == work_sid]
+    both = [LINE, WAKE_SENTENCE.format(sentence=later)]
+    assert at_work and all(line in at_work[0].last_user_text for line in both)  # the first work round got both
+    assert all(r.text.count(line) == 1 for r in at_work for line in both)  # once each, never again
+    assert later in (workspace / "目标.md").read_text(encoding="utf-8") or any(  # the goals re-derived with it (S15)
+        later in r.last_user_text for r in model.conversation[at:] if GOAL_SETTER.instructions in r.system)
+    brief = (workspace / "需求.md").read_text(encoding="utf-8")
+    assert brief.count(MORE) == 1 and brief.count(later) == 1
+    assert not pending(run_dir)

@@ -7,6 +7,7 @@ on it; tmux is that terminal here.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shlex
 import shutil
@@ -15,10 +16,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_cli import FLOWER, TASK, cli_env, seed_frozen
+from test_cli import FLOWER, TASK, cli_env, flower, seed_frozen
+from test_engine import TIMEOUT, kill, place, terminal_env  # noqa: F401 - `place` is a fixture
 
 from conftest import until
-from flower.testing import text
+from flower.core.records import SENTENCES_FILE
+from flower.testing import Reply, say, text
+from flower.workflow.flower import WAKE_SENTENCE
+from flowerscript import goals, judge, work
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install tmux)")
 
@@ -37,9 +42,14 @@ class Tmux:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30,
                               check=True).stdout
 
-    def screen(self) -> str:
-        """The screen as the person sees it now."""
-        return self._tmux("capture-pane", "-p", "-t", "0")
+    def screen(self, scrollback: bool = False) -> str:
+        """The screen as the person sees it now (`scrollback`: with every line that scrolled off the top)."""
+        return self._tmux("capture-pane", "-p", "-t", "0", *(("-S", "-") if scrollback else ()))
+
+    def type(self, line: str) -> None:
+        """Type `line` (literally) and press Enter."""
+        self._tmux("send-keys", "-t", "0", "-l", line)
+        self._tmux("send-keys", "-t", "0", "Enter")
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
@@ -83,3 +93,90 @@ async def test_a_model_that_never_answers_shows_the_step_and_the_time_waited_mov
     finally:
         model.release()
         await asyncio.sleep(0)  # let the held reply go before the server closes
+
+
+# -- a sentence typed while attached to the engine's run (issue 34) ------------------------------------------------
+SENTENCE = "also handle negatives"
+LINE = WAKE_SENTENCE.format(sentence=SENTENCE)
+QUEUED = f"received; queued for the work session: {SENTENCE}"
+GIVEN = f"the work session gets it in this round: {SENTENCE}"
+
+
+async def attached_while_the_model_holds_a_round(place, model, workspace, tmux_of) -> Tmux:  # noqa: F811
+    """The engine runs a frozen folder's work round, its reply held by the model; `flower` attached to it under tmux."""
+    seed_frozen(workspace)
+    model.push(Reply(blocks=[say("half way")], hold=True))
+    assert (await place.serve()).returncode == 0
+    env = terminal_env(place)
+    started = await flower("--detach", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert started.code == 0, started.err
+    await model.wait_for_requests(1, timeout=TIMEOUT)
+    term = tmux_of([str(FLOWER)], cli_env(env, TERM="xterm"), workspace)
+    await shows(term, "attached to the run in the flower engine", "the terminal to attach")
+    return term
+
+
+async def shows(term: Tmux, text: str, what: str, scrollback: bool = False) -> None:
+    """Wait (bounded) until the terminal shows `text`; the screen in the failure."""
+    try:
+        await until(lambda: text in term.screen(scrollback), TIMEOUT, what)
+    except AssertionError:
+        raise AssertionError(f"timed out waiting for {what}; the screen:\n{term.screen(scrollback)}") from None
+
+
+def pending_sentences(workspace: Path) -> list[str]:
+    """The sentences `runs/sentences.json` holds (core/sentences.py): said, not yet in all three places."""
+    path = workspace / "runs" / SENTENCES_FILE
+    return [row["text"] for row in json.loads(path.read_text())] if path.exists() else []
+
+
+def received_once(model, workspace: Path) -> None:
+    """The work session got the sentence in exactly one request, and no request carried it twice (S15, issue 31)."""
+    work_sid = json.loads((workspace / "runs" / "lineage.json").read_text())["steps"]["干活"]
+    carrying = [r for r in model.conversation if r.session_id == work_sid and LINE in r.last_user_text]
+    assert len(carrying) == 1, [r.last_user_text for r in model.conversation]
+    assert all(r.text.count(LINE) <= 1 for r in model.conversation)
+    assert (workspace / "需求.md").read_text(encoding="utf-8").count(SENTENCE) == 1  # recorded, once
+
+
+async def test_a_sentence_typed_while_attached_is_acknowledged_at_once_and_the_model_gets_it_next_round(
+        place, model, workspace, tmux_of):  # noqa: F811
+    term = await attached_while_the_model_holds_a_round(place, model, workspace, tmux_of)
+    try:
+        term.type(SENTENCE)
+        await shows(term, QUEUED, "the acknowledgment")
+        # The turn has not ended (its reply is still held) and the sentence is on disk already: acknowledged at once.
+        assert len(model.conversation) == 1 and pending_sentences(workspace) == [SENTENCE]
+        assert LINE not in model.conversation[0].text and GIVEN not in term.screen()
+        model.push(*judge(), *goals(workspace), *work(workspace), *judge())  # the round ends; then one of its own
+        model.release()
+        await shows(term, "done · the judge passed it", "the run's end", scrollback=True)
+    finally:
+        model.release()
+    shown = term.screen(scrollback=True)
+    # When it reaches the model the terminal says so: under the header of the round that carries it, after the ack.
+    assert shown.index(QUEUED) < shown.index("judge #1: passed") < shown.index(GIVEN) < shown.index("done · the judge")
+    assert shown.rindex("== work ", 0, shown.index(GIVEN)) > shown.index("judge #1: passed")
+    received_once(model, workspace)
+    assert len(model.conversation) == 7 and pending_sentences(workspace) == []  # round, judge, goals 2, work 2, judge
+
+
+async def test_a_sentence_acknowledged_before_the_engine_dies_reaches_the_model_at_the_next_wake(
+        place, model, workspace, tmux_of):  # noqa: F811
+    term = await attached_while_the_model_holds_a_round(place, model, workspace, tmux_of)
+    try:
+        term.type(SENTENCE)
+        await shows(term, QUEUED, "the acknowledgment")
+        pid = place.pid()
+        assert pid is not None
+        kill(pid)  # kill -9 the engine and its agent CLI, between the acknowledgment and the next round
+        await shows(term, "the flower engine went away", "the terminal to say the engine left")
+    finally:
+        model.release()
+    assert pending_sentences(workspace) == [SENTENCE]  # nothing typed is lost (issue 31)
+    model.push(*goals(workspace), *work(workspace), *judge())
+    again = await flower(env=terminal_env(place), cwd=workspace, timeout=TIMEOUT * 2)  # no engine answers: runs here
+    assert again.code == 0, again.out + again.err
+    assert GIVEN in again.out and "Traceback" not in again.out + again.err
+    received_once(model, workspace)
+    assert pending_sentences(workspace) == []

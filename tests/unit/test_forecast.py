@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flower.core.forecast import forecast, rounds_of
+from flower.core.forecast import CHART, ContextPoint, forecast, rounds_of
 from flower.core.manifest import ManifestRow
 
 
@@ -57,3 +57,15 @@ def test_a_row_without_a_recorded_context_is_a_round_without_a_point():
     assert [r.context for r in rounds_of(rows)] == [None, 40_000, 44_000]
     assert forecast(rows, None, 120_000, 200_000, "w1").slope == 4_000
     assert ManifestRow.of({"step": "干活", "context": True}).context is None  # a bool is no size
+
+
+def test_the_charts_series_is_each_rounds_context_with_its_handoffs_the_newest_chart_rounds():
+    rows = seed_rows() + [row("干活·交接#6", 31, sid="s1"), row("干活#round6", 32, 30_000, sid="s2"), row("干活#retry1", 33, None, sid="s2")]
+    points = forecast(rows, context=None, handoff_at=120_000, window=200_000, wake="w1").points
+    assert points[-3:] == [ContextPoint(5, 37_500, False), ContextPoint(6, 30_000, True), ContextPoint(7, None, False)]
+    assert [p.round for p in points] == list(range(1, 8))  # judges and the handoff note are no rounds
+    many = [row("干活" if n == 1 else f"干活#round{n}", n, 1_000 * n, sid="s1" if n <= 150 else "s2") for n in range(1, 201)]
+    capped = forecast(many, None, 120_000, 200_000, "w1").points
+    assert len(capped) == CHART and capped[0] == ContextPoint(201 - CHART, 1_000 * (201 - CHART), False)
+    assert [p.round for p in capped if p.handoff] == [151] and capped[-1].round == 200
+    assert forecast([], None, 120_000, 200_000, None).points == []

@@ -1,15 +1,20 @@
-"""Light imports: the command line's module and `flower --help` do not import the SDK, which only a run needs."""
+"""Light imports: the command line's module, `flower --help` and the commands that only read records (status, ps, stop,
+trust, changes, gc) import neither the SDK, which only a run needs, nor the editor server's pygls (issue 34)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import flower
+from flower.core.records import CLARIFY, GOALS, WORK
+from flowerscript import clarify, first_run, goals, judge, work
 
 HEAVY = ("claude_agent_sdk", "asyncpg")
 
@@ -37,8 +42,10 @@ def test_the_command_line_starts_without_the_sdk(code: str) -> None:
 
 
 def test_a_wake_on_sqlite_needs_no_asyncpg_and_the_public_names_still_import() -> None:
-    # What a wake imports (the service, the runtime) brings the SDK, and still not the PostgreSQL driver.
-    assert loaded_after("import flower.service") == {"claude_agent_sdk": True, "asyncpg": False}
+    # What a wake imports (the runtime) brings the SDK, and still not the PostgreSQL driver. The service alone brings
+    # neither: status, changes and gc read the records through it (issue 34); its first wake imports the runtime.
+    assert loaded_after("import flower.service") == {"claude_agent_sdk": False, "asyncpg": False}
+    assert loaded_after("import flower.runtime") == {"claude_agent_sdk": True, "asyncpg": False}
     assert loaded_after("from flower import Runtime") == {"claude_agent_sdk": True, "asyncpg": False}
     assert sorted(flower.__all__) == sorted(n for n in dir(flower) if n in flower.__all__)
     assert all(getattr(flower, n) is not None for n in flower.__all__)
@@ -60,20 +67,64 @@ def test_the_prefetch_worker_and_the_engine_check_start_without_the_sdk(tmp_path
 LIGHT_HEAVY = ("claude_agent_sdk", "pygls", "lsprotocol")
 
 
-@pytest.mark.parametrize("command", [["ps"], ["stop"], ["trust"], ["--help"]])
-def test_light_commands_import_neither_the_sdk_nor_pygls(tmp_path, command: list[str]) -> None:
-    # Issue 34: with no engine running, in an empty folder (tests/e2e/test_engine.py checks ps and stop against one).
-    # `status`, `changes` and `gc` still import the SDK through the service and the store (issue 34, not done yet).
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+def light_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without credentials, with no engine running and its own home."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES") and not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     env.update(FLOWER_ENGINE=str(tmp_path / "none" / "engine.sock"), HOME=str(tmp_path / "home"),
-               XDG_STATE_HOME=str(tmp_path / "state"))
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "flower.cli", *command], cwd=folder, env=env,
+               XDG_STATE_HOME=str(tmp_path / "state"), LANG="C.UTF-8")
+    return {**env, **extra}
+
+
+def imported(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """`flower *command` run under `-X importtime`: how it ended, and the top-level packages it imported."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "flower.cli", *command], cwd=cwd, env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "flower.cli" in names, done.stderr[-2000:]  # the report is there: its silence below means something
-    assert not {n.split(".")[0] for n in names} & set(LIGHT_HEAVY)
+    return done, {n.split(".")[0] for n in names}
+
+
+@pytest.mark.parametrize("command", [["ps"], ["stop"], ["trust"], ["--help"], ["status"], ["changes"], ["gc"]])
+def test_light_commands_import_neither_the_sdk_nor_pygls(tmp_path, command: list[str]) -> None:
+    # Issue 34: with no engine running, in an empty folder (tests/e2e/test_engine.py checks ps and stop against one).
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    done, packages = imported(command, folder, light_env(tmp_path))
+    assert done.returncode == (1 if command == ["stop"] else 0), done.stderr[-2000:]  # stop: "nothing runs here"
+    assert not packages & set(LIGHT_HEAVY)
+
+
+async def test_status_changes_and_gc_read_real_records_without_the_sdk_or_pygls(model, env, tmp_path) -> None:
+    # Issue 34: where there is something to read, every reading path runs: sessions.db (the steps' sessions, the
+    # context size, the store's usage per task), the manifest (costs, the judge's verdict, the forecast), the lineage,
+    # the change records, and an archive that `gc --yes` collects. A whole run, then `flower --new` (S28).
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    run_env = light_env(tmp_path, **env)
+    for args, replies in ((["build a calculator"], [*clarify(folder), *goals(folder), *work(folder, input_tokens=30_000), *judge()]),
+                          (["--new", "write the docs"], first_run(folder))):
+        model.push(*replies)
+        ran = await asyncio.create_subprocess_exec(sys.executable, "-m", "flower.cli", *args, cwd=folder, env=run_env,
+                                                   stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(ran.communicate(), 120)
+        assert ran.returncode == 0, err.decode()[-3000:]
+    archive = next((folder / "notes" / "archive").iterdir()).name
+
+    def light(*command: str) -> str:
+        done, packages = imported(list(command), folder, run_env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not packages & set(LIGHT_HEAVY), (command, packages & set(LIGHT_HEAVY))
+        return done.stdout
+
+    st = json.loads(light("status", "--json"))
+    assert set(st["steps"]) == {CLARIFY, GOALS, WORK} and st["woke"] == 1 and st["context"], st
+    assert st["goals"] and st["cost"]["max"] is None and st["held_by"] is None, st
+    assert "woke 1 time" in light("status")
+    assert [f["path"] for w in json.loads(light("changes", "--json")) for f in w["files"] if f["path"] == "calc.py"], \
+        "the change records were not read"
+    assert archive in light("gc")
+    assert "deleted 4 sessions" in light("gc", "--yes")  # the archive's clarify, goals, work and judge sessions
 
 
 def test_handing_a_wake_to_the_engine_imports_neither_the_sdk_nor_pygls() -> None:

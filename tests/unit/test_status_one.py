@@ -9,7 +9,8 @@ from pathlib import Path
 
 import attrs
 
-from flower.core.banner import title
+from flower.core.banner import label
+from flower.core.forecast import ContextPoint, Forecast
 from flower.core.manifest import Manifest, StepResult, in_work_session, parsed_rows
 from flower.core.records import FileRecords
 from flower.history import History
@@ -21,14 +22,14 @@ EDITOR = {"folder": "file:///w", "name": "w", "settings": None, "trusted": False
 
 def test_step_names_are_put_into_words_by_the_server_in_the_clients_language() -> None:
     # These were the client's own (vscode-client/test/tools.test.ts) until the client stopped parsing names.
-    assert title("en", "干活#round2") == "work · round 2"
-    assert title("en", "干活·判定#1") == "judge · round 1"
-    assert title("en", "custom") == "custom"
-    assert title("en", "澄清#retry1") == "clarify · retry 1"
-    assert title("en", "目标") == "goals"
-    assert title("en", "干活#round2#retry1") == "work · round 2 · retry 1"
-    assert title("en", "干活·交接#3") == "handoff · round 3"
-    assert [title("zh", s) for s in ("干活#round2", "干活·判定#2", "澄清")] == ["干活 · 第 2 轮", "判定 · 第 2 轮", "澄清"]
+    assert label("en", "干活#round2") == "work · round 2"
+    assert label("en", "干活·判定#1") == "judge · round 1"
+    assert label("en", "custom") == "custom"
+    assert label("en", "澄清#retry1") == "clarify · retry 1"
+    assert label("en", "目标") == "goals"
+    assert label("en", "干活#round2#retry1") == "work · round 2 · retry 1"
+    assert label("en", "干活·交接#3") == "handoff · round 3"
+    assert [label("zh", s) for s in ("干活#round2", "干活·判定#2", "澄清")] == ["干活 · 第 2 轮", "判定 · 第 2 轮", "澄清"]
 
 
 def test_the_work_session_is_work_rounds_and_retries_only() -> None:
@@ -76,3 +77,13 @@ def test_status_and_history_read_the_manifest_through_one_cache(tmp_path: Path) 
     manifest.add(StepResult("干活#round2", session_id="s1", ok=True, cost_usd=0.25))  # the stamp moves: read again
     assert [r.step for r in parsed_rows(records)] == ["干活", "干活#round2"]
     assert recorded(ws, run_dir, records).task == 0.75 and history.steps()[0] == {"s1": [(0.0, "干活"), (0.0, "干活#round2")]}
+
+
+def test_the_forecasts_series_reaches_the_wire_nested_by_the_same_mapping() -> None:
+    """Issue 34's chart: the points travel inside the forecast, each with its round, context and handoff."""
+    f = Forecast(rounds=2, slope=None, to_handoff=None, to_window=None, wake_per_round=None, task_per_round=None,
+                 points=[ContextPoint(1, 125_000, False), ContextPoint(2, None, True)])
+    s = Status(workspace="/w", run_dir="/w/runs", woke=1, started=True, steps={}, goals=[], forecast=f)
+    wire = p.to_wire(p.folder_status(s, "en", 0.0, **EDITOR))
+    assert wire["forecast"]["points"] == [{"round": 1, "context": 125_000, "handoff": False},
+                                          {"round": 2, "context": None, "handoff": True}]

@@ -30,13 +30,12 @@ def test_the_process_locale_follows_posix_precedence():
     assert env_locale({}) == "en"
 
 
-def test_step_labels_keep_the_suffix_of_their_manifest_name():
-    assert label("en", "干活#round2") == "work#round2" and label("zh", "干活#round2") == "干活#round2"
-    assert label("en", "干活·判定#1") == "work · judge #1" and label("en", "once") == "once"  # issue 34: no seed words in en
-    assert label("zh", "干活·判定#1") == "干活·判定#1" and label("en", "干活#round2·交接#3") == "work#round2 · handoff #3"
-    assert header("en", "干活#round3", 3, 3, 2, True) == "== work#round3 ==============================  3/3  <- resumed · wake #2"
-
-
+def test_step_labels_say_the_manifest_name_in_words_in_both_languages():
+    # One style for every front-end (issue 34): the round, retry, judge and handoff in words, never the seed's `#round2`.
+    assert label("en", "干活#round2") == "work · round 2" and label("zh", "干活#round2") == "干活 · 第 2 轮"
+    assert label("en", "干活·判定#1") == "judge · round 1" and label("en", "once") == "once"  # issue 34: no seed words in en
+    assert label("zh", "干活·判定#1") == "判定 · 第 1 轮" and label("en", "干活#round2·交接#3") == "handoff · round 3"
+    assert header("en", "干活#round3", 3, 3, 2, True) == "== work · round 3 ==============================  3/3  <- resumed · wake #2"
 
 
 def test_counts_take_the_right_word_in_both_languages():

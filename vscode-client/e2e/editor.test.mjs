@@ -958,3 +958,62 @@ test('19 a sidebar laid out for reading (issue 34): a long command card at the d
     await ed.shot('19-reading-judge-opened');
   }, { settings: { 'flower.allow': ['Read', 'Write', 'Edit', 'Glob', 'Grep'] } });
 });
+
+test('20 the context chart (issue 34): each work round\'s context, the handoff, the threshold; updated live as rounds end, painted from the records after Reload Window, in a dark and a light theme', { timeout: secs(300) }, async () => {
+  const ws = tempDir('ws-chart');
+  await scenario('20-chart', 'chart', [ws], async (ed, model) => {
+    await showTranscript(ed);
+    await start(ed);
+    const section = ed.view().locator('[data-testid="chart-section"]');
+    const svg = section.locator('svg[data-testid="chart"]');
+    const points = section.locator('[data-testid="chart-point"]');
+    const handoffs = section.locator('[data-testid="chart-handoff"]');
+    // Live: rounds 1 (30K) and 2 (55K) are drawn while round 3, the new session's after the handoff, is held
+    // (request 11: clarify 2, goals 2, round 1 2, judge, round 2, judge, the handoff note, round 3).
+    await model.request(11, secs(150));
+    await until(async () => (await points.count()) === 2, 'the chart to show rounds 1 and 2', secs(30));
+    assert.equal(await handoffs.count(), 0, 'no handoff before the new session\'s round has ended');
+    const contexts = () => points.evaluateAll((els) => els.map((e) => Number(/** @type {SVGElement} */ (e).dataset.context)));
+    assert.deepEqual(await contexts(), [30_000, 55_000]);
+    model.release();
+    await row(ed, '[data-kind="verdict"][data-passed="true"]', undefined, secs(120));
+    await until(async () => (await points.count()) === 4, 'the chart to show the four rounds', secs(30));
+    assert.deepEqual(await contexts(), [30_000, 55_000, 12_000, 20_000]);
+    assert.deepEqual(await handoffs.evaluateAll((els) => els.map((e) => /** @type {SVGElement} */ (e).dataset.round)), ['3']);
+    assert.equal(await section.locator('[data-testid="chart-threshold"]').count(), 1);
+    assert.equal(await section.locator('[data-testid="chart-line"]').count(), 2, 'one line per session');
+    const label = (await svg.getAttribute('aria-label')) ?? '';
+    assert.match(label, /^context per work round: rounds 1–4; last 20K \(round 4\); highest 55K \(round 2\); handoff before round 3; handoff at 50K; window \d/);
+    // The point above the threshold is drawn above its line; the drawing fits the side bar at its default width.
+    const cy = await points.nth(1).evaluate((e) => Number(e.getAttribute('cy')));
+    const threshold = await section.locator('[data-testid="chart-threshold"]').evaluate((e) => Number(e.getAttribute('y1')));
+    assert.ok(cy < threshold, `55K (y ${cy}) above the 50K line (y ${threshold})`);
+    const bar = await ed.page.locator('.part.sidebar').boundingBox();
+    const drawn = await svg.boundingBox();
+    assert.ok(bar !== null && drawn !== null && drawn.width >= 200 && drawn.x >= bar.x && drawn.x + drawn.width <= bar.x + bar.width,
+      `the chart inside the side bar: ${JSON.stringify(drawn)} in ${JSON.stringify(bar)}`);
+    // Drawn in the theme's colours: a stroke for the line, whatever the theme.
+    const stroke = () => section.locator('[data-testid="chart-line"]').first().evaluate((e) => getComputedStyle(e).stroke);
+    assert.notEqual(await stroke(), 'none');
+    await ed.shot('20-chart-handoff');
+    assert.ok(bar !== null);
+    const clip = { x: bar.x, y: bar.y, width: bar.width, height: Math.min(bar.height, 360) };
+    // The other theme of the pair (code-server starts in the browser's, light here): the chart follows it.
+    const light = () => ed.page.evaluate(() => document.querySelector('.monaco-workbench')?.classList.contains('vs') ?? false);
+    const startedLight = await light();
+    await ed.shot(`20-chart-${startedLight ? 'light' : 'dark'}-sidebar`, clip);
+    const before = await stroke();
+    await ed.command('Preferences: Toggle between Light/Dark Themes');
+    await until(async () => (await light()) !== startedLight, 'the other theme', secs(30));
+    await until(async () => (await stroke()) !== before, 'the chart to take the other theme\'s colours', secs(15));
+    await ed.shot(`20-chart-${startedLight ? 'dark' : 'light'}-sidebar`, clip);
+    // Painted from the records after Reload Window, before any model request.
+    const asked = model.requests.length;
+    await ed.reload();
+    await showTranscript(ed);
+    await until(async () => (await points.count()) === 4, 'the chart back from the records', secs(60));
+    assert.deepEqual(await contexts(), [30_000, 55_000, 12_000, 20_000]);
+    assert.equal(await handoffs.count(), 1);
+    assert.equal(model.requests.length, asked, 'no model request to paint it');
+  }, { settings: { 'flower.handoffAt': 50000 } });
+});

@@ -430,12 +430,12 @@ export class Editor {
     fs.writeFileSync(file, JSON.stringify({ ...old, ...settings }, null, 2));
   }
 
-  /** Save `test-results/<n>-<name>.png` (after toasts have slid in). */
-  async shot(/** @type {string} */ name) {
+  /** Save `test-results/<n>-<name>.png` (after toasts have slid in); `clip`: only that part of the window. */
+  async shot(/** @type {string} */ name, /** @type {{x: number, y: number, width: number, height: number} | undefined} */ clip = undefined) {
     fs.mkdirSync(RESULTS, { recursive: true });
     await sleep(800);
     const file = path.join(RESULTS, `${name}.png`);
-    await this.page.screenshot({ path: file, timeout: secs(15) });
+    await this.page.screenshot({ path: file, timeout: secs(15), ...(clip ? { clip } : {}) });
     return file;
   }
 

@@ -193,10 +193,28 @@ def scenario(name: str, folders: list[Path]) -> list[Reply]:
             reply(say("Writing docs.md now."), tool_use("Write", {"file_path": str(ws / "docs.md"), "content": "# calc\n\nAdds and subtracts.\n"})),
             text("docs.md is written."))
         return main + sub
+    if name == "chart":
+        # Issue 34's chart, flower.handoffAt 50000: round 1 ends at 30K and round 2 at 55K (the judge fails both), so
+        # round 3 hands off (the outgoing session writes its note) to a new session that ends at 12K — its reply held
+        # until the harness has seen the chart with two points —, then round 4 at 20K ticks the goals and passes.
+        def ctx(k: int) -> dict[str, int]:
+            return {"input_tokens": 2000, "cache_read": k * 1000 - 2000}
+
+        def fail() -> Reply:
+            return text("VERDICT: FAIL subtraction is missing", input_tokens=1500)
+
+        work = [
+            begin(ws, ctx(29)), text("calc.py adds; subtraction next.", **ctx(30)), fail(),
+            text("Subtraction is half written.", **ctx(55)), fail(),
+            text("## State of the work\nAddition works.\n## Next steps\nFinish subtraction.\n", **ctx(56)),
+            reply(say("Picking up from the handoff document."), hold=True, **ctx(12)), fail(),
+            *finish(ws, ctx(20)),
+        ]
+        return path(ws, work=work)
     if name in ("bench", "settings"):  # settings: a bad setting refuses every wake, the model is never asked
         return []
     raise SystemExit(f"unknown scenario {name!r}; known: start, cancel, reload, pruned, escape, multiroot, nokey, cost, store, "
-                     "approve, reading, changes, subagent, bench, settings")
+                     "approve, reading, changes, subagent, chart, bench, settings")
 
 
 class RecordingModel(ScriptedModel):

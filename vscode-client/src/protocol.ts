@@ -109,6 +109,18 @@ export interface Forecast {
     wakePerRound: number | null;
     /** USD per work round of the whole task. */
     taskPerRound: number | null;
+    /** The context each of the task's last 100 work rounds ended at, oldest first: the chart's series (absent from an older flower). */
+    points?: ContextPoint[];
+}
+
+/** One work round of the context chart (issue 34; S19, S26). */
+export interface ContextPoint {
+    /** The work round's number in the task (1 = the first; retries count). */
+    round: number;
+    /** The work session's context in tokens when the round ended; null when it recorded none (a gap in the line). */
+    context: number | null;
+    /** The round ran in a new session: a handoff put the context back down before it. */
+    handoff: boolean;
 }
 
 /** A setting the server cannot use, and where it came from: shown to the person as it is, with a way to fix it. */

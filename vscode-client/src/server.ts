@@ -265,6 +265,8 @@ export class FolderServer implements vscode.Disposable {
             this.socket?.destroy();
             this.socket = undefined;
         }
+        // A window's own server took its wake with it; the engine's run goes on (its next attach says how it stands).
+        if (this.mode === 'window') this.keeper.patch(StatusKeeper.idle());
         this.go({ type: 'stopped' });
     }
 
@@ -481,7 +483,7 @@ export class FolderServer implements vscode.Disposable {
                     if (reconnecting) {
                         this.log.error(`${this.folder.name}: the flower engine could not be reached ${this.reconnects.max} times in a row; not trying again (flower: Restart Server tries again)`);
                         this.go({ type: 'gaveUp' });
-                        this.keeper.patch({ running: false, step: null, waiting: null });
+                        this.keeper.patch(StatusKeeper.idle());
                     }
                     throw e;
                 }
@@ -559,7 +561,7 @@ export class FolderServer implements vscode.Disposable {
             ? `${this.folder.name}: the flower engine could not be reached ${this.reconnects.max} times in a row; not trying again`
             : `${this.folder.name}: the server stopped ${this.restarts.max + 1} times; not restarting`);
         this.go({ type: 'gaveUp' });
-        this.keeper.patch({ running: false, step: null, waiting: null, waitingFor: null });
+        this.keeper.patch(StatusKeeper.idle());
         this.hooks.stopped(this);
         return { action: CloseAction.DoNotRestart, handled: true, message: 'the server keeps stopping: not restarted again' };
     }

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { type ApprovalCard, type ApprovalLabels, card } from '../src/model/approvals';
+import { CHART_ENGLISH } from '../src/model/chart';
 import type { Row, ToPage } from '../src/model/rows';
 import { ENGLISH } from '../src/model/steps';
 import type { ApproveParams } from '../src/protocol';
@@ -530,5 +531,55 @@ test('a subagent is a folded section nested under its Agent call; its head opens
     assert.equal(await head.getAttribute('aria-expanded'), 'true');
     assert.deepEqual(await nested.evaluateAll((els) => els.map((e) => getComputedStyle(e).display === 'none')), [false, false]);
     assert.equal(await page.locator('[data-testid="row"]').nth(3).textContent(), 'the main agent goes on'); // the main agent's rows stay where they are
+    await page.close();
+});
+
+test('the context chart (issue 34): its points, one handoff marker, the threshold line, the numbers in words; folded it stays folded', { skip }, async () => {
+    const page = await open();
+    const section = page.locator('[data-testid="chart-section"]');
+    assert.equal(await section.isHidden(), true, 'no chart before a work round');
+    const points = [
+        { round: 1, context: 30_000, handoff: false }, { round: 2, context: 55_000, handoff: false },
+        { round: 3, context: 12_000, handoff: true }, { round: 4, context: 20_000, handoff: false },
+    ];
+    await post(page, { type: 'chart', chart: { points, handoffAt: 50_000, window: 200_000, toHandoff: 4, words: CHART_ENGLISH } });
+    const svg = section.locator('svg[data-testid="chart"]');
+    await svg.waitFor();
+    assert.equal(await section.locator('[data-testid="chart-point"]').count(), 4);
+    assert.deepEqual(await section.locator('[data-testid="chart-handoff"]').evaluateAll((els) => els.map((e) => (e as SVGElement).dataset.round)), ['3']);
+    assert.equal(await section.locator('[data-testid="chart-threshold"]').count(), 1);
+    assert.equal(await section.locator('[data-testid="chart-line"]').count(), 2, 'one line per session');
+    assert.equal(await svg.getAttribute('role'), 'img');
+    assert.match((await svg.getAttribute('aria-label')) ?? '', /rounds 1–4; last 20K \(round 4\); highest 55K \(round 2\); handoff before round 3; handoff at 50K; window 200K/);
+    assert.equal(await section.locator('[data-testid="chart-caption"]').innerText(), 'context 20K of 200K · handoff in 4 rounds');
+    // As wide as the view (400 px less the padding), never wider.
+    const box = await svg.boundingBox();
+    assert.ok(box !== null && box.width > 300 && box.width <= 400, `width ${box?.width}`);
+    // The point above the threshold is above its line (SVG y grows downwards).
+    const y = (sel: string, attr: string): Promise<number> => section.locator(sel).first().evaluate((e, a) => Number(e.getAttribute(a)), attr);
+    assert.ok((await y('[data-testid="chart-point"][data-round="2"]', 'cy')) < (await y('[data-testid="chart-threshold"]', 'y1')));
+    // A round later (live): five points; folded by the person, it stays folded across the page's state.
+    await post(page, { type: 'chart', chart: { points: [...points, { round: 5, context: 22_000, handoff: false }], handoffAt: 50_000, window: 200_000, toHandoff: 14, words: CHART_ENGLISH } });
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="chart-point"]').length === 5);
+    await section.locator('summary').click();
+    await page.waitForFunction(() => (window as unknown as { __state?: { chartFolded?: boolean } }).__state?.chartFolded === true);
+    assert.equal(await section.evaluate((e) => (e as HTMLDetailsElement).open), false);
+    await post(page, { type: 'chart', chart: null });
+    await page.waitForFunction(() => (document.getElementById('chart') as HTMLElement).hidden);
+    await page.close();
+});
+
+test('the chart appearing above the rows keeps a reader at the bottom there', { skip }, async () => {
+    const page = await open();
+    await post(page, reset(Array.from({ length: 80 }, (_, i) => row(i + 1))));
+    await page.locator('[data-testid="row"]').nth(79).waitFor();
+    const gap = (): Promise<number> => page.evaluate(() => {
+        const el = document.getElementById('rows') as HTMLElement;
+        return el.scrollHeight - el.scrollTop - el.clientHeight;
+    });
+    assert.ok((await gap()) < 2, 'at the bottom');
+    await post(page, { type: 'chart', chart: { points: [{ round: 1, context: 9000, handoff: false }], handoffAt: 50_000, window: 200_000, toHandoff: null, words: CHART_ENGLISH } });
+    await page.locator('svg[data-testid="chart"]').waitFor();
+    assert.ok((await gap()) < 2, `still at the bottom: ${await gap()}`);
     await page.close();
 });

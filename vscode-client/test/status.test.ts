@@ -78,3 +78,21 @@ test('a step start carries the server\'s label and work session into the status;
     k.patch(StatusKeeper.state({ folder: 'f', run: 1, running: false, ok: true, cancelled: false, error: null, woke: 5 }));
     assert.deepEqual([k.status?.step, k.status?.stepLabel, k.status?.workSession, k.status?.running, k.status?.woke], [null, null, false, false, 5]);
 });
+
+test('a server stopped for good leaves no step behind: its label and the work session go with it', () => {
+    const k = new StatusKeeper();
+    k.answer(status({ running: true }), k.asking());
+    k.patch(StatusKeeper.stepStarted({ folder: 'f', step: '干活#round2', index: 3, total: 3, sessionId: 's', woke: 1, progress: null, label: 'work · round 2', workSession: true }));
+    assert.equal(k.status?.stepLabel, 'work · round 2');
+    k.patch(StatusKeeper.idle());
+    const s = k.status;
+    assert.deepEqual([s?.running, s?.step, s?.stepLabel, s?.workSession, s?.waiting, s?.waitingFor], [false, null, null, false, null, null]);
+    assert.ok(gauge({ status: s, server: 'running' }).tooltip.includes('idle'), 'the tooltip no longer names the step');
+    assert.equal(s?.woke, 3, 'the rest of the status stays');
+});
+
+test('a wake\'s end is the same idle status; its begin only says it runs', () => {
+    const end = StatusKeeper.state({ folder: 'f', run: 1, running: false, ok: true, cancelled: false, error: null, woke: 4 });
+    assert.deepEqual(end, { ...StatusKeeper.idle(), woke: 4 });
+    assert.deepEqual(StatusKeeper.state({ folder: 'f', run: 2, running: true, ok: null, cancelled: false, error: null, woke: null }), { running: true });
+});

@@ -79,12 +79,12 @@ def parse(argv: list[str], locale: str) -> tuple[Command, argparse.Namespace]:
             from .log import log_command  # here, not at import: it reads the store through the service
             return log_command, log_parser(locale).parse_args(rest)
         if command in ("changes", "revert"):
-            from . import changes  # here, not at import: it needs the service (and the SDK behind it)
+            from . import changes  # here, not at import: a wake has no use for it (it reads the change records)
             if command == "changes":
                 return changes.changes_command, changes_parser(locale).parse_args(rest)
             return changes.revert_command, revert_parser(locale).parse_args(rest)
         if command == "gc":
-            from .gc import gc_command  # here, not at import: it needs the store (and the SDK behind the runtime)
+            from .gc import gc_command  # here, not at import: a wake has no use for it (it reads the store's usage)
             return gc_command, gc_parser(locale).parse_args(rest)
         if command in ("trust", "untrust"):
             from .trust import trust_command

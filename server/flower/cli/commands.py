@@ -29,7 +29,7 @@ from .keyboard import Asker, Keyboard, listen, prompt
 from .trust import settle
 
 if TYPE_CHECKING:
-    from ..runtime import Sessions
+    from ..sessions import Sessions
     from ..task import Task
     from .running import Running
 
@@ -77,7 +77,7 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
     setup_logging(console)
     from ..task import open_task  # SDK-free; here, not at import: `flower --help` needs none of it
 
-    # The prefetch worker starts before the service (and the SDK behind it) is imported: it prunes the work session
+    # The prefetch worker starts before the runtime (and the SDK behind it) is imported: it prunes the work session
     # on another core meanwhile. A new task resumes nothing.
     made: list[Path] = []
 
@@ -88,6 +88,10 @@ async def _drive(args: argparse.Namespace, locale: str, console: Console, keyboa
 
     task = open_task(workspace, locale=locale, given=given(args), labels=FLAGS, trust=trust, prepare=prepare,
                      prefetch=not args.new)
+    # Imported now, while the worker prunes, rather than by the service's first wake (which imports it too, issue 34):
+    # by then the ticker and the keyboard run, and a second of imports would freeze them.
+    from .. import runtime  # noqa: F401
+
     svc = task.service
     try:
         await store_ready(task.sessions, locale)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -182,6 +181,7 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     loop.add_signal_handler(signal.SIGINT, leave)  # Ctrl-C: this terminal leaves; the run goes on
     keyboard = Keyboard() if interactive else None
     typing: asyncio.Task[None] | None = None
+    say: Sayer | None = None
     answers = Answers(client, Asker(keyboard, console), console) if keyboard is not None else None
     try:
         # A person at this terminal answers the run's questions here, with the foreground run's prompts (issue 31);
@@ -208,7 +208,7 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
             await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
         if keyboard is not None and answers is not None:
             console.interactive = True
-            say = functools.partial(_say, client, folder, env)
+            say = Sayer(client, folder, env, console)
             typing = asyncio.create_task(listen(keyboard, say, answers.asker))
             waiting = attached["status"]["waitingFor"]
             if waiting is not None and waiting["approval"] is not None:  # asked before this terminal attached
@@ -216,6 +216,8 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
         gone: asyncio.Future[Any] = asyncio.ensure_future(_closed(client))
         await asyncio.wait({end, gone}, return_when=asyncio.FIRST_COMPLETED)
         gone.cancel()
+        if say is not None:  # a sentence typed as the run ended: its answer (or that there was none) before leaving
+            await say.settled()
     except (EngineError, Gone) as exc:
         console.error(getattr(exc, "message", str(exc)))
         return EXIT_FAILED
@@ -244,9 +246,50 @@ async def attach_command(sock: Path, workspace: Path, locale: str, text: str | N
     return EXIT_FAILED
 
 
-async def _say(client: EngineClient, folder: str, env: dict[str, str], text: str) -> Any:
-    """A sentence typed at the attached terminal, for the work session."""
-    return await client.request(p.SAY, {"folder": folder, "text": text, "env": env})
+SAY_SETTLE = 10.0
+"""Bound on how long a terminal leaving waits for the engine's answer to a sentence typed just before."""
+
+
+class Sayer:
+    """Sentences typed at the attached terminal, for the work session (S15), each one accounted for (issues 31, 34).
+
+    The engine says `received; queued` (a `flower/notice`) once the sentence is on disk, so every attached client
+    sees it at once; one the engine did not confirm (it left, refused, or did not answer) is said here with the
+    sentence itself, and one that found the run ended (it started the next wake with it) says so too.
+    """
+
+    def __init__(self, client: EngineClient, folder: str, env: dict[str, str], console: Console) -> None:
+        self.client, self.folder, self.env, self.console = client, folder, env, console
+        self._sending: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, text: str) -> None:
+        """Say `text` and wait for the engine's answer (shielded: a terminal leaving meanwhile still hears it)."""
+        task = asyncio.ensure_future(self._send(text))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+        await asyncio.shield(task)
+
+    async def settled(self) -> None:
+        """Wait (bounded) for the answers to sentences still on their way."""
+        if self._sending:
+            await asyncio.wait(set(self._sending), timeout=SAY_SETTLE)
+
+    async def _send(self, text: str) -> None:
+        from ..engine.client import REQUEST_TIMEOUT, EngineError, Gone
+
+        try:
+            said = await self.client.request(p.SAY, {"folder": self.folder, "text": text, "env": self.env})
+        except EngineError as exc:
+            reason = exc.message
+        except Gone:
+            reason = self.console.text("say_engine_left")
+        except TimeoutError:
+            reason = self.console.text("say_no_answer", seconds=int(REQUEST_TIMEOUT))
+        else:
+            if isinstance(said, dict) and said.get("action") == "started":
+                self.console.note("· " + self.console.text("say_started", sentence=text))
+            return
+        self.console.error(self.console.text("say_unconfirmed", reason=reason, sentence=text))
 
 
 class Answers:

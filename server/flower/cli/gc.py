@@ -12,7 +12,7 @@ from .. import retention
 from ..core.shared import is_postgres_url
 from ..core.text import megabytes
 from ..core.trust import decide
-from ..runtime import Sessions
+from ..sessions import Sessions
 from .commands import settings_of, store_ready
 from .console import Console, setup_logging
 from .exits import EXIT_OK

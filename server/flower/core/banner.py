@@ -36,29 +36,19 @@ def banner(locale: str, workspace: str | os.PathLike[str], goals: int, context: 
 
 
 def label(locale: str, step: str) -> str:
-    """A step's name as shown: `干活#round2` → `work#round2`, `干活·判定#1` → `work · judge #1` in English (issue 34:
-    never the seed's words in the English UI; the records keep them); the seed's Chinese as it is in zh."""
-    base, kind, n = parse_name(step)
-    if kind in ("judge", "handoff"):
-        return text(f"step_{kind}", locale, step=label(locale, base), n=n)
-    key = STEP_KEYS.get(base)
-    return (text(key, locale) if key else base) + step[len(base):]
+    """A step run's manifest name (S7) as every front-end shows it, in the UI's language: `干活#round2` → `work · round 2`,
+    `干活·判定#1` → `judge · round 1`, `澄清#retry1` → `clarify · retry 1` (zh: `干活 · 第 2 轮`, `判定 · 第 1 轮`); a
+    name of no flower step stays itself.
 
-
-def title(locale: str, step: str) -> str:
-    """A step run's manifest name (S7) as an editor's section head says it: `干活#round2` → `work · round 2`,
-    `干活·判定#1` → `judge · round 1`, `澄清#retry1` → `clarify · retry 1`; a name of no flower step stays itself.
-
-    The server says it, so a client never parses the seed's names (issue 33).
+    One style for the terminal (headers, the live line, `flower status`, `ps`, `log`) and the editor (`stepLabel`, the
+    progress title): the records keep the seed's names, only this turns them into words (issues 33, 34).
     """
     base, kind, n = parse_name(step)
-    if kind == "judge":
-        return text("title_judge", locale, n=n)
-    if kind == "handoff":
-        return text("title_handoff", locale, n=n)
+    if kind in ("judge", "handoff"):
+        return text(f"step_{kind}", locale, n=n)
     key = STEP_KEYS.get(base)
-    shown = text(key, locale) if key else title(locale, base) if kind != "first" else base
-    return text(f"title_{kind}", locale, step=shown, n=n) if kind in ("round", "retry") else shown
+    shown = text(key, locale) if key else label(locale, base) if kind != "first" else base
+    return text(f"step_{kind}", locale, step=shown, n=n) if kind in ("round", "retry") else shown
 
 
 def header(locale: str, step: str, index: int, total: int, woke: int, resumed: bool) -> str:

@@ -7,6 +7,7 @@ wire with a `kind` class variable, for front-ends that send or render events by 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -177,3 +178,12 @@ Event = (SessionStarted | AssistantText | ToolCall | ContextSize | Waiting | Ste
 
 Listener = Callable[[Event], None]
 """Receives every event; an exception it raises is logged by the emitter and never changes the run."""
+
+
+def emit_to(listeners: list[Listener], event: Event) -> None:
+    """Hand `event` to each listener; one that raises is logged and skipped: a front-end's bug never breaks a run."""
+    for listener in list(listeners):
+        try:
+            listener(event)
+        except Exception:
+            logging.getLogger("flower").exception("a listener failed on a %s event; the run goes on", event.kind)

@@ -3,19 +3,23 @@
 S19 puts the context size on the wake line so that a person can start over before the wall; S26 records how it
 grows (28.7K → 185.9K over 70 rounds, ~2.2K a round). From the manifest's rows (each work round records the
 session's context when it ended) this says, at the recent slope, how many work rounds remain until the handoff
-threshold and until the model's window, and what a round costs in this wake and in the whole task (issue 34).
+threshold and until the model's window, and what a round costs in this wake and in the whole task (issue 34); and the
+series the editor's chart draws: the context each recent round ended at, with the rounds a handoff started.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .manifest import ManifestRow, in_work_session
 
 RECENT = 10
 """Rounds of the current session the slope is taken over: recent enough to follow a change of pace."""
+CHART = 100
+"""Work rounds the chart's series carries, the newest: status stays small however long the task (S26 saw 70 rounds to a
+handoff, so one session's whole climb to the threshold fits)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,16 @@ class Round:
     handoff: bool
     """The round ran in a new session: a handoff (S26) or a fresh start put the context back down before it."""
     started_at: float
+
+
+@dataclass(frozen=True)
+class ContextPoint:
+    """One work round on the chart: its number, the context it ended at, whether a handoff started it."""
+
+    round: int
+    context: int | None
+    """None: the round recorded no context (a gap in the line, not a zero)."""
+    handoff: bool
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,8 @@ class Forecast:
     """USD this wake spent per work round (every step and judge it ran, over its work rounds); None before one."""
     task_per_round: float | None
     """USD the task spent per work round since it began."""
+    points: list[ContextPoint] = field(default_factory=list)
+    """The context each of the last CHART work rounds ended at, oldest first: what the editor draws (issue 34)."""
 
 
 def is_work_round(row: ManifestRow) -> bool:
@@ -93,4 +109,5 @@ def forecast(rows: Sequence[ManifestRow], context: int | None, handoff_at: int, 
     return Forecast(
         rounds=len(rounds), slope=round(slope, 1) if slope is not None else None, to_handoff=_left(now, handoff_at, slope), to_window=_left(now, window, slope),
         wake_per_round=sum(r.cost_usd for r in in_wake) / wake_rounds if wake_rounds else None,
-        task_per_round=sum(r.cost_usd for r in rows) / len(rounds) if rounds else None)
+        task_per_round=sum(r.cost_usd for r in rows) / len(rounds) if rounds else None,
+        points=[ContextPoint(r.n, r.context, r.handoff) for r in rounds[-CHART:]])

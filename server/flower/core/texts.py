@@ -24,15 +24,15 @@ CATALOG: dict[str, dict[str, str]] = {
     "step_clarify": {"en": "clarify", "zh": "澄清"},
     "step_goals": {"en": "goals", "zh": "目标"},
     "step_work": {"en": "work", "zh": "干活"},
-    "step_judge": {"en": "{step} · judge #{n}", "zh": "{step}·判定#{n}"},
-    "step_handoff": {"en": "{step} · handoff #{n}", "zh": "{step}·交接#{n}"},
-    # -- a step run's name as an editor shows it (core/banner.title; the records keep the seed's names, S7) -------
-    "title_round": {"en": "{step} · round {n}", "zh": "{step} · 第 {n} 轮"},
-    "title_retry": {"en": "{step} · retry {n}", "zh": "{step} · 重试 {n}"},
-    "title_judge": {"en": "judge · round {n}", "zh": "判定 · 第 {n} 轮"},
-    "title_handoff": {"en": "handoff · round {n}", "zh": "交接 · 第 {n} 轮"},
+    # -- a step run's name as every front-end shows it (core/banner.label; the records keep the seed's names, S7) ------
+    "step_round": {"en": "{step} · round {n}", "zh": "{step} · 第 {n} 轮"},
+    "step_retry": {"en": "{step} · retry {n}", "zh": "{step} · 重试 {n}"},
+    "step_judge": {"en": "judge · round {n}", "zh": "判定 · 第 {n} 轮"},
+    "step_handoff": {"en": "handoff · round {n}", "zh": "交接 · 第 {n} 轮"},
     # -- what the service and the flower path tell the person (Notice events) ---------------------
-    "queued": {"en": "queued for the work session: {sentence}", "zh": "已排队,干活会话下一轮会收到: {sentence}"},
+    "queued": {"en": "received; queued for the work session: {sentence} (the model gets it at its next round)",
+               "zh": "已收到并排队,干活会话下一轮会收到: {sentence}"},
+    "given": {"en": "the work session gets it in this round: {sentence}", "zh": "干活会话这一轮收到: {sentence}"},
     "archived": {"en": "archived the previous task to {path}", "zh": "上一件事已归档到 {path}"},
     "recorded": {"en": "recorded in {file}: {sentence}", "zh": "已记入 {file}: {sentence}"},
     "ended_stray": {"en": "ended the agent CLI (pid {pid}) that a killed flower left running on this task",
@@ -167,6 +167,16 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "flower 引擎在这里({where})没有在跑的事",
     },
     "engine_none": {"en": "no flower engine is running", "zh": "没有在运行的 flower 引擎"},
+    "say_unconfirmed": {
+        "en": "the flower engine did not confirm this sentence ({reason}); if the run does not show it, say it again: {sentence}",
+        "zh": "flower 引擎没有确认收到这句话({reason});如果运行里没出现,再说一次: {sentence}",
+    },
+    "say_engine_left": {"en": "the engine left", "zh": "引擎不在了"},
+    "say_no_answer": {"en": "no answer in {seconds} s", "zh": "{seconds} 秒内没有回答"},
+    "say_started": {
+        "en": "the run had ended, so this sentence started the next wake in the flower engine: {sentence}",
+        "zh": "这次运行已结束,这句话在 flower 引擎里开始了下一次唤醒: {sentence}",
+    },
     "engine_gone": {
         "en": "the flower engine went away; run `flower` here again to continue where it stopped",
         "zh": "flower 引擎不在了;在这里再运行 `flower` 就接着做",

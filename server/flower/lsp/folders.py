@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..core import crash
 from ..core.approvals import Approval, Decision
-from ..core.banner import kilo, title
+from ..core.banner import kilo, label
 from ..core.caller import Caller
 from ..core.errors import FlowerError
 from ..core.events import (
@@ -210,13 +210,13 @@ class Folder:
         return p.HistoryResult(
             self.uri, [self._entry(i) for i in page.items], page.next_before,
             [p.HistorySession(s.session_id, s.steps, s.entries, s.current) for s in page.sessions], list(page.pending),
-            [p.StepSummary(**vars(s), label=self._title(s.step) or "") for s in runs])
+            [p.StepSummary(**vars(s), label=self._label(s.step) or "") for s in runs])
 
     def _entry(self, i: Item) -> p.TranscriptNotification:
         return p.TranscriptNotification(
             folder=self.uri, step=i.step, session_id=i.session_id, uuid=i.uuid, role=i.role, kind=i.kind, text=i.text,
             tool_name=i.tool_name, tool_input=i.tool_input, tool_use_id=i.tool_use_id, pruned=i.pruned,
-            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent, step_label=self._title(i.step), denied=i.denied)
+            pruned_text=i.pruned_text, seq=i.seq, parent=i.parent, step_label=self._label(i.step), denied=i.denied)
 
     def _pruned_later(self, session_id: str, future: asyncio.Future[Verdicts]) -> None:
         """A history page's pending verdicts are ready: send them as `flower/pruned`, in the folder's order."""
@@ -365,6 +365,7 @@ class Folder:
         # The records moved with the wake: read them again (off the loop, bounded) before its end is queued, so a
         # status asked after the end notification shows the end.
         await asyncio.wait([asyncio.ensure_future(self.svc.refresh())], timeout=END_WAIT)
+        self.task.prefetch_next()  # this server holds the task until the next wake: its resume is prepared now
         if not run.announced:
             if run.error is not None and not run.answered:
                 return outcome  # the request that started it answers with the error instead
@@ -494,7 +495,7 @@ class Folder:
         self.notify(p.TRANSCRIPT, p.TranscriptNotification(
             self.uri, step, session_id, uuid, role, kind, text, tool.name if tool else None,
             cut(tool.input) if tool else None, tool.tool_use_id if tool else None,
-            verdict, None, self._seq, parent, self._title(step)))
+            verdict, None, self._seq, parent, self._label(step)))
 
     async def _event(self, event: Event) -> None:
         f = self.uri
@@ -507,12 +508,12 @@ class Folder:
             case StepStarted():
                 token = await self.progress.begin(event, self._header)
                 self.notify(p.STEP_START, p.StepStartNotification(
-                    f, event.step, event.index, event.total, event.session_id, event.woke, token, self._title(event.step),
+                    f, event.step, event.index, event.total, event.session_id, event.woke, token, self._label(event.step),
                     in_work_session(event.step)))
             case StepEnded():
                 error = event.said.text(self.svc.locale) if event.said else event.error  # the editor's language (D4)
                 self.notify(p.STEP_END, p.StepEndNotification(f, event.step, event.ok, event.session_id, error, event.context,
-                                                              event.cost_usd, event.duration_s, self._title(event.step)))
+                                                              event.cost_usd, event.duration_s, self._label(event.step)))
                 self.progress.end("done" if event.ok else f"failed: {error or 'unknown error'}")
                 if event.session_id:
                     await self._send_pruned(event.session_id)
@@ -535,7 +536,7 @@ class Folder:
                 self.progress.report(f"{event.reason}: waiting {event.seconds:.0f} s (attempt {event.attempt}/{event.max_attempts})")
             case Verdict():
                 self.notify(p.VERDICT, p.VerdictNotification(f, event.step, event.round, event.passed, event.reasons,
-                                                             event.cost_usd, event.duration_s, self._title(event.step)))
+                                                             event.cost_usd, event.duration_s, self._label(event.step)))
             case Question(text=text):
                 self.notify(p.QUESTION, p.QuestionNotification(f, text))
             case Handoff():
@@ -545,9 +546,9 @@ class Folder:
             case _:
                 assert_never(event)  # a new Event class must be given its notification here
 
-    def _title(self, step: str | None) -> str | None:
-        """A step's name in the client's language (core/banner.title): clients never parse the seed's names (issue 33)."""
-        return title(self.svc.locale, step) if step else None
+    def _label(self, step: str | None) -> str | None:
+        """A step's name in the client's language (core/banner.label): clients never parse the seed's names (issue 33)."""
+        return label(self.svc.locale, step) if step else None
 
     def _relative(self, path: str) -> str:
         """A path under the folder shown relative to it (the progress notification's tool line)."""

@@ -21,7 +21,7 @@ from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 
 from ..core import wire
-from ..core.banner import title
+from ..core.banner import label
 from ..core.manifest import in_work_session
 from ..core.redact import redact as redact  # D6: one redaction for every exit, re-exported for folders.py and server.py
 from ..status import Status
@@ -255,6 +255,20 @@ class Forecast:
     """USD per work round of this (or the last) wake, every step and judge counted; null before one."""
     task_per_round: float | None
     """USD per work round of the whole task."""
+    points: list[ContextPoint] = attrs.field(factory=list)
+    """The context each of the task's last 100 work rounds ended at, oldest first: the chart's series."""
+
+
+@attrs.define
+class ContextPoint:
+    """One work round of the chart (issue 34; S19, S26)."""
+
+    round: int
+    """The work round's number in the task (1 = the first; retries count, as `rounds` does)."""
+    context: int | None
+    """The work session's context in tokens when the round ended; null when the round recorded none (a gap)."""
+    handoff: bool
+    """The round ran in a new session: a handoff (S26) put the context back down before it."""
 
 
 @attrs.define
@@ -1048,7 +1062,7 @@ def folder_status(s: Status, locale: str, now: float, **editor: Any) -> FolderSt
     if s.waiting is not None:
         until = s.waiting.until if s.waiting.until is not None else now + s.waiting.seconds
         plain["waiting"] = {**plain["waiting"], "until": until, "seconds_left": max(0.0, until - now)}
-    plain.update(has_task=s.started, work_session=in_work_session(s.step), step_label=title(locale, s.step) if s.step else None,
+    plain.update(has_task=s.started, work_session=in_work_session(s.step), step_label=label(locale, s.step) if s.step else None,
                  unreachable=s.unreachable.text(locale) if s.unreachable is not None else None, **editor)
     return _FROM_DOMAIN.structure(plain, FolderStatus)
 

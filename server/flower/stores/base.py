@@ -1,14 +1,22 @@
-"""What flower needs of a session store, beyond the SDK's protocol: the reads a view makes (History) and its lifecycle."""
+"""What flower needs of a session store: the SDK's SessionStore protocol, the reads a view makes (History), its lifecycle.
+
+flower's own protocol, not a subclass of the SDK's: the stores are imported by commands that only read a task's
+records (`flower status`, `changes`, `gc`), which import no SDK (issue 34). The SDK's types are annotations only; mypy
+checks each store against this protocol where it is opened (stores/opener.py). What the runtime hands the SDK is
+the SDK's own SessionStore: stores/resume.py's Mirror over the raw store, imported with the runtime.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
-
-from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.errors import FlowerError
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreListEntry, SessionSummaryEntry
+    from claude_agent_sdk.types import SessionStoreEntry as SessionStoreEntry  # named by the layers above (D3)
 
 
 class SessionUsage(NamedTuple):
@@ -21,8 +29,27 @@ class SessionUsage(NamedTuple):
     """The newest storage write of any of its transcripts, Unix epoch ms."""
 
 
-class Store(SessionStore, Protocol):
+class Store(Protocol):
     """A session store (SQLite in run_dir, or the shared PostgreSQL), as the runtime, reconcile and History use it."""
+
+    # The SDK's SessionStore protocol, every optional method included: both stores offer them all.
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        """Store a batch of transcript entries (the SDK's mirror calls it as the CLI writes them)."""
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """A transcript's entries as stored, in order; None when none is stored."""
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        """The main transcripts of `project_key` with their last write (epoch ms)."""
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        """The SDK's summary of each main transcript of `project_key`."""
+
+    async def delete(self, key: SessionKey) -> None:
+        """Delete a transcript (a main one with its subagents' and its summary)."""
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        """The subpaths (subagent transcripts) stored under a session."""
 
     @property
     def path(self) -> str | Path:

@@ -22,20 +22,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import asyncpg
 from asyncpg import exceptions as pgerr
 from asyncpg.pool import PoolConnectionProxy
-from claude_agent_sdk import fold_session_summary
-from claude_agent_sdk.types import (
-    SessionKey,
-    SessionListSubkeysKey,
-    SessionStore,
-    SessionStoreEntry,
-    SessionStoreListEntry,
-    SessionSummaryEntry,
-)
 
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
@@ -44,6 +35,15 @@ from ..core.shared import is_postgres_url, safe_url
 from .base import SessionUsage
 from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, encode_all, is_raw, known, raw, train
 from .sqlite import decode_bodies
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import (
+        SessionKey,
+        SessionListSubkeysKey,
+        SessionStoreEntry,
+        SessionStoreListEntry,
+        SessionSummaryEntry,
+    )
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "StoreError", "StoreOffline", "is_postgres_url", "safe_url"]
 
@@ -252,7 +252,7 @@ class _Batch:
     token: uuidlib.UUID
 
 
-class PostgresSessionStore(SessionStore):
+class PostgresSessionStore:
     """A ``SessionStore`` in PostgreSQL (asyncpg pool), for several processes on several machines.
 
     `keys` maps a local project key (the CLI's, from the workspace path) to the workspace identity it is stored
@@ -552,6 +552,9 @@ class PostgresSessionStore(SessionStore):
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """The summaries of the main transcripts of `project_key`, folded now from the entries added since the last fold."""
+        # Only the SDK asks for summaries (a wake): a command that reads records imports no SDK (issue 34).
+        from claude_agent_sdk import fold_session_summary
+
         pk = self.keys.get(project_key, project_key)
 
         async def work(conn: Conn) -> list[Any]:

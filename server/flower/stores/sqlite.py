@@ -17,18 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import zstandard
-from claude_agent_sdk import fold_session_summary
-from claude_agent_sdk.types import (
-    SessionKey,
-    SessionListSubkeysKey,
-    SessionStore,
-    SessionStoreEntry,
-    SessionStoreListEntry,
-    SessionSummaryEntry,
-)
 
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
@@ -41,6 +32,15 @@ from .rows import LATEST as _LATEST
 from .rows import LOAD_SEQS as _LOAD_SEQS
 from .rows import codec_of as _codec
 from .rows import decode_bodies, read_transaction, resolved
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import (
+        SessionKey,
+        SessionListSubkeysKey,
+        SessionStoreEntry,
+        SessionStoreListEntry,
+        SessionSummaryEntry,
+    )
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
@@ -400,6 +400,9 @@ WHERE t.project_key = ? AND t.subpath = '' AND (s.mtime IS NULL OR s.mtime != t.
 
 def _fold_summaries(conn: sqlite3.Connection, project_key: str) -> None:
     """Fold the entries appended since each main transcript's summary was last folded (v2)."""
+    # Only the SDK asks for summaries (a wake's list_session_summaries): a command that reads records imports no SDK.
+    from claude_agent_sdk import fold_session_summary
+
     # Every append that stores an entry moves its transcript's mtime: a summary stamped
     # with another mtime than its transcript's misses entries.
     for tid, sid, mtime, data, folded in conn.execute(_STALE_SUMMARIES, (project_key,)).fetchall():
@@ -553,7 +556,7 @@ def _append(
     return _in_transaction(conn, work)
 
 
-class SqliteSessionStore(SessionStore):
+class SqliteSessionStore:
     """A ``SessionStore`` in one SQLite file (WAL), shareable by several processes.
 
     Each call uses one plain ``sqlite3`` connection from a worker thread of the event loop's

@@ -137,6 +137,8 @@ class FlowerPath:
     """Sentences said while running (each recorded in `said` first); the work session receives them at its next turn."""
     said: Pending | None = None
     """The sentences said at a wake or while running, pending until all three places have them (S15, issue 31)."""
+    listening: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once this wake has read what earlier wakes left pending: `hear` before then would save over them (issue 31)."""
     last_words: str = ""
     stopped: bool = False
     """Set when the person stops this wake (cancel, `new`): the cancellation then ends it rather than cutting it off."""
@@ -177,6 +179,7 @@ class FlowerPath:
             self.said = Pending.load(self.rt.records)  # what a wake cut off left to do, before anything of this one
             if used and text and text.strip():
                 self.said.add(text, self.rt.journal, lineage.steps.get(WORK))  # durable before anything else is done
+            self.listening.set()
             mark_wake(self.rt.records)  # removed below when this wake ends; left behind if it is cut off
             try:
                 ctx = await self._wake(lineage, used, text)
@@ -258,9 +261,12 @@ class FlowerPath:
         self.emit(Header(text=header(self.locale, step, index, 3, ctx.woke, resumed), step=step))
 
     async def run(self, ctx: Context, lineage: Lineage, step: Step, index: int, message: str | None = None,
-                  name: str | None = None) -> StepResult:
-        """Run one step under its header; a failure is recorded in ctx."""
+                  name: str | None = None, given: list[str] | None = None) -> StepResult:
+        """Run one step under its header; a failure is recorded in ctx. `given`: the person's sentences its message
+        carries, each said in a line under the header (issue 34: a sentence typed while it works is seen to arrive)."""
         self.start(ctx, lineage, name or step.name, index)
+        for sentence in given or []:
+            self.emit(Notice(text=texts.text("given", self.locale, sentence=sentence)))
         result = await self.workflow.run_step(self.rt, step, ctx, lineage, index, message, name, total=3)
         self.sync_files(restore=False)  # what the step wrote travels with the task now, not at the wake's end
         if not result.ok:
@@ -332,7 +338,8 @@ class FlowerPath:
                 # wake cut off before that resumes here and seeds from this same file (HANDOFF_MARK), not a new one.
                 lineage.steps.pop(WORK)
                 message = HANDOFF_PROMPT.format(path=handoff, document=document) + "\n\n" + message
-            result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n))
+            given = [s.text for s in self.pending_said().lacking("work") if WAKE_SENTENCE.format(sentence=s.text) in message]
+            result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n), given)
             self.settle(result.session_id)
             self.last_words = result.text or self.last_words
             if session and handoff is not None:

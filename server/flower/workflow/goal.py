@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.events import Verdict
 from ..core.goals import GOALS_FILE
-from ..core.manifest import Manifest, ManifestRow, StepResult, judge_name, parse_name
+from ..core.manifest import Manifest, StepResult, judge_name
 from ..core.requirements import REQUIREMENTS_FILE
+from ..core.verdicts import verdict_of
 from ..runtime import AgentSpec, Runtime
 
 JUDGE = AgentSpec(
@@ -25,7 +25,6 @@ JUDGE = AgentSpec(
     # Removed outright, whatever the user's or project's settings.json allows: the judge reads, never writes.
     disallowed_tools=["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"],
 )
-_VERDICT = re.compile(r"VERDICT:\s*(PASS|FAIL)\b(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def judge_prompt(workspace: Path) -> str:
@@ -40,30 +39,6 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError:
         return "(missing)"
-
-
-def verdict_of(text: str) -> tuple[bool, str]:
-    """(passed, reasons) from the judge's answer; no verdict line counts as a failure."""
-    found = _VERDICT.search(text or "")
-    if not found:
-        return False, "the judge gave no VERDICT line"
-    return found.group(1).upper() == "PASS", found.group(2).strip(" :\n") or text.strip()
-
-
-def judged(rows: Sequence[ManifestRow], step: str, session: str | None) -> tuple[int, bool, str] | None:
-    """The judge's last verdict on `step`'s current work `session` as the manifest recorded it: (round, passed, reasons)."""
-    if session is None:
-        return None
-    # A judge round before the current work session began judged another task (flower/new, S28).
-    since = min((r.started_at for r in rows if r.session_id == session), default=float("inf"))
-    found: tuple[float, int, bool, str] | None = None
-    for row in rows:
-        base, kind, n = parse_name(row.step)
-        if kind != "judge" or base != step or row.started_at < since or (found is not None and row.started_at < found[0]):
-            continue
-        passed, reasons = verdict_of(row.text) if row.ok else (False, f"the judge could not run: {row.error}")
-        found = (row.started_at, n, passed, reasons)
-    return found[1:] if found is not None else None
 
 
 @dataclass

@@ -4,6 +4,7 @@
  */
 import type { Json, PrunedVerdict } from '../protocol';
 import type { ApprovalsToPage, DecideFromPage } from './approvals';
+import type { ChartData } from './chart';
 import type { StepInfo, StepLabels } from './steps';
 
 /** The row kinds of the DOM contract (`data-kind`). */
@@ -78,6 +79,8 @@ export type ToPage =
     | { type: 'newer'; epoch: number; rows: Row[]; hasNewer: boolean }
     | { type: 'running'; running: boolean }
     | { type: 'sync' }
+    /** The context chart's data (issue 34), or null: no chart (before the first work round). */
+    | { type: 'chart'; chart: ChartData | null }
     | ApprovalsToPage;
 
 /** Page → extension. */

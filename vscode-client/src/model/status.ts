@@ -50,10 +50,18 @@ export class StatusKeeper {
     /** What a flower/state says of the status: running, or ended (no step, nothing waited for), and the wake count. */
     static state(n: StateNotification): Partial<FolderStatus> {
         return {
-            running: n.running,
-            ...(n.running ? {} : { step: null, stepLabel: null, workSession: false, waiting: null, waitingFor: null }),
+            ...(n.running ? { running: true } : StatusKeeper.idle()),
             ...(n.woke !== null ? { woke: n.woke } : {}),
         };
+    }
+
+    /**
+     * Nothing runs: no step, no step label, not the work session, nothing waited for. A wake's end says so, and so
+     * does the client once its server stopped for good (it gave up restarting or reconnecting): the step's label and
+     * `workSession` go with the step, or the tooltip and the gauge would go on naming a step nobody runs.
+     */
+    static idle(): Partial<FolderStatus> {
+        return { running: false, step: null, stepLabel: null, workSession: false, waiting: null, waitingFor: null };
     }
 
     /** What another notification says, applied at once (the next answer confirms it); false without a status yet. */

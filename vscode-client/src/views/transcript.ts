@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Focus } from '../folders';
+import { type ChartWords, chartData } from '../model/chart';
 import type { FromPage, Row, ToPage } from '../model/rows';
 import type { StepLabels } from '../model/steps';
 import { type FolderServer, PAGE, type Servers } from '../server';
@@ -43,6 +44,27 @@ export function stepLabels(): StepLabels {
     };
 }
 
+/** The context chart's words (issue 34), in the window's language. */
+export function chartWords(): ChartWords {
+    const t = vscode.l10n.t;
+    return {
+        title: t('context per work round'),
+        size: t('context {0} of {1}', '{0}', '{1}'),
+        rounds: t('rounds {0}–{1}', '{0}', '{1}'),
+        round: t('round {0}', '{0}'),
+        point: t('round {0}: {1}', '{0}', '{1}'),
+        last: t('last {0} (round {1})', '{0}', '{1}'),
+        peak: t('highest {0} (round {1})', '{0}', '{1}'),
+        handoff: t('handoff before round {0}', '{0}'),
+        threshold: t('handoff at {0}', '{0}'),
+        window: t('window {0}', '{0}'),
+        toHandoff: t('handoff in {0} rounds', '{0}'),
+        toHandoffOne: t('handoff in 1 round'),
+        handoffDue: t('handoff at the next round'),
+        empty: t('no work round yet'),
+    };
+}
+
 /** What a page tells its owner besides rows: it was brought up to date, and each message it sent (approval answers among them). */
 export class PageEvents implements vscode.Disposable {
     private readonly synced = new vscode.EventEmitter<void>();
@@ -69,6 +91,8 @@ export class PageEvents implements vscode.Disposable {
 class TranscriptPage implements vscode.Disposable {
     /** The folder, epoch and op the page was last brought up to. */
     private shown: { uri: string | null; epoch: number; op: number } = { uri: null, epoch: 0, op: 0 };
+    /** The chart data last sent to the page (as JSON): a status that changes nothing of it sends nothing. */
+    private chartSent: string | null = null;
     private readonly subscriptions: vscode.Disposable[];
 
     constructor(
@@ -104,7 +128,10 @@ class TranscriptPage implements vscode.Disposable {
                 if (event.type === 'rows') this.sendRows(server);
                 else if (event.type === 'reset') this.reset();
                 else if (event.type === 'steps') this.post({ type: 'steps', steps: server.model.stepList() });
-                else if (event.type === 'status') this.post({ type: 'running', running: server.status?.running ?? false });
+                else if (event.type === 'status') {
+                    this.post({ type: 'running', running: server.status?.running ?? false });
+                    this.sendChart(server);
+                }
             }),
             focus.onDidChange(() => this.reset()),
             vscode.workspace.onDidGrantWorkspaceTrust(() => this.reset()),
@@ -129,6 +156,7 @@ class TranscriptPage implements vscode.Disposable {
                     const missed = server.model.since(m.op);
                     if (missed !== null) {
                         this.post({ type: 'rows', epoch: server.epoch, op: server.model.op, rows: missed, steps: server.model.stepList() });
+                        this.sendChart(server, true);
                         this.events.sync();
                         return;
                     }
@@ -204,7 +232,21 @@ class TranscriptPage implements vscode.Disposable {
             labels: stepLabels(),
             steps: server?.model.stepList() ?? [],
         });
+        this.sendChart(server, true);
         this.events.sync();
+    }
+
+    /**
+     * The context chart (issue 34) of the focused folder's status: painted from the records' series at once, then
+     * updated as rounds end (each status that changes it). `again`: the page was rebuilt or missed messages.
+     */
+    private sendChart(server: FolderServer | undefined, again = false): void {
+        if (server !== undefined && server.uri !== this.focus.folder?.uri.toString()) return;
+        const chart = chartData(server?.status ?? null, chartWords());
+        const json = JSON.stringify(chart);
+        if (!again && json === this.chartSent) return;
+        this.chartSent = json;
+        this.post({ type: 'chart', chart });
     }
 
     private sendRows(server: FolderServer): void {

@@ -28,6 +28,7 @@ export function pageHtml(p: PageParts): string {
 </head>
 <body class="${p.wide === true ? 'wide' : 'narrow'}">
 <div id="toolbar"><label><input type="checkbox" id="pruned-toggle"> ${e(p.toggleLabel)}</label></div>
+<details id="chart" class="chart" data-testid="chart-section" hidden></details>
 <div id="view-message" hidden></div>
 <div id="rows" role="log" aria-live="polite"></div>
 <div id="approvals" aria-live="assertive" hidden></div>

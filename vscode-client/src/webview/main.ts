@@ -11,6 +11,7 @@ import { children, isAgentCall, section, sectionLine } from '../model/subagents'
 import { isJudgeRound } from '../model/reading';
 import { RowWindow } from '../model/window';
 import { mountApprovals, wrapped } from './approval';
+import { mountChart } from './chart';
 
 interface VsCodeApi {
     postMessage(message: FromPage): void;
@@ -30,6 +31,8 @@ interface PageState {
     collapsed?: string[];
     /** The `Agent` calls whose subagent section the person opened (folded by default, issue 32). */
     opened?: string[];
+    /** The context chart is folded (issue 34; open by default). */
+    chartFolded?: boolean;
 }
 
 const DOM_CAP = 3000;
@@ -48,6 +51,10 @@ const showApprovals = mountApprovals(
 
 const saved = vscode.getState();
 let state: PageState = saved ?? { epoch: null, op: null, pruned: false, atBottom: true, scrollTop: 0 };
+const showChart = mountChart(document.getElementById('chart') as HTMLDetailsElement, state.chartFolded !== true, (open) => {
+    state.chartFolded = !open;
+    save();
+});
 let window_ = new RowWindow(DOM_CAP);
 /** The rows shown, by key (the row data, for re-rendering when the toggle changes). */
 const shown = new Map<string, { row: Row; el: HTMLElement }>();
@@ -610,6 +617,13 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
         case 'approvals':
             showApprovals(m);
             break;
+        case 'chart': {
+            // The chart takes its height from the rows' box: a reader at the bottom stays there (the newest rows).
+            const stick = nearBottom();
+            showChart(m.chart);
+            if (stick) rowsEl.scrollTop = rowsEl.scrollHeight;
+            break;
+        }
     }
     save();
 });
