@@ -1,6 +1,6 @@
 """A thousand rounds, flat: one task driven through the engine for N work rounds, its figures at 10%, 50% and 100%.
 
-Usage: python benchmarks/soak.py [--rounds N] [--seed S] [--keep DIR]
+Usage: python benchmarks/soak.py [--rounds N] [--seed S] [--keep DIR] [--minutes M]
 
 One folder (需求.md and 目标.md written beforehand, so every wake goes straight to work) is driven through a real
 engine (`flower serve --background`, its own socket in a temporary directory; D11) and the real CLI against the
@@ -103,6 +103,10 @@ class SoakModel(ScriptedModel):
         self.writes = 0
         self.cuts = 0
         """Kills and cancels so far: an answer's next request after one may miss it lawfully."""
+        self.severed = False
+        """A cut is under way (set at each kill or cancel, cleared as the next wake is sent). A request read meanwhile
+        may come from a CLI already cut off: its HTTP request was sent before the kill, but this loop read it after the
+        kill's callback ran, so its answer reaches no CLI, and it counts as cut, never as lost."""
         self.answers = Answers()
         self.unseen: dict[str, list[tuple[int, int, Reply]]] = {}
         """Work session → (request index, cuts then, answer) not yet seen again."""
@@ -132,7 +136,8 @@ class SoakModel(ScriptedModel):
             self.hook(agent)
         answer = self.decide(agent, body)
         if agent == "work" and sid is not None:
-            self.unseen.setdefault(sid, []).append((index, self.cuts, answer))
+            # -1 equals no later count of cuts: an answer given during a cut counts as cut if not carried.
+            self.unseen.setdefault(sid, []).append((index, -1 if self.severed else self.cuts, answer))
         del self.requests[:-8]  # bodies are large (the CLI's system prompt and tools): keep only the newest
         return answer
 
@@ -191,6 +196,8 @@ class Sample:
     threads: int
     status_p99_ms: float
     wake_s: float
+    age: int = 0
+    """Rounds the measured engine had run (a kill starts a new one: each checkpoint's engine is a later one)."""
 
 
 def engine_pid(sock: Path) -> int | None:
@@ -252,8 +259,13 @@ class Ends:
 class Soak:
     """One soak run: the engine, its clients, the scheduled kills and attach cycles, and the figures."""
 
-    def __init__(self, root: Path, rounds: int, seed: int, tokens_per_round: int, say_: Callable[[str], None]) -> None:
+    def __init__(self, root: Path, rounds: int, seed: int, tokens_per_round: int, say_: Callable[[str], None],
+                 minutes: float = 0.0) -> None:
         self.root, self.target, self.say = root, rounds, say_
+        self.started = time.monotonic()
+        self.deadline = self.started + minutes * 60 if minutes > 0 else float("inf")
+        """`--minutes`: no new wake after it; the report says which checkpoints were reached."""
+        self.progress_every = max(1, rounds // 20)
         self.rng = random.Random(seed)
         self.sock = root / "s" / "engine.sock"
         self.ws, self.home, self.config = root / "ws", root / "home", root / "claude-config"
@@ -270,6 +282,8 @@ class Soak:
         """The engine's own environment: no model URL, no key (every wake carries its own)."""
         self.pids: set[int] = set()
         self.pid: int | None = None
+        self.born = 0
+        """The round at which the running engine started."""
         self.client: EngineClient | None = None
         self.ends = Ends()
         step = rounds / KILLS
@@ -299,6 +313,7 @@ class Soak:
         if self.pid is None:
             raise RuntimeError("the engine wrote no pid")
         self.pids.add(self.pid)
+        self.born = self.model.rounds
 
     async def connect(self) -> EngineClient:
         """The driving client: initialized, attached to the folder, counting wake ends."""
@@ -311,7 +326,7 @@ class Soak:
         """SIGKILL to the engine process alone (its CLIs die with it: D5), as an OOM killer or a crash does."""
         if self.pid is None or self.killed.is_set():
             return
-        self.model.cuts += 1
+        self.model.cuts, self.model.severed = self.model.cuts + 1, True
         self.killed.set()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
@@ -384,6 +399,7 @@ class Soak:
         assert self.client is not None
         before, ends = self.model.count, self.ends.count
         t0 = time.perf_counter()
+        self.model.severed = False  # the cut before (if any) has ended: this wake's CLIs are new
         result = await self.client.request(p.WAKE, {"folder": self.folder, "env": self.env()})
         if result.get("action") != "started":
             raise RuntimeError(f"the wake did not start: {result}")
@@ -393,7 +409,7 @@ class Soak:
             return float("nan")
         seconds = self.model.arrived_at[before] - t0
         if cancel:
-            self.model.cuts += 1
+            self.model.cuts, self.model.severed = self.model.cuts + 1, True
             await self.client.request(p.CANCEL, {"folder": self.folder})
             await bounded(lambda: self.ends.count > ends, ROUND_TIMEOUT, "the cancelled wake to end")
         return seconds
@@ -410,21 +426,29 @@ class Soak:
         p99 = recent[min(len(recent) - 1, int(len(recent) * 0.99))] if recent else float("nan")
         wakes = [await self.wake(cancel=True) for _ in range(PROBES)]
         self.model.hook = self.arrived
-        sample = Sample(self.model.rounds, rss, fds, threads, p99, statistics.median(wakes))
+        sample = Sample(self.model.rounds, rss, fds, threads, p99, statistics.median(wakes), self.model.rounds - self.born)
         self.samples.append(sample)
         self.say(f"checkpoint at round {sample.round}: rss {rss:.1f} MB, fds {fds}, threads {threads}, "
                  f"status p99 {p99:.1f} ms ({len(recent)} asked), wake {sample.wake_s:.2f} s "
-                 f"({' '.join(f'{w:.2f}' for w in wakes)}); fds: {fd_kinds(self.pid, self.root)}")
+                 f"({' '.join(f'{w:.2f}' for w in wakes)}); engine {sample.age} rounds old; "
+                 f"{time.monotonic() - self.started:.0f} s, load {os.getloadavg()[0]:.1f}; fds: {fd_kinds(self.pid, self.root)}")
 
     async def run(self) -> None:
         """Wakes until the target round, each bounded; kills, attach cycles and status polling on the way."""
         self.model.hook = self.arrived
         background = [asyncio.create_task(self.poll_status()), asyncio.create_task(self.attach_cycles())]
         try:
-            after_kill = False
+            after_kill, shown = False, 0
             for _ in range(self.target * 2 + 50):  # a wake runs up to 10 rounds; kills cut some short
                 if self.model.rounds >= self.target:
                     break
+                if time.monotonic() > self.deadline:
+                    self.say(f"stopped at round {self.model.rounds}: --minutes reached")
+                    break
+                if self.model.rounds // self.progress_every > shown:
+                    shown = self.model.rounds // self.progress_every
+                    self.say(f"round {self.model.rounds}: {time.monotonic() - self.started:.0f} s, "
+                             f"load {os.getloadavg()[0]:.1f}")
                 if self.pid is None or not alive(self.pid):
                     await self.start_engine()
                     self.client = await self.connect()
@@ -439,7 +463,7 @@ class Soak:
                                   ROUND_TIMEOUT * 10, "the wake to end")
                     if self.due.is_set() and not self.killed.is_set() and self.ends.count == ends:
                         assert self.client is not None
-                        self.model.cuts += 1
+                        self.model.cuts, self.model.severed = self.model.cuts + 1, True
                         await self.client.request(p.CANCEL, {"folder": self.folder})
                         await bounded(lambda ends=ends: self.ends.count > ends, ROUND_TIMEOUT, "the wake cancelled at a checkpoint to end")
                 except (Gone, EngineError) as e:
@@ -505,10 +529,16 @@ class Soak:
         return lines, ok
 
 
-async def soak(rounds: int, seed: int, tokens_per_round: int, keep: Path | None, say_: Callable[[str], None] = print) -> bool:
+def said(line: str) -> None:
+    """A line out at once (the output is often a file read while the run goes on)."""
+    print(line, flush=True)
+
+
+async def soak(rounds: int, seed: int, tokens_per_round: int, keep: Path | None, say_: Callable[[str], None] = said,
+               minutes: float = 0.0) -> bool:
     """Run the soak; print its report; whether every target was met."""
     root = keep or Path(tempfile.mkdtemp(prefix="fsoak-", dir="/tmp"))  # short: Unix socket paths are limited
-    run = Soak(root, rounds, seed, tokens_per_round, say_)
+    run = Soak(root, rounds, seed, tokens_per_round, say_, minutes)
     started = time.monotonic()
     try:
         async with run.model:
@@ -532,6 +562,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1, help="the RNG seed of the kill moments")
     parser.add_argument("--tokens-per-round", type=int, default=2400, help="context growth a round (default 2400)")
     parser.add_argument("--keep", metavar="DIR", help="run in DIR (a short path) and keep it")
+    parser.add_argument("--minutes", type=float, default=0.0,
+                        help="start no wake after M minutes and report what was reached (default: no bound)")
     args = parser.parse_args()
 
     def interrupted(signum: int, frame: object) -> None:
@@ -542,7 +574,7 @@ def main() -> int:
     keep = Path(args.keep) if args.keep else None
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=False)
-    return 0 if asyncio.run(soak(args.rounds, args.seed, args.tokens_per_round, keep)) else 1
+    return 0 if asyncio.run(soak(args.rounds, args.seed, args.tokens_per_round, keep, minutes=args.minutes)) else 1
 
 
 if __name__ == "__main__":

@@ -93,3 +93,16 @@ async def until(condition, timeout: float = 20.0, what: str = "condition") -> No
     while not condition():
         assert loop.time() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.05)
+
+
+def descriptors(prefix: Path) -> list[str]:
+    """The paths this process has open whose path starts with `prefix` (one per descriptor), read from Linux's /proc."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the descriptor listdir itself used, closed since
+            continue
+        if target.startswith(str(prefix)):
+            found.append(target)
+    return sorted(found)

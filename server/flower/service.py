@@ -325,6 +325,9 @@ class FlowerService:
             self._model_seen = rt.model_seen or self._model_seen
             self._runtime = None
             await rt.close()  # its journal's files; the sessions are the service's
+            # Its write connection lives while a wake runs: a service between wakes holds no descriptor of sessions.db,
+            # however many reads it served at once meanwhile (stores/sqlite.py `rest`; issue 35: soak.py's fds).
+            await self.sessions.rest()
             self._dirty, self._sized_at = True, float("-inf")  # the end's status shows the size the wake left
 
     async def housekeeping(self) -> None:

@@ -83,3 +83,7 @@ class Sessions:
     async def close(self) -> None:
         """Close the database connection (the next use reopens it)."""
         await self.raw.close()
+
+    async def rest(self) -> None:
+        """No wake writes now: the store lets go of what only a writer needs (the next use reopens it)."""
+        await self.raw.rest()

@@ -7,8 +7,10 @@ import json
 import os
 import sys
 
+import pytest
+
 import flowerscript as fs
-from conftest import PROGRAMS, kill_group, run_program, start_program, until
+from conftest import PROGRAMS, descriptors, kill_group, run_program, start_program, until
 from flower import CLARIFY_RESUME, FlowerService, Runtime, wake_state
 from flower.core.banner import banner, header
 from flower.core.caller import Caller
@@ -50,6 +52,24 @@ async def test_full_first_run_writes_requirements_goals_and_passes_the_judge(mod
     assert [r["step"] for r in Manifest(workspace / "runs").rows()] == ["澄清", "目标", "干活", "干活·判定#1"]
     assert TASK in model.conversation[0].last_user_text
     assert not [e for e in events if e.kind == "banner"]  # a first run has nothing to resume
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="descriptors are read from Linux's /proc")
+async def test_a_wake_leaves_the_service_holding_no_descriptor_of_sessions_db(model, env, workspace):
+    """Issue 35: a long-lived service (the engine's) held the store's write connection between wakes, and with it
+    every read connection SQLite kept open meanwhile; a wake ends with none, as it began."""
+    db = workspace / "runs" / "sessions.db"
+    model.push(*fs.first_run(workspace))
+    service = FlowerService(workspace)
+    assert descriptors(db) == []
+    seen = []
+    service.subscribe(lambda event: seen.append(descriptors(db)))  # while it runs: reads and writes hold some
+    result = await service.wake(TASK, Caller(env=env))
+    assert result.ok and any(seen)
+    assert descriptors(db) == []
+    service.status()
+    assert descriptors(db) == []
+    await service.close()
 
 
 async def test_clarify_questions_reach_the_person_and_answers_return_to_the_same_session(model, env, workspace):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import uuid
 
 from conftest import run_program
 from flower import AgentSpec, Runtime
 from flower.runtime import Sessions
+from flower.stores.reconcile import RESUME_PREFIX
 from flower.testing import reply, say, text, tool, tool_use
 
 
@@ -148,3 +150,19 @@ async def test_runtimes_share_the_sessions_they_are_given(model, env, workspace,
         assert entries and sessions.context(workspace, first.session_id) == second.context
     finally:
         await sessions.close()
+
+
+async def test_a_resumed_run_removes_its_config_dir_before_it_returns(model, env, workspace, run_dir, tmp_path, monkeypatch):
+    """The dir a resume materialises holds a copy of the credentials: gone once the run returns (removed in a worker
+    thread since issue 35, so that its rmdirs no longer hold up the event loop)."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where materialize makes it: this test's alone
+    model.push(text("first"), text("second"))
+    async with Runtime(workspace, run_dir, env=env) as rt:
+        first = await rt.run(AgentSpec("w"), "one")
+        made = []
+        rt.listeners.append(lambda event: made.extend(temp.glob(f"{RESUME_PREFIX}*")))  # while the resumed CLI runs
+        second = await rt.run(AgentSpec("w"), "two", resume=first.session_id)
+    assert second.ok and second.session_id == first.session_id and made
+    assert not list(temp.glob(f"{RESUME_PREFIX}*"))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from claude_agent_sdk.testing import run_session_store_conformance
 
+from conftest import descriptors
 from flower.stores.sqlite import SessionStoreError, SqliteSessionStore
 from rounds import assistant, session_ending_in_a_long_tool_run, user
 
@@ -261,3 +262,24 @@ async def test_latest_seq_and_entries_after_read_one_session_from_a_point(store:
     # `skip`: the seq that many entries before the newest (the session's, not the store's), 0 past its first
     assert await store.entries_after(pk, sid, await store.latest_seq(pk, sid, skip=2)) == [e("c"), e()]
     assert await store.latest_seq(pk, sid, skip=3) > 0 and await store.latest_seq(pk, sid, skip=4) == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="descriptors are read from Linux's /proc")
+async def test_rest_closes_the_write_connection_and_what_sqlite_kept_open_of_the_reads(tmp_path: Path) -> None:
+    """Issue 35: SQLite keeps a closed read connection's descriptor while the write connection holds its lock, so a
+    folder's engine held as many as it ever ran reads at once; `rest` (a wake's end) lets go of all of them."""
+    db = tmp_path / "runs" / "sessions.db"
+    store = SqliteSessionStore(db)
+    await store.append(KEY, [e("a"), e("b")])
+    for _ in range(3):  # reads in worker threads at once, as a status, a history page and a wake make them
+        counts = await asyncio.gather(*(store.count(KEY["project_key"], KEY["session_id"]) for _ in range(6)))
+        assert counts == [2] * 6
+    assert str(db) in descriptors(db)  # the write connection's at least
+    await store.rest()
+    assert descriptors(db) == []
+    assert await store.count(KEY["project_key"], KEY["session_id"]) == 2
+    assert descriptors(db) == []  # a read between wakes leaves none either
+    await store.append(KEY, [e("c")])  # the next wake's first write opens it again
+    assert [x["uuid"] for x in await store.load(KEY) or []] == ["a", "b", "c"]
+    await store.close()
+    assert descriptors(db) == []

@@ -65,6 +65,9 @@ class Store(Protocol):
     async def close(self) -> None:
         """Close its connections (a later call reopens them)."""
 
+    async def rest(self) -> None:
+        """No wake writes now: let go of what only a writer needs (a later call reopens it)."""
+
     def has_session_sync(self, project_key: str, session_id: str) -> bool:
         """Whether a main transcript is stored for the session (sync, read-only)."""
 

@@ -338,6 +338,9 @@ class PostgresSessionStore:
             self._drain_lock = asyncio.Lock()
             return pool
 
+    async def rest(self) -> None:
+        """Nothing: the pool serves the reads between wakes too, and opening it again costs round trips (and a schema check)."""
+
     async def close(self) -> None:
         """Write what is queued (within the outage wait), then close the pool (a later call reopens it)."""
         if self._pool is not None and self._pool_loop is asyncio.get_running_loop():
