@@ -413,7 +413,7 @@ async def breakdown(prepared: Prepared, env: dict[str, str]) -> None:
         "Python start": start,
         "import flower.cli": wall("import flower.cli", env) - start,
         "import claude_agent_sdk (mcp, pydantic)": wall("import claude_agent_sdk", env) - start,
-        "imports of a wake (service, runtime, SDK)": wall("import flower.cli.commands, flower.service", env) - start,
+        "imports of a wake (service, runtime, SDK)": wall("import flower.cli.commands, flower.service, flower.runtime", env) - start,
     }
     key = {"project_key": project_key_for_directory(prepared.ws), "session_id": prepared.sid}
     times: dict[str, list[float]] = {}

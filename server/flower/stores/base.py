@@ -15,8 +15,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ..core.errors import FlowerError
 
 if TYPE_CHECKING:
-    from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreListEntry, SessionSummaryEntry
-    from claude_agent_sdk.types import SessionStoreEntry as SessionStoreEntry  # named by the layers above (D3)
+    # Re-exported: the stores and the layers above name the SDK's types from here, as annotations only (D3).
+    from claude_agent_sdk.types import SessionKey as SessionKey
+    from claude_agent_sdk.types import SessionListSubkeysKey as SessionListSubkeysKey
+    from claude_agent_sdk.types import SessionStoreEntry as SessionStoreEntry
+    from claude_agent_sdk.types import SessionStoreListEntry as SessionStoreListEntry
+    from claude_agent_sdk.types import SessionSummaryEntry as SessionSummaryEntry
 
 
 class SessionUsage(NamedTuple):

@@ -37,13 +37,7 @@ from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, encode_all, is_r
 from .sqlite import decode_bodies
 
 if TYPE_CHECKING:
-    from claude_agent_sdk.types import (
-        SessionKey,
-        SessionListSubkeysKey,
-        SessionStoreEntry,
-        SessionStoreListEntry,
-        SessionSummaryEntry,
-    )
+    from .base import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionStoreListEntry, SessionSummaryEntry
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "StoreError", "StoreOffline", "is_postgres_url", "safe_url"]
 

@@ -34,13 +34,7 @@ from .rows import codec_of as _codec
 from .rows import decode_bodies, read_transaction, resolved
 
 if TYPE_CHECKING:
-    from claude_agent_sdk.types import (
-        SessionKey,
-        SessionListSubkeysKey,
-        SessionStoreEntry,
-        SessionStoreListEntry,
-        SessionSummaryEntry,
-    )
+    from .base import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionStoreListEntry, SessionSummaryEntry
 
 __all__ = ["MIGRATIONS", "Migration", "SessionStoreError", "SqliteSessionStore", "decode_bodies", "load_session"]
 
