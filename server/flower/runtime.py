@@ -373,10 +373,11 @@ class Runtime:
                 "PostToolUseFailure": [HookMatcher(matcher="Bash", hooks=[after])]}
 
     async def run(self, agent: AgentSpec, prompt: str, resume: str | None = None, *, step: str | None = None,
-                  on_session: Callable[[str], None] | None = None) -> StepResult:
+                  on_session: Callable[[str], None] | None = None, early: bool = True) -> StepResult:
         """Run one agent turn (resuming `resume` when given), riding out outages, and return its StepResult (S6, S21).
 
-        `on_session(sid)` is called the instant a session id arrives (S11: the workflow writes its lineage there).
+        `on_session(sid)` is called the instant a session id arrives (S11: the workflow writes its lineage there): for a
+        new session before its CLI starts, unless not `early` (a handoff's successor: named once its CLI confirms it).
         """
         self.check_credentials()
         if self.budget.exhausted():  # the one place the spending cap is checked: before any run of the wake starts
@@ -386,7 +387,7 @@ class Runtime:
         session, message = resume, prompt
         while True:
             result.attempts += 1
-            attempt = await self._attempt(agent, message, session, result.step, on_session)
+            attempt = await self._attempt(agent, message, session, result.step, on_session, early)
             session = attempt.session_id or session
             result.ok, result.text, result.error, result.said = attempt.ok, attempt.text, None, None
             result.cost_usd += attempt.cost_usd
@@ -446,7 +447,7 @@ class Runtime:
         return True
 
     async def _attempt(self, agent: AgentSpec, prompt: str, resume: str | None, step: str,
-                       on_session: Callable[[str], None] | None) -> _Attempt:
+                       on_session: Callable[[str], None] | None, early: bool = True) -> _Attempt:
         """One CLI process: stream its messages into events, return what it produced."""
         out = _Attempt(session_id=resume, prompt=prompt)
         stderr: collections.deque[str] = collections.deque(maxlen=40)
@@ -462,7 +463,8 @@ class Runtime:
             # fsync under load) left the model's answer in a session no lineage named, and the next wake started afresh.
             # Only an init seen names it a session to resume on a retry (`out.session_id`): the CLI may die before it.
             planned = str(uuid.uuid4())
-            self._known(out, planned, on_session)
+            if early:  # a handoff's successor is recorded at its init: until then the file keeps the old session (S26)
+                self._known(out, planned, on_session)
         refused = self.raw_store.refused
         resumed: Resume | None = None
         spawn = children.spawn(self.run_dir, CLI, resume or planned)

@@ -43,6 +43,9 @@ class Lineage:
         self.lost: dict[str, str] = {}
         """Steps whose session the file named but the store no longer holds (S10), until the step records a new one:
         what the journal saw of them is told to the step's fresh session (issue #22)."""
+        self.replacing: set[str] = set()
+        """Steps whose session a successor replaces (a handoff, S26): dropped from `steps` in memory only, the file keeps
+        the old one until the successor's id is recorded, so a wake cut off in between seeds the successor again."""
         self._lock = threading.Lock()
         self._dirty = True  # nothing of this object is known to be on disk yet
         self.persist = persist
@@ -91,8 +94,15 @@ class Lineage:
                 return  # already on disk: the runtime reports the same id on every message
             self.steps[step] = session_id
             self.lost.pop(step, None)
+            self.replacing.discard(step)
             self._dirty = True
             self._save_locked()
+
+    def hand_over(self, step: str) -> None:
+        """The step's next run starts a successor session (S26); lineage.json names the old one until it is recorded."""
+        with self._lock:
+            self.steps.pop(step, None)
+            self.replacing.add(step)
 
     def wake(self) -> int:
         """Count one more wake, write it, and return the new count."""

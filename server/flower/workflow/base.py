@@ -169,7 +169,7 @@ class Workflow:
         """
         told = await recall(rt, session or lineage.lost.get(step.name), resumed=session is not None, prompt=prompt)
         return await rt.run(step.agent, f"{told}\n\n{prompt}" if told else prompt, resume=session, step=name,
-                            on_session=lambda sid: lineage.record(step.name, sid))
+                            on_session=lambda sid: lineage.record(step.name, sid), early=step.name not in lineage.replacing)
 
 
 async def recall(rt: Runtime, session_id: str | None, *, resumed: bool, prompt: str) -> str:

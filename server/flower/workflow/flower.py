@@ -336,7 +336,7 @@ class FlowerPath:
                 document = handoff.read_text(encoding="utf-8", errors="replace")
                 # In memory only: lineage.json keeps the old session until the new one's id replaces it (S11), so a
                 # wake cut off before that resumes here and seeds from this same file (HANDOFF_MARK), not a new one.
-                lineage.steps.pop(WORK)
+                lineage.hand_over(WORK)
                 message = HANDOFF_PROMPT.format(path=handoff, document=document) + "\n\n" + message
             given = [s.text for s in self.pending_said().lacking("work") if WAKE_SENTENCE.format(sentence=s.text) in message]
             result = await self.run(ctx, lineage, work_step, 3, message, WORK if n == 1 else round_name(WORK, n), given)
