@@ -64,7 +64,9 @@ def answered_in_transcript(config: Path, sid: str, tool_id: str) -> bool:
 
 async def test_killed_alone_before_it_could_record_the_goals_session_the_next_wake_resumes_it(
         model, env, workspace, run_dir):
-    first_goals = tool("Write", {"file_path": str(workspace / "目标.md"), "content": fs.GOALS})
+    # The goal setter's first answer reads the requirements: had it written 目标.md, a CLI quicker than the kill (a
+    # loaded CI) would have finished the step's work, and the next wake rightly skips a step whose file exists (S17).
+    first_goals = tool("Read", {"file_path": str(workspace / "需求.md")})
     model.push(*fs.clarify(workspace), first_goals)
     proc = await start(TASK, "-r", str(run_dir), env=env, cwd=workspace)
     strace = None
