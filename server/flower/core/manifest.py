@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import os
@@ -170,12 +171,12 @@ def new_run_mark() -> str:
 
 
 class Manifest:
-    """`<run_dir>/manifest.json`: a JSON list of rows, shared by every process that runs here.
+    """`<run_dir>/manifest.json`: one row a line, shared by every process that runs here.
 
-    Appending, never overwriting (S8): each write re-reads the file under an exclusive lock
-    on `manifest.json.lock`, keeps other processes' rows, and replaces this process's rows
-    (those whose `run` is this mark) by its current list. Writes are atomic and a failing
-    disk is logged, never raised: a manifest failure must not break a run.
+    Appending, never overwriting (S8): a write appends this process's rows that changed since its last write (a row
+    written again, e.g. with a handoff's retired[], is a new line that replaces the earlier one for every reader), under
+    an exclusive lock on `manifest.json.lock`, with one fsync, so it costs those rows and not the task's (issue 35;
+    core/manifest_file.py). A failing disk is logged, never raised: a manifest failure must not break a run.
     """
 
     def __init__(self, run_dir: str | os.PathLike[str], run: str | None = None, *, records: Records | None = None) -> None:
@@ -186,6 +187,10 @@ class Manifest:
         # wake's rows must survive the next one's writes (S8 dedups by `run`).
         self.run = run or new_run_mark()
         self._mine: list[tuple[StepResult, dict[str, Any]]] = []
+        self._slot: dict[int, int] = {}
+        """id(result) → its index in `_mine` (the results are kept there, so an id is never reused meanwhile)."""
+        self._unsaved: set[int] = set()
+        """Indexes of `_mine` not written since they changed: the next write carries them (after a failed one too)."""
         self._lock = threading.Lock()
 
     @property
@@ -195,7 +200,7 @@ class Manifest:
 
     @property
     def lock_path(self) -> Path:
-        """The sidecar lock file held across each read-modify-replace."""
+        """The sidecar lock file held across each write."""
         return self.run_dir / (MANIFEST_FILE + ".lock")
 
     def add(self, result: StepResult) -> bool:
@@ -207,16 +212,21 @@ class Manifest:
         """
         with self._lock:
             row = result.row(self.run)
-            for i, (r, _) in enumerate(self._mine):
-                if r is result:
-                    self._mine[i] = (result, row)
-                    break
-            else:
+            slot = self._slot.get(id(result))
+            if slot is None:
+                slot = self._slot[id(result)] = len(self._mine)
                 self._mine.append((result, row))
+            else:
+                self._mine[slot] = (result, row)
+            self._unsaved.add(slot)
             return self._write_locked()
 
+    async def save(self, result: StepResult) -> bool:
+        """`add` in a worker thread: the write's fsync never holds the event loop, where status answers wait (issue 35)."""
+        return await asyncio.to_thread(self.add, result)
+
     def flush(self) -> bool:
-        """Write this process's rows again (e.g. after an earlier failed write)."""
+        """Write this process's rows not written yet (e.g. after an earlier failed write)."""
         with self._lock:
             return self._write_locked()
 
@@ -233,13 +243,16 @@ class Manifest:
         return [r for r in map(ManifestRow.of, self.rows()) if r is not None]
 
     def _write_locked(self) -> bool:
+        if not self._unsaved:
+            return True
         try:
-            self.records.save_manifest(self.run, [row for _, row in self._mine])
+            self.records.save_manifest(self.run, [row for _, row in self._mine], sorted(self._unsaved))
         except WorkspaceBusy:  # a shared lock went to another flower in a database outage: that one drives now (D5)
             raise
         except Exception as e:  # a full disk, a held lock, a database not answering: the run goes on
             log.warning("could not write the manifest to %s (%s); the run goes on", self.records.where, e)
             return False
+        self._unsaved.clear()
         return True
 
 
