@@ -12,6 +12,7 @@ import threading
 import weakref
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,11 @@ class ManifestRow:
     """The sessions this run's handoff left behind (S26): work moved on to `session_id`."""
     context: int | None = None
     """The session's context size in tokens when the run ended (S19), for the forecast (issue 34)."""
+
+    @cached_property
+    def in_work(self) -> bool:
+        """`in_work_session(step)`, worked out once per row: status's forecast asks it of every row at each change (issue 35)."""
+        return in_work_session(self.step)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ManifestRow | None:
@@ -263,19 +269,35 @@ def parsed_rows(records: Records) -> list[ManifestRow]:
 
     Status (the gauge asks often) and history (section heads, which step ran in a session) read the same manifest
     through this one cache (issue 33). It is keyed weakly by the records object, so every reader of one task shares
-    it and an entry goes when its task's records do.
+    it and an entry goes when its task's records do. A row the records hand back as the same object as at the last
+    read (run_dir's file keeps the rows it read) is not parsed again: a change costs its new rows (issue 35).
     """
     stamp = records.stamp()
     cached = _parsed.get(records)
-    if cached is None or cached[0] != stamp:
+    if cached is None or cached.stamp != stamp:
         try:
             raw = records.manifest_rows()
         except Exception as e:  # as Manifest.rows: a manifest that cannot be read is an empty one (logged)
             log.warning("could not read the manifest in %s (%s)", records.where, e)
             raw = []
-        cached = _parsed[records] = (stamp, [r for r in map(ManifestRow.of, raw) if r is not None])
-    return cached[1]
+        # The earlier raw rows are alive in `cached` while this runs, so an id met again is the same object.
+        known = {id(r): p for r, p in zip(cached.raw, cached.each, strict=True)} if cached is not None else {}
+        each = [known[id(r)] if id(r) in known else ManifestRow.of(r) for r in raw]
+        cached = _parsed[records] = _Parsed(stamp, raw, each, [r for r in each if r is not None])
+    return cached.rows
 
 
-_parsed: weakref.WeakKeyDictionary[Records, tuple[Hashable, list[ManifestRow]]] = weakref.WeakKeyDictionary()
-"""records → (their change stamp when read, their parsed rows)."""
+@dataclass(frozen=True)
+class _Parsed:
+    stamp: Hashable
+    """The records' change stamp when read."""
+    raw: list[dict[str, Any]]
+    """The rows as the records gave them (kept: their ids key `each` at the next read)."""
+    each: list[ManifestRow | None]
+    """`raw` parsed, one for one."""
+    rows: list[ManifestRow]
+    """The rows that name a step: what readers get."""
+
+
+_parsed: weakref.WeakKeyDictionary[Records, _Parsed] = weakref.WeakKeyDictionary()
+"""records → what was read of them last."""
