@@ -10,13 +10,14 @@ round and its judge write, two new rows of the current writer, and then a status
   read the file, merge this writer's rows, `json.dumps(indent=1)`, temp file + fsync + rename + fsync of the dir),
   called on the event loop as `Manifest.add` was; now, `Manifest.save` (the rows that changed appended, one fsync,
   in a worker thread). Wall and CPU milliseconds a round (CPU of the whole process, threads included).
-- **stall**: the worst lateness, during that round's two writes, of a ticker on the same event loop (every 2 ms):
-  what a `flower/status` answer arriving then waits before the loop reads it.
+- **stall**: the worst lateness, during the next round's two writes, of a ticker on the same event loop (every
+  2 ms): what a `flower/status` answer arriving then waits before the loop reads it.
 - **refresh**: status's read of the records after the writes, in its worker thread (which still holds the GIL the
   loop needs): before, the whole list parsed and typed, and nothing more; now, the lines appended since the last
   read parsed and typed (`parsed_rows`), and the forecast's basis made from the rows (`basis_of`).
 - **answer**: what one status answer computes from the rows on the event loop: before, the whole forecast from every
   row (`forecast`, as service.py did for every answer); now, the forecast from the basis (`forecast_of`).
+  Refresh and answer are CPU milliseconds of the thread (the machine's load inflates wall time, not these).
 
 Rounds of the two forms alternate, so a busy moment of the machine falls on both. Medians over the rounds; ratios
 N/first size and now/before, in this run. The one-time turn of an older list into lines is timed too.
@@ -115,8 +116,15 @@ def legacy_refresh(run_dir: Path) -> list[ManifestRow]:
 # --- measuring ---------------------------------------------------------------------------------------------------
 
 
-async def stalled(work: Callable[[], Awaitable[None]]) -> tuple[float, float, float]:
-    """(wall ms, CPU ms, the worst lateness in ms of a 2 ms ticker on this loop) while `work` runs."""
+async def measured(work: Callable[[], Awaitable[None]]) -> tuple[float, float]:
+    """(wall ms, CPU ms of the whole process) of `work`, nothing else running on the loop."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    await work()
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
+
+
+async def stalled(work: Callable[[], Awaitable[None]]) -> float:
+    """The worst lateness in ms of a 2 ms ticker on this loop while `work` runs."""
     worst = 0.0
     done = asyncio.Event()
 
@@ -129,23 +137,22 @@ async def stalled(work: Callable[[], Awaitable[None]]) -> tuple[float, float, fl
 
     ticker = asyncio.create_task(tick())
     await asyncio.sleep(0.005)
-    wall, cpu = time.perf_counter(), time.process_time()
     await work()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     done.set()
     await asyncio.wait_for(ticker, 5)
-    return wall * 1000, cpu * 1000, worst * 1000
+    return worst * 1000
 
 
 def timed(fn: Callable[[], Any]) -> float:
-    t = time.perf_counter()
+    """CPU ms of this thread running `fn` (the machine's load inflates wall time, not this)."""
+    t = time.thread_time()
     fn()
-    return (time.perf_counter() - t) * 1000
+    return (time.thread_time() - t) * 1000
 
 
 async def one_size(n_rows: int, rounds: int, tmp: Path) -> dict[str, float]:
     """The medians of every figure at `n_rows` rows, both forms."""
-    seed = rows_of(n_rows // 2 + rounds, time.time() - 1e6)
+    seed = rows_of(n_rows // 2 + 2 * rounds, time.time() - 1e6)
     before_dir, now_dir = tmp / f"before-{n_rows}", tmp / f"now-{n_rows}"
     before_dir.mkdir()
     now_dir.mkdir()
@@ -194,14 +201,15 @@ async def one_size(n_rows: int, rounds: int, tmp: Path) -> dict[str, float]:
     def now_answer() -> None:
         forecast_of(state["now"], 150_000, 160_000, 1_000_000)
 
-    for i in range(rounds):
-        pair = new[2 * i:2 * i + 2]
+    for i in range(rounds):  # two rounds each time: one timed alone, one with the ticker on the loop
         for name, work, refresh, answer in (("before", before_round, before_refresh, before_answer),
                                             ("now", now_round, now_refresh, now_answer)):
-            wall, cpu, stall = await stalled(work)
+            pair = new[4 * i:4 * i + 2]
+            wall, cpu = await measured(work)
             figures.setdefault(f"{name} write", []).append(wall)
             figures.setdefault(f"{name} cpu", []).append(cpu)
-            figures.setdefault(f"{name} stall", []).append(stall)
+            pair = new[4 * i + 2:4 * i + 4]
+            figures.setdefault(f"{name} stall", []).append(await stalled(work))
             figures.setdefault(f"{name} refresh", []).append(timed(refresh))
             figures.setdefault(f"{name} answer", []).append(timed(answer))
     assert [r.step for r in legacy_refresh(before_dir)] == [r.step for r in parsed_rows(records)], "the two forms differ"
@@ -223,7 +231,8 @@ async def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="flower-manifest-bench-"))
     results = {n: await one_size(n, args.rounds, tmp) for n in sizes}
-    print(f"manifest cost a round (two rows written, then a status refresh), medians of {args.rounds} rounds, ms;"
+    print(f"manifest cost a round (two rows written, then a status refresh), medians of {args.rounds} rounds, ms"
+          f" (write: wall; cpu, refresh, answer: CPU);"
           f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'rows':>6} {'form':>6} " + " ".join(f"{f:>9}" for f in FIGURES) + f" {'file KB':>8}")
     for n, m in results.items():

@@ -47,8 +47,8 @@ class _Fold:
     """Bytes read and folded: always the end of a whole line (or of a whole row written without its newline)."""
     check: bytes = b""
     """The last bytes before `offset`, as read: a file rewritten in place (shorter, or its last row changed) is read
-    again from its start. flower never does that; an edit by hand that keeps both the size and the end is seen when
-    the file is next replaced."""
+    again from its start. flower never does that; an edit by hand that keeps both the size and the end is seen by a
+    reader that starts afresh (another process, or this one once the file is replaced)."""
     groups: dict[Hashable, dict[int, Any]] = field(default_factory=dict)
     """A writer (its run) or a line standing alone → slot → row, each in the order first seen."""
     whole: tuple[int, int] | None = None
@@ -74,7 +74,10 @@ class ManifestFile:
         self._mutex = threading.Lock()
 
     def rows(self) -> list[Any]:
-        """Every row of every writer (a non-object too, as the older form's list could hold); [] when missing or corrupt."""
+        """Every row of every writer (a non-object too, as the older form's list could hold); [] when missing or corrupt.
+
+        The rows are the fold's own objects, handed out again by later reads (so status parses each once): never modify them.
+        """
         with self._mutex:
             fold = self._read()
             if fold.corrupt is not None:
