@@ -11,6 +11,7 @@ import { after, test } from 'node:test';
 import {
   API_KEY, CLIENT, E2E, Editor, Model, PYTHON, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
 } from './harness.mjs';
+import { cutWords } from './dom.mjs';
 
 after(closeBrowser);
 
@@ -855,19 +856,6 @@ test('18 a subagent: its rows are a folded section nested under its Agent call, 
 function inside(/** @type {{x: number, y: number, width: number, height: number} | null} */ box, /** @type {{x: number, y: number, width: number, height: number} | null} */ outer) {
   return box !== null && outer !== null && box.x >= outer.x - 1 && box.y >= outer.y - 1
     && box.x + box.width <= outer.x + outer.width + 1 && box.y + box.height <= outer.y + outer.height + 1;
-}
-
-/** The text nodes under `root` that wrap onto two lines without holding a space: a word or path cut in the middle. */
-function cutWords(/** @type {Element} */ root) {
-  const cut = [];
-  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  for (let n = walk.nextNode(); n !== null; n = walk.nextNode()) {
-    const range = document.createRange();
-    range.selectNodeContents(n);
-    const tops = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
-    if (tops.size > 1 && !/\s/.test(n.textContent ?? '')) cut.push(n.textContent ?? '');
-  }
-  return cut;
 }
 
 test('19 a sidebar laid out for reading (issue 34): a long command card at the default width, Deny with a sentence, the denial marked live and in history, answered cards one line, the judge\'s prompt folded, English step names', { timeout: secs(300) }, async () => {
