@@ -301,7 +301,12 @@ async function cutInside(page: Page, selector: string): Promise<string[]> {
 for (const width of [300, 170]) test(`a long command card at a sidebar's width (${width} px): wrapped at path boundaries, its buttons and the Deny form in view, the rows keep the room`, { skip }, async () => {
     const page = await open();
     await page.setViewportSize({ width, height: 640 });
-    await post(page, reset(Array.from({ length: 40 }, (_, i) => row(i + 1))));
+    await post(page, reset(Array.from({ length: 40 }, (_, i) => row(i + 1)), {
+        steps: [{ step: '干活', title: 'clarify', state: 'done', costUsd: 0.02, durationS: 6, passed: null }],
+    }));
+    // The section's head keeps its title whole (at 170 px it was cut a letter or two a line beside its facts).
+    await page.locator('[data-testid="step-head"]').first().waitFor();
+    assert.deepEqual(await cutInside(page, '[data-testid="step-head"]'), [], 'the step title is not cut');
     await cards(page, [asked({ summary: LONG.slice(0, 100) + '…', input: { command: LONG }, detail: { kind: 'command', text: LONG } })]);
     const c = page.locator('[data-testid="approval"]');
     await c.waitFor();
