@@ -287,7 +287,11 @@ test('a zh-cn window gets the gauge and its whole tooltip in Chinese, the foreca
     assert.doesNotMatch(own, /[a-z]{3,}/i, own);
     assert.deepEqual(forecastLines({ rounds: 1, slope: null, toHandoff: null, toWindow: null, wakePerRound: null, taskPerRound: null }, t), ['预测:轮数太少,还说不准上下文会涨到哪里']);
     assert.equal(gauge({ status: status({ running: true, waiting: { reason: 'offline', seconds: 15, attempt: 2, maxAttempts: 6, until: 1e9, secondsLeft: 12.1 } }), server: 'running', t }).text, 'flower 离线 · 13 秒后重试');
-    assert.equal(gauge({ status: status(), server: 'stopped', t }).text, 'flower: 已停止');
+    const stopped = gauge({ status: status(), server: 'stopped', t });
+    assert.equal(stopped.text, 'flower: 已停止');
+    // It names the command as the zh-cn palette shows it.
+    const nls = JSON.parse(readFileSync('package.nls.zh-cn.json', 'utf8')) as Record<string, string>;
+    assert.ok(stopped.tooltip[0].includes(`(flower: ${nls['command.restartServer']})`), stopped.tooltip[0]);
     assert.equal(gauge({ status: status({ unreachable: 'x' }), server: 'running', t }).text, 'flower 80.2K / 200K · 40% · 存储无法访问');
     assert.equal(storeLine(STORE_WARN_BYTES, t), '存储在磁盘上占 2.0 GB:`flower gc` 可查看已归档任务占用的空间并清理');
 });
