@@ -783,6 +783,14 @@ test('15 the run\'s changes: the Changes view lists the written and the edited f
     assert.match(await item('wake #1').innerText(), /wake #1/);
     assert.match(await item('README.md').innerText(), /\+2 −1/);
     assert.match(await item('calc.py').innerText(), /\+2 −0/);
+    // The wake's file count, with the singular for one file (issue 34: it said `1 files`).
+    const files = async () => {
+      const m = /(\d+) (files?)\b/.exec(await item('wake #1').innerText());
+      assert.ok(m !== null, 'the wake says how many files');
+      assert.equal(m[2], m[1] === '1' ? 'file' : 'files');
+      return Number(m[1]);
+    };
+    const before = await files();
     await ed.shot('15-changes-view');
 
     // A click: the diff editor, the before-image on the left, the file now on the right.
@@ -807,6 +815,7 @@ test('15 the run\'s changes: the Changes view lists the written and the edited f
     await dialog.locator('.monaco-button', { hasText: 'Revert File' }).click();
     await until(() => fs.readFileSync(path.join(ws, 'README.md'), 'utf8') === README, 'README.md to be its before-image again');
     await until(async () => (await changes.locator('.monaco-list-row', { hasText: 'README.md' }).count()) === 0, 'README.md to leave the Changes view');
+    await until(async () => (await files()) === before - 1, `wake #1 to count ${before - 1} files`);
     assert.equal(fs.readFileSync(path.join(ws, 'calc.py'), 'utf8'), 'print(1 + 2)\nprint(3 - 1)\n', 'the other file is untouched');
     await ed.shot('15-changes-reverted');
   });
