@@ -34,3 +34,23 @@ export function cutWords(/** @type {Element} */ root) {
   }
   return cut;
 }
+
+/**
+ * How much of `el` a person sees (issue 34): its height in CSS px at which the point in the middle of its width hits
+ * `el` or something inside it — so what a scrolling ancestor clips, what lies outside the page and what another
+ * element covers (the card's sticky buttons) do not count — and `top`, how far below its top edge the first such
+ * point is (0: its first line shows). Sampled every 2 px.
+ */
+export function shownHeight(/** @type {Element} */ el) {
+  const r = el.getBoundingClientRect();
+  const x = r.left + r.width / 2;
+  let shown = 0;
+  let top = -1;
+  for (let dy = 1; dy < r.height; dy += 2) {
+    const hit = document.elementFromPoint(x, r.top + dy);
+    if (hit === null || !el.contains(hit)) continue;
+    shown += 2;
+    if (top < 0) top = dy - 1;
+  }
+  return { shown, top, height: r.height };
+}

@@ -11,7 +11,7 @@ import { after, test } from 'node:test';
 import {
   API_KEY, CLIENT, E2E, Editor, Model, PYTHON, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
 } from './harness.mjs';
-import { cutWords } from './dom.mjs';
+import { cutWords, shownHeight } from './dom.mjs';
 
 after(closeBrowser);
 
@@ -901,6 +901,13 @@ async function sidebarWidth(/** @type {Editor} */ ed, /** @type {number} */ widt
   return now;
 }
 
+/** The card's command in view: at least two of its lines seen from its first one (nothing covers or clips them). */
+async function commandShown(/** @type {import('playwright-core').Locator} */ card, /** @type {string} */ when) {
+  const line = (await card.locator('[data-testid="approval-detail"] .seg').first().boundingBox())?.height ?? 0;
+  const seen = await card.locator('[data-testid="approval-detail"]').evaluate(shownHeight);
+  assert.ok(line > 0 && seen.shown >= 2 * line && seen.top <= 2, `the command in view ${when}: ${JSON.stringify(seen)}, a line ${line} px`);
+}
+
 test('19 a sidebar laid out for reading (issue 34): a long command card at the default width, Deny with a sentence, the denial marked live and in history, answered cards one line, the judge\'s prompt folded, English step names', { timeout: secs(300) }, async () => {
   const ws = tempDir('ws-reading');
   await scenario('19-reading', 'reading', [ws], async (ed, model) => {
@@ -944,9 +951,14 @@ test('19 a sidebar laid out for reading (issue 34): a long command card at the d
     for (const id of ['approval-deny-text', 'approval-deny-send', 'approval-deny-cancel']) {
       assert.ok(inside(await open.locator(`[data-testid="${id}"]`).boundingBox(), thin), `${id} in the narrow side bar`);
     }
+    // The command being denied shows too, its first lines not under the card's buttons (they covered all but a
+    // sliver of it): the Allow row and the rule step aside while the form is open.
+    await commandShown(open, 'at 170 px with the Deny form open');
+    assert.equal(await open.locator('[data-testid="approval-allow"]').isVisible(), false, 'the Allow row aside at 170 px');
     await ed.shot('19-reading-narrow-deny-form');
     await open.locator('[data-testid="approval-deny-cancel"]').click();
     await open.locator('[data-testid="approval-allow"]').waitFor({ timeout: secs(10) });
+    assert.ok(inside(await open.locator('[data-testid="approval-allow"]').boundingBox(), thin), 'Allow back in the narrow side bar after Cancel');
     const back = await sidebarWidth(ed, wide);
     assert.ok(Math.abs(back - wide) <= 2, `the side bar back at ${wide} px: ${back}`);
     // Deny… with a sentence: the box and its buttons in view too.
@@ -958,6 +970,9 @@ test('19 a sidebar laid out for reading (issue 34): a long command card at the d
     }
     const rowsNow = await ed.view().locator('#rows').boundingBox();
     assert.ok(rowsNow !== null && bar !== null && rowsNow.height >= bar.height / 2, `with the Deny form open too: ${rowsNow?.height}`);
+    // At this width the card keeps its layout: the command in sight above Allow, Always, Deny… and the form.
+    await commandShown(open, 'with the Deny form open');
+    assert.ok(inside(await open.locator('[data-testid="approval-allow"]').boundingBox(), bar), 'Allow stays with the form open');
     await ed.shot('19-reading-deny-form');
     await open.locator('[data-testid="approval-deny-send"]').click();
     // The model is told the sentence; the command never ran. Live, the call's row says it was denied, and why.

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { cutWords } from '../e2e/dom.mjs';
+import { cutWords, shownHeight } from '../e2e/dom.mjs';
 import { type ApprovalCard, type ApprovalLabels, card } from '../src/model/approvals';
 import { CHART_ENGLISH } from '../src/model/chart';
 import type { Row, ToPage } from '../src/model/rows';
@@ -320,6 +320,16 @@ for (const width of [300, 170]) test(`a long command card at a sidebar's width (
     assert.ok(await inView('approval-deny'), 'Deny… in view');
     await page.locator('[data-testid="approval-deny"]').click();
     for (const id of ['approval-deny-text', 'approval-deny-send', 'approval-deny-cancel']) assert.ok(await inView(id), `${id} in view`);
+    // And the command being denied: its first lines in sight, not under the card's buttons (at 170 px the sticky
+    // buttons, the rule and the form covered all but a sliver of it).
+    const lineH = (await page.locator('[data-testid="approval-detail"] .seg').first().boundingBox())?.height ?? 0;
+    const seen = await page.locator('[data-testid="approval-detail"]').evaluate(shownHeight);
+    assert.ok(lineH > 0 && seen.shown >= 2 * lineH && seen.top <= 2, `the command in view with the Deny form open: ${JSON.stringify(seen)}, a line ${lineH} px`);
+    // Cancel brings Allow, Always and Deny… back (the form may have hidden them to make room), with the keyboard on Deny….
+    await page.locator('[data-testid="approval-deny-cancel"]').click();
+    assert.ok(await inView('approval-allow'), 'Allow in view after Cancel');
+    assert.equal(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.testid), 'approval-deny');
+    await page.locator('[data-testid="approval-deny"]').click();
     const rows = await page.locator('#rows').boundingBox();
     assert.ok(rows !== null && rows.height >= 640 / 2, `the rows keep half the view: ${rows?.height}`);
     // Answered, the card is one line.
