@@ -149,8 +149,7 @@ function cardElement(
     const openDeny = (): void => {
         deny.replaceChildren(denyForm(c, t, decide, drafts, closeDeny));
         card.classList.add('denying');
-        // No scrolling to the box: fitDenying decides what the area shows (the command's first lines, then the form).
-        deny.querySelector('textarea')?.focus({ preventScroll: true });
+        deny.querySelector('textarea')?.focus();
     };
     buttons.appendChild(denyButton);
     actions.appendChild(buttons);
@@ -170,21 +169,21 @@ function cardElement(
 /**
  * With the Deny form open, keep the command readable (issue 34): when the card's sticky block (the Allow row, the rule,
  * the form) would leave fewer than DENY_MIN_LINES of it in sight, hide the row and the rule (`deny-compact`) and
- * scroll the area to the command's first line. Measured with the row shown, so the choice is the same each time.
+ * scroll the area to the command's first line; otherwise the card is as it was. Measured with the row shown, so the
+ * choice is the same each time.
  */
 function fitDenying(root: HTMLElement, card: HTMLElement): void {
     card.classList.remove('deny-compact');
     const box = card.querySelector<HTMLElement>('[data-testid="approval-detail"]');
     const actions = card.querySelector<HTMLElement>('.approval-actions');
     if (box === null || actions === null) return;
-    const line = box.querySelector('.seg, .line')?.getBoundingClientRect().height ?? 0;
+    // One line's height: a command's first piece (its .line holds the whole wrapped command), a diff's first line.
+    const line = (box.querySelector('.seg') ?? box.querySelector('.line'))?.getBoundingClientRect().height ?? 0;
     const area = root.getBoundingClientRect();
     const compact = denyCompact(box.getBoundingClientRect(), area, actions.getBoundingClientRect().top, line);
     card.classList.toggle('deny-compact', compact);
-    // Compact, the area starts at the command (the head above it scrolls away, still there by scrolling back);
-    // otherwise it only comes back to the command's first line when that is above the area.
-    const top = box.getBoundingClientRect().top - root.getBoundingClientRect().top;
-    if (compact || top < 0) root.scrollTop += top;
+    // Compact, the area starts at the command (the head above it scrolls away, still there by scrolling back).
+    if (compact) root.scrollTop += box.getBoundingClientRect().top - root.getBoundingClientRect().top;
 }
 
 /** The command as a code block; a diff with its added and removed lines marked; a URL or input as text. */
