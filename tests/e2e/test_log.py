@@ -12,6 +12,7 @@ from flowerscript import GOALS, goals, judge, work
 
 async def test_the_log_prints_every_step_oldest_first_and_n_keeps_the_newest(model, env, workspace, run_dir):
     await first_run_done(model, env, workspace, run_dir)
+    before = {p: p.stat().st_mtime_ns for p in [run_dir, *run_dir.rglob("*"), workspace, *workspace.iterdir()]}
     shown = await flower("log", "-r", str(run_dir), env=env, cwd=workspace)
     assert shown.code == 0 and shown.err == "", shown.err
     out = shown.out
@@ -23,8 +24,8 @@ async def test_the_log_prints_every_step_oldest_first_and_n_keeps_the_newest(mod
     assert out.index("· Write(") < out.index("calc.py written") < out.index("VERDICT: PASS")
     newest = await flower("log", "-n", "1", "-r", str(run_dir), env=env, cwd=workspace)
     assert newest.code == 0 and "VERDICT: PASS" in newest.out and "calc.py written" not in newest.out
-    before = sorted(p.name for p in run_dir.iterdir())
-    assert sorted(p.name for p in run_dir.iterdir()) == before  # a read-only command writes nothing
+    after = {p: p.stat().st_mtime_ns for p in [run_dir, *run_dir.rglob("*"), workspace, *workspace.iterdir()]}
+    assert after == before  # a read-only command writes nothing: no file added, none changed (issue 34)
 
 
 async def test_an_empty_folder_has_nothing_to_show_and_writes_nothing(env, workspace, run_dir):
