@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_cli import FLOWER, TASK, cli_env, flower, seed_frozen
+from test_cli import FLOWER, TASK, cli_env, first_run_done, flower, seed_frozen
 from test_engine import TIMEOUT, kill, place, terminal_env  # noqa: F401 - `place` is a fixture
 
 from conftest import until
@@ -29,13 +29,13 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux
 
 
 class Tmux:
-    """One detached tmux server of its own (its own socket), a 100×30 window running one command."""
+    """One detached tmux server of its own (its own socket), a 100×`rows` window running one command."""
 
-    def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path, rows: int = 30) -> None:
         self.socket = f"flower-test-{uuid.uuid4().hex[:8]}"
         line = "env -i " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " + shlex.join(command)
         # remain-on-exit: the screen stays readable after the command ends.
-        self._tmux("new-session", "-d", "-x", "100", "-y", "30", "-c", str(cwd), line)
+        self._tmux("new-session", "-d", "-x", "100", "-y", str(rows), "-c", str(cwd), line)
         self._tmux("set-option", "-t", "0", "remain-on-exit", "on")
 
     def _tmux(self, *args: str) -> str:
@@ -51,6 +51,15 @@ class Tmux:
         self._tmux("send-keys", "-t", "0", "-l", line)
         self._tmux("send-keys", "-t", "0", "Enter")
 
+    def keys(self, *keys: str) -> None:
+        """Press `keys` (tmux key names: `q`, `Space`, `G`), no Enter."""
+        self._tmux("send-keys", "-t", "0", *keys)
+
+    def exit_code(self) -> int | None:
+        """The command's exit status once it ended (remain-on-exit keeps the pane), else None."""
+        dead, _, status = self._tmux("display-message", "-p", "-t", "0", "#{pane_dead} #{pane_dead_status}").strip().partition(" ")
+        return int(status) if dead == "1" else None
+
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
 
@@ -59,8 +68,8 @@ class Tmux:
 def tmux_of():
     opened: list[Tmux] = []
 
-    def start(command: list[str], env: dict[str, str], cwd: Path) -> Tmux:
-        opened.append(Tmux(command, env, cwd))
+    def start(command: list[str], env: dict[str, str], cwd: Path, rows: int = 30) -> Tmux:
+        opened.append(Tmux(command, env, cwd, rows))
         return opened[-1]
 
     yield start
@@ -193,3 +202,22 @@ async def test_a_sentence_acknowledged_before_the_engine_dies_reaches_the_model_
     assert GIVEN in again.out and "Traceback" not in again.out + again.err
     received_once(model, workspace)
     assert pending_sentences(workspace) == []
+
+
+# -- `flower log` on a terminal: paged (issue 34) -------------------------------------------------------------------
+@pytest.mark.skipif(shutil.which("less") is None, reason="the default pager is less (apt-get install less)")
+async def test_the_log_on_a_terminal_is_paged_by_less_and_q_leaves_it(model, env, workspace, run_dir, tmux_of):
+    await first_run_done(model, env, workspace, run_dir)
+    # PAGER empty and LESS unset: flower's own choice of pager (`less -R -F -X`), in a window shorter than the log.
+    term = tmux_of([str(FLOWER), "log", "-r", str(run_dir)], cli_env(env, TERM="xterm", PAGER="", LESS=""), workspace,
+                   rows=12)
+    await shows(term, "== clarify", "the log's first page")
+    await until(lambda: term.screen().rstrip().endswith(":"), TIMEOUT, "less's prompt at the foot of the page")
+    first = term.screen()
+    assert first.lstrip().startswith("== clarify") and "VERDICT: PASS" not in first, first  # one page, from the top
+    assert term.exit_code() is None  # the pager holds the screen until the person leaves it
+    term.keys("G")  # to the end, as in any `less`
+    await shows(term, "VERDICT: PASS", "the log's last page")
+    term.keys("q")
+    await until(lambda: term.exit_code() is not None, TIMEOUT, "flower log to end when the pager is left")
+    assert term.exit_code() == 0 and "Traceback" not in term.screen(scrollback=True)
