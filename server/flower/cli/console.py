@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -42,6 +43,19 @@ def elapsed(seconds: float) -> str:
     """`42s`, `3m05s`, `1h02m`: how long something has lasted, in a live line."""
     s = max(0, int(seconds))
     return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def fit(text: str, columns: int) -> str:
+    """`text` cut to fit `columns` terminal cells (a wide CJK character takes two), with `…` where it was cut."""
+    widths = [2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text]
+    if sum(widths) <= columns:
+        return text
+    used = 0
+    for i, cells in enumerate(widths):
+        if used + cells > columns - 1:
+            return text[:i] + "…"
+        used += cells
+    return text
 
 
 def first_line(text: str | None, width: int = 160) -> str:
@@ -203,7 +217,10 @@ class Console:
         """The live line now: the step, what it waits for and for how long (issue 34); None when there is nothing to say."""
         if self._wait:
             deadline, e = self._wait
-            return self.waiting(e, deadline - time.monotonic())
+            if e.reason == "offline" or time.monotonic() < deadline:
+                return self.waiting(e, deadline - time.monotonic())
+            # The backoff is over and the retry is in flight: it waits for the model again, not `retrying in 0s`.
+            self._wait, self._since = None, deadline
         quiet = time.monotonic() - self._since
         if self._step is None or quiet < QUIET_S:
             return None
@@ -216,9 +233,18 @@ class Console:
             self.clear()
             return
         self._frame = (self._frame + 1) % len(SPINNER)
-        self.info.write("\r\x1b[2K" + self.style(f"{SPINNER[self._frame]} {line}", "33" if self._wait else "2"))
+        # One row, never more: a line that wrapped would leave its first row behind at every redraw (issue 34).
+        line = fit(f"{SPINNER[self._frame]} {line}", self.columns() - 1)
+        self.info.write("\r\x1b[2K" + self.style(line, "33" if self._wait else "2"))
         self.info.flush()
         self._shown = True
+
+    def columns(self) -> int:
+        """The terminal's width now (it may have been resized); 80 when it cannot be read."""
+        try:
+            return os.get_terminal_size(self.info.fileno()).columns
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return 80
 
     async def ticker(self) -> None:
         """Keep the live line moving while the run lasts."""
