@@ -17,13 +17,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from test_approvals import bash_ids, result_for, result_text
 from test_cli import FLOWER, TASK, cli_env, first_run_done, flower, seed_frozen
 from test_engine import TIMEOUT, kill, place, terminal_env  # noqa: F401 - `place` is a fixture
 
 from conftest import until
 from flower.cli.console import SPINNER
 from flower.core.records import SENTENCES_FILE
-from flower.testing import Reply, overloaded, say, text
+from flower.testing import Reply, overloaded, say, text, tool
 from flower.workflow.flower import WAKE_SENTENCE
 from flowerscript import goals, judge, work
 
@@ -298,3 +299,44 @@ async def test_an_outage_counts_down_to_the_next_probe_then_the_attempt_advances
     assert term.exit_code() == 0
     shown = term.screen(scrollback=True)
     assert "Traceback" not in shown and not OFFLINE.search(shown) and not BACKOFF.search(shown)  # the line cleared
+
+
+# -- a tool call waiting for the person's approval: the live line says so, below the prompt (issue 34) --------------
+ASKED = re.compile(r"work · waiting for your approval · (\d+)s")
+
+
+def asked_for(screen: str) -> int | None:
+    found = ASKED.findall(screen)
+    return int(found[-1]) if found else None
+
+
+async def test_an_approval_waiting_shows_the_wait_below_the_prompt_and_leaves_the_prompt_and_the_typing_alone(
+        model, env, workspace, run_dir, tmux_of):
+    seed_frozen(workspace)
+    (workspace / ".flower.toml").write_text('allow = ["Read", "Write", "Edit", "Glob", "Grep"]\n')  # Bash is asked
+    command = 'sh -c "touch ran.txt"'  # short: the prompt on one row of the window (the folder is the shell's cwd)
+    model.push(tool("Bash", {"command": command}), text("went on without it"), *judge())
+    term = tmux_of([str(FLOWER), "-r", str(run_dir)], cli_env(env, TERM="xterm"), workspace)
+    await shows(term, "Continue? Enter = carry on", "the wake prompt")
+    term.keys("Enter")
+    prompt = f"Allow Bash: {command}? [y]es/[a]lways/[N]o:"
+    await shows(term, prompt, "the approval question")
+    try:
+        await until(lambda: (asked_for(term.screen()) or 0) >= 1, TIMEOUT, "the live line to count the person's wait")
+    except AssertionError:
+        raise AssertionError(f"no live line for the approval; the screen:\n{term.screen()}") from None
+    term.keys("-l", "n not n")  # typing, not yet Enter: the redraws below must leave it be
+    first = asked_for(term.screen()) or 0
+    await until(lambda: (asked_for(term.screen()) or 0) > first, 10, "the count to move while they type")
+    rows = term.screen().splitlines()
+    [at] = [i for i, row in enumerate(rows) if prompt in row]
+    assert rows[at].rstrip().endswith(f"{prompt} n not n"), rows[at]  # the prompt and the typing as they were
+    assert ASKED.search(rows[at + 1]) and live_rows(term.screen()) == 1, term.screen()  # the row below, once
+    term.keys("-l", "ow")
+    term.keys("Enter")
+    await shows(term, "done · the judge passed it", "the run's end", scrollback=True)
+    await until(lambda: term.exit_code() is not None, TIMEOUT, "flower to exit")
+    shown = term.screen(scrollback=True)
+    assert term.exit_code() == 0 and "waiting for your approval" not in shown, shown  # gone once answered
+    assert f"{prompt} n not now\n" in shown and not (workspace / "ran.txt").exists()
+    assert "not now" in result_text(result_for(model, bash_ids(model)[0]))  # the reason typed reached the model

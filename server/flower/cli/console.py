@@ -45,9 +45,13 @@ def elapsed(seconds: float) -> str:
     return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+def _cells(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
 def fit(text: str, columns: int) -> str:
     """`text` cut to fit `columns` terminal cells (a wide CJK character takes two), with `…` where it was cut."""
-    widths = [2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text]
+    widths = [_cells(ch) for ch in text]
     if sum(widths) <= columns:
         return text
     used = 0
@@ -124,8 +128,9 @@ class Console:
         """The step running now (its manifest name), for the live line; None between steps."""
         self._since = time.monotonic()
         """When the model was last heard from: the request in flight has lasted since then."""
-        self.asking = False
-        """A question is on the terminal waiting for the person's answer: the live line stays away from it."""
+        self.asking: str | None = None
+        """What a question on the terminal waits for (`approval`, `answer`); the live line then sits below its prompt."""
+        self._asked = 0.0
 
     # -- plumbing --------------------------------------------------------------------------
     def text(self, key: str, **fields: object) -> str:
@@ -226,8 +231,43 @@ class Console:
             return None
         return self.text("live_model", step=label(self.locale, self._step), seconds=elapsed(quiet))
 
+    # -- a question waiting for the person (issue 34: the live line says what it waits for) ---------------------
+    def ask(self, what: str | None) -> None:
+        """A question waits for the person from now (`approval`, `answer`), or no longer (None)."""
+        if what is None and self.asking and self.live:
+            # The cursor is past the answer (on the row below the prompt after Enter) or past the prompt (answered
+            # elsewhere): everything from there down is the live line's, never the question's.
+            self.info.write("\x1b[0J")
+            self.info.flush()
+        elif what is not None:
+            self.clear()
+        self.asking, self._asked = what, time.monotonic()
+
+    def make_room(self, prompt: str) -> None:
+        """Scroll now, before `prompt` is written, so a row is free below it: the live line is drawn there in place."""
+        if not self.live:
+            return
+        rows = max(1, -(-sum(_cells(ch) for ch in prompt) // max(1, self.columns())))
+        self.out.write("\n" * rows + f"\x1b[{rows}A")
+
+    def asked_line(self) -> str:
+        """`work · waiting for your approval · 12s`: the question's step and how long the person has been asked."""
+        said = self.text(f"live_{self.asking}", seconds=elapsed(time.monotonic() - self._asked))
+        return f"{label(self.locale, self._step)} · {said}" if self._step else said
+
+    def _tick_below(self) -> None:
+        # Saved and restored around the draw: the cursor goes back where the person types; the prompt's row and
+        # what they typed are above the row drawn (CSI E: the next row, which make_room left free), never touched.
+        self._frame = (self._frame + 1) % len(SPINNER)
+        line = fit(f"{SPINNER[self._frame]} {self.asked_line()}", self.columns() - 1)
+        self.info.write("\x1b7\x1b[0J\x1b[1E\x1b[2K" + self.style(line, "2") + "\x1b8")
+        self.info.flush()
+
     def tick(self) -> None:
-        """Redraw the live line (a spinner, the step, what it waits for and how long), unless a question is being answered."""
+        """Redraw the live line (a spinner, the step, what it waits for and how long); below a question's prompt."""
+        if self.asking and self.live:
+            self._tick_below()
+            return
         line = None if self.asking or not self.live else self.status_line()
         if line is None:
             self.clear()

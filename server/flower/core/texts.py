@@ -269,6 +269,8 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "已离线 {down},等 {host} 恢复 · {seconds} 后再探",
     },
     "live_model": {"en": "{step} · waiting for the model · {seconds}", "zh": "{step} · 等模型回复 · {seconds}"},
+    "live_approval": {"en": "waiting for your approval · {seconds}", "zh": "等你批准 · {seconds}"},
+    "live_answer": {"en": "waiting for your answer · {seconds}", "zh": "等你回答 · {seconds}"},
     "backoff": {
         "en": "retrying in {seconds} (attempt {next}/{max}) after: {error}",
         "zh": "{seconds} 后重试(第 {next}/{max} 次) · {error}",
