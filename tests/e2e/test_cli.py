@@ -581,6 +581,10 @@ async def test_output_piped_into_a_reader_that_left_ends_quietly(env, workspace,
 async def test_nothing_to_continue_when_piped_is_exit_2(env, workspace, run_dir):
     done = await flower("-r", str(run_dir), env=env, cwd=workspace)
     assert done.code == 2 and "nothing to continue here" in done.err and len(done.err.strip().splitlines()) == 1
+    assert not run_dir.exists()
+    here = await flower(env=env, cwd=workspace)  # the default run dir, runs/ in the folder (issue 34)
+    assert here.code == 2 and "nothing to continue here" in here.err
+    assert list(workspace.iterdir()) == []  # nothing to continue writes nothing: no empty runs/ left behind
 
 
 async def test_unwritable_run_dir_is_a_clear_message_and_nothing_is_lost(model, env, workspace, run_dir, tmp_path):

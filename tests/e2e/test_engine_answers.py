@@ -186,6 +186,7 @@ async def test_status_ps_and_stop_agree_on_an_engine_run_and_name_its_pid(place,
     ps = await flower("ps", env=env, cwd=workspace, timeout=TIMEOUT)
     [line] = [ln for ln in ps.out.splitlines() if str(workspace) in ln]
     assert line.startswith("running") and f"pid {engine}" in line, ps.out
+    assert line.split()[1] == "clarify" and not [raw for raw in ("澄清", "目标", "干活", "判定") if raw in ps.out], ps.out  # issue 34
     stopped = await flower("stop", env=env, cwd=workspace, timeout=TIMEOUT)
     assert stopped.code == 0 and f"pid {engine}" in stopped.out, stopped.out + stopped.err
     after = await flower("status", env=env, cwd=workspace, timeout=TIMEOUT)

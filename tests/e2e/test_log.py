@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from test_cli import FLOWER, cli_env, first_run_done, flower
+from test_cli import FLOWER, cli_env, first_run_done, flower, seed_frozen
 
+from flower.core.approvals import AWAY
+from flower.testing import text, tool
 from flowerscript import GOALS, goals, judge, work
 
 
 async def test_the_log_prints_every_step_oldest_first_and_n_keeps_the_newest(model, env, workspace, run_dir):
     await first_run_done(model, env, workspace, run_dir)
+    before = {p: p.stat().st_mtime_ns for p in [run_dir, *run_dir.rglob("*"), workspace, *workspace.iterdir()]}
     shown = await flower("log", "-r", str(run_dir), env=env, cwd=workspace)
     assert shown.code == 0 and shown.err == "", shown.err
     out = shown.out
@@ -23,8 +26,8 @@ async def test_the_log_prints_every_step_oldest_first_and_n_keeps_the_newest(mod
     assert out.index("· Write(") < out.index("calc.py written") < out.index("VERDICT: PASS")
     newest = await flower("log", "-n", "1", "-r", str(run_dir), env=env, cwd=workspace)
     assert newest.code == 0 and "VERDICT: PASS" in newest.out and "calc.py written" not in newest.out
-    before = sorted(p.name for p in run_dir.iterdir())
-    assert sorted(p.name for p in run_dir.iterdir()) == before  # a read-only command writes nothing
+    after = {p: p.stat().st_mtime_ns for p in [run_dir, *run_dir.rglob("*"), workspace, *workspace.iterdir()]}
+    assert after == before  # a read-only command writes nothing: no file added, none changed (issue 34)
 
 
 async def test_an_empty_folder_has_nothing_to_show_and_writes_nothing(env, workspace, run_dir):
@@ -57,3 +60,18 @@ async def test_follow_prints_what_the_next_wake_writes(model, env, workspace, ru
             follow.kill()
             await follow.wait()
     assert follow.returncode == 130 and b"Traceback" not in await follow.stderr.read()
+
+
+async def test_a_denied_call_is_marked_as_a_denial_with_what_the_model_was_told(model, env, workspace, run_dir):
+    """A piped run denies a Bash call outside `allow` (nobody to approve it): the log says so, never `← output`."""
+    seed_frozen(workspace)
+    (workspace / ".flower.toml").write_text('allow = ["Read", "Write", "Edit", "Glob", "Grep"]\n')
+    model.push(tool("Bash", {"command": f'sh -c "touch {workspace / "ran.txt"}"'}), text("went on without it"), *judge())
+    ran = await flower("-r", str(run_dir), env=env, cwd=workspace)
+    assert ran.code == 0 and "denied Bash" in ran.err, ran.err
+    shown = await flower("log", "-r", str(run_dir), env=env, cwd=workspace)
+    assert shown.code == 0, shown.err
+    told = AWAY.format(tool="Bash")[:40]
+    [denial] = [ln for ln in shown.out.splitlines() if told in ln]
+    assert denial.startswith("  ✕ denied — " + told), denial  # issue 34: the editor's mark, with the reason
+    assert shown.out.index("· Bash(") < shown.out.index(denial) < shown.out.index("went on without it")

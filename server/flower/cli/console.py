@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -42,6 +43,23 @@ def elapsed(seconds: float) -> str:
     """`42s`, `3m05s`, `1h02m`: how long something has lasted, in a live line."""
     s = max(0, int(seconds))
     return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _cells(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def fit(text: str, columns: int) -> str:
+    """`text` cut to fit `columns` terminal cells (a wide CJK character takes two), with `…` where it was cut."""
+    widths = [_cells(ch) for ch in text]
+    if sum(widths) <= columns:
+        return text
+    used = 0
+    for i, cells in enumerate(widths):
+        if used + cells > columns - 1:
+            return text[:i] + "…"
+        used += cells
+    return text
 
 
 def first_line(text: str | None, width: int = 160) -> str:
@@ -110,8 +128,9 @@ class Console:
         """The step running now (its manifest name), for the live line; None between steps."""
         self._since = time.monotonic()
         """When the model was last heard from: the request in flight has lasted since then."""
-        self.asking = False
-        """A question is on the terminal waiting for the person's answer: the live line stays away from it."""
+        self.asking: str | None = None
+        """What a question on the terminal waits for (`approval`, `answer`); the live line then sits below its prompt."""
+        self._asked = 0.0
 
     # -- plumbing --------------------------------------------------------------------------
     def text(self, key: str, **fields: object) -> str:
@@ -203,22 +222,69 @@ class Console:
         """The live line now: the step, what it waits for and for how long (issue 34); None when there is nothing to say."""
         if self._wait:
             deadline, e = self._wait
-            return self.waiting(e, deadline - time.monotonic())
+            if e.reason == "offline" or time.monotonic() < deadline:
+                return self.waiting(e, deadline - time.monotonic())
+            # The backoff is over and the retry is in flight: it waits for the model again, not `retrying in 0s`.
+            self._wait, self._since = None, deadline
         quiet = time.monotonic() - self._since
         if self._step is None or quiet < QUIET_S:
             return None
         return self.text("live_model", step=label(self.locale, self._step), seconds=elapsed(quiet))
 
+    # -- a question waiting for the person (issue 34: the live line says what it waits for) ---------------------
+    def ask(self, what: str | None) -> None:
+        """A question waits for the person from now (`approval`, `answer`), or no longer (None)."""
+        if what is None and self.asking and self.live:
+            # The cursor is past the answer (on the row below the prompt after Enter) or past the prompt (answered
+            # elsewhere): everything from there down is the live line's, never the question's.
+            self.info.write("\x1b[0J")
+            self.info.flush()
+        elif what is not None:
+            self.clear()
+        self.asking, self._asked = what, time.monotonic()
+
+    def make_room(self, prompt: str) -> None:
+        """Scroll now, before `prompt` is written, so a row is free below it: the live line is drawn there in place."""
+        if not self.live:
+            return
+        rows = max(1, -(-sum(_cells(ch) for ch in prompt) // max(1, self.columns())))
+        self.out.write("\n" * rows + f"\x1b[{rows}A")
+
+    def asked_line(self) -> str:
+        """`work · waiting for your approval · 12s`: the question's step and how long the person has been asked."""
+        said = self.text(f"live_{self.asking}", seconds=elapsed(time.monotonic() - self._asked))
+        return f"{label(self.locale, self._step)} · {said}" if self._step else said
+
+    def _tick_below(self) -> None:
+        # Saved and restored around the draw: the cursor goes back where the person types; the prompt's row and
+        # what they typed are above the row drawn (CSI E: the next row, which make_room left free), never touched.
+        self._frame = (self._frame + 1) % len(SPINNER)
+        line = fit(f"{SPINNER[self._frame]} {self.asked_line()}", self.columns() - 1)
+        self.info.write("\x1b7\x1b[0J\x1b[1E\x1b[2K" + self.style(line, "2") + "\x1b8")
+        self.info.flush()
+
     def tick(self) -> None:
-        """Redraw the live line (a spinner, the step, what it waits for and how long), unless a question is being answered."""
+        """Redraw the live line (a spinner, the step, what it waits for and how long); below a question's prompt."""
+        if self.asking and self.live:
+            self._tick_below()
+            return
         line = None if self.asking or not self.live else self.status_line()
         if line is None:
             self.clear()
             return
         self._frame = (self._frame + 1) % len(SPINNER)
-        self.info.write("\r\x1b[2K" + self.style(f"{SPINNER[self._frame]} {line}", "33" if self._wait else "2"))
+        # One row, never more: a line that wrapped would leave its first row behind at every redraw (issue 34).
+        line = fit(f"{SPINNER[self._frame]} {line}", self.columns() - 1)
+        self.info.write("\r\x1b[2K" + self.style(line, "33" if self._wait else "2"))
         self.info.flush()
         self._shown = True
+
+    def columns(self) -> int:
+        """The terminal's width now (it may have been resized); 80 when it cannot be read."""
+        try:
+            return os.get_terminal_size(self.info.fileno()).columns
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return 80
 
     async def ticker(self) -> None:
         """Keep the live line moving while the run lasts."""

@@ -75,7 +75,7 @@ class Asker:
         self._turn = asyncio.Lock()  # one question at a time: parallel tool calls are asked one after the other
 
     async def __call__(self, question: str) -> str | None:
-        answer = await self._read(self.console.text("answer_prompt"), "> ")
+        answer = await self._read(self.console.text("answer_prompt"), "> ", "answer")
         return answer or None
 
     async def approve(self, approval: Approval) -> Decision:
@@ -84,7 +84,8 @@ class Asker:
             self.console.line(self.console.text("approve_by_subagent", agent=approval.agent))
         if approval.detail_kind == "diff" and approval.detail:
             self.console.line(approval.detail)
-        line = await self._read("", self.console.text("approve_prompt", tool=approval.tool, summary=approval.summary) + " ")
+        line = await self._read("", self.console.text("approve_prompt", tool=approval.tool, summary=approval.summary) + " ",
+                                "approval")
         word, _, rest = (line or "").strip().partition(" ")
         if word.lower() in YES:
             return Decision("allow")
@@ -92,12 +93,12 @@ class Asker:
             return Decision("allowAlways")
         return Decision("deny", rest.strip() or None)
 
-    async def _read(self, heading: str, prompt: str) -> str | None:
+    async def _read(self, heading: str, prompt: str, what: str) -> str | None:
         async with self._turn:
-            self.console.asking = True  # the live line keeps off the question's line (issue 34)
-            self.console.clear()
+            self.console.ask(what)  # the live line says the run waits for the person, below the prompt (issue 34)
             if heading:
                 self.console.line(self.console.style(heading, "1"))
+            self.console.make_room(prompt)
             self.console.out.write("\a" + prompt)  # the bell: the run waits for the person
             self.console.out.flush()
             self.waiting = asyncio.get_running_loop().create_future()
@@ -105,7 +106,7 @@ class Asker:
                 return await self.waiting
             finally:
                 self.waiting = None
-                self.console.asking = False
+                self.console.ask(None)
 
 
 async def listen(keyboard: Keyboard, say: Callable[[str], Awaitable[object]], asker: Asker) -> None:

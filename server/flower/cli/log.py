@@ -40,15 +40,17 @@ def lines_of(items: list[Item], console: Console, step: str | None) -> Iterator[
         pad = "    " if item.parent else ""  # a subagent's entries sit under its Agent call (issue 32)
         if item.kind == "tool":
             yield console.style(f"{pad}  · {item.text}", "36")
+        elif item.kind == "result" and item.denied:  # a denial is no output: marked as the editor marks it (issue 34)
+            yield console.style(f"{pad}  " + console.text("log_denied", reason=first_line(item.text, 100)), "31")
         elif item.kind == "result":
             count = len(item.text.splitlines())
-            yield console.style(f"{pad}  ← {first_line(item.text, 100)}" + (f" · {count} lines" if count > 1 else ""), "2")
+            more = " · " + console.text("log_result_lines", n=count) if count > 1 else ""
+            yield console.style(f"{pad}  ← {first_line(item.text, 100)}{more}", "2")
         elif item.role == "user":  # flower's own prompts are long (the judge's holds the checklist): their start
             said = item.text.strip().splitlines() or [""]
-            more = f"  (+{len(said) - USER_LINES} lines)" if len(said) > USER_LINES else ""
             yield from (console.style(f"{pad}> {ln}", "1") for ln in said[:USER_LINES])
-            if more:
-                yield console.style(f"{pad}>{more}", "2")
+            if len(said) > USER_LINES:
+                yield console.style(f"{pad}>  " + console.text("log_more_lines", n=len(said) - USER_LINES), "2")
         else:
             yield from (pad + ln for ln in item.text.rstrip("\n").splitlines())
 

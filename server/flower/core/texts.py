@@ -258,6 +258,9 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "changes_none": {"en": "No changes recorded here yet.", "zh": "这里还没有记录到改动。"},
     "log_empty": {"en": "nothing stored here yet: flower \"task\" starts one", "zh": "这里还没有记录: flower \"任务\" 开始一件事"},
+    "log_more_lines": {"en": "(+{n} {n:line|lines})", "zh": "(另有 {n} 行)"},
+    "log_result_lines": {"en": "{n} {n:line|lines}", "zh": "{n} 行"},
+    "log_denied": {"en": "✕ denied — {reason}", "zh": "✕ 已拒绝 — {reason}"},
     "changes_wake": {"en": "wake #{wake}: {count} {count:file|files}", "zh": "第 {wake} 次唤醒:{count} 个文件"},
     "verdict_pass": {"en": "judge #{round}: passed", "zh": "判定 #{round}: 通过"},
     "verdict_fail": {"en": "judge #{round}: not passed — {reasons}", "zh": "判定 #{round}: 未通过 — {reasons}"},
@@ -266,6 +269,8 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "已离线 {down},等 {host} 恢复 · {seconds} 后再探",
     },
     "live_model": {"en": "{step} · waiting for the model · {seconds}", "zh": "{step} · 等模型回复 · {seconds}"},
+    "live_approval": {"en": "waiting for your approval · {seconds}", "zh": "等你批准 · {seconds}"},
+    "live_answer": {"en": "waiting for your answer · {seconds}", "zh": "等你回答 · {seconds}"},
     "backoff": {
         "en": "retrying in {seconds} (attempt {next}/{max}) after: {error}",
         "zh": "{seconds} 后重试(第 {next}/{max} 次) · {error}",
