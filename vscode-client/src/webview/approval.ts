@@ -5,7 +5,7 @@
  * goes in with textContent. A closed card stays as one line with the decision that won.
  */
 import type { ApprovalCard, ApprovalLabels, ApprovalsToPage, DecideFromPage, Decision } from '../model/approvals';
-import { breakPieces } from '../model/wrap';
+import { breakPieces, nameParts } from '../model/wrap';
 
 /**
  * Render the cards of each `approvals` message into `root`; answers go out through `send`; `stepName` shows a
@@ -48,7 +48,8 @@ function button(label: string, testid: string, onClick: () => void, primary = fa
 /**
  * Text that wraps at word and path boundaries only (issue 34): each piece between separators (`/`, `=`, …, see
  * model/wrap.ts) is an inline block, so a line breaks between pieces or at spaces — never after the `-` inside a
- * name, as the browser otherwise would — and only a piece wider than the whole line wraps inside itself.
+ * name, as the browser otherwise would — and only a piece wider than the whole line wraps inside itself: at its name's
+ * own boundaries first (a `<wbr>` after `-`, `_`, `.`), anywhere only inside a part wider still.
  */
 export function wrapped(parent: HTMLElement, text: string): HTMLElement {
     for (const part of text.split(/(\s+)/)) {
@@ -57,7 +58,14 @@ export function wrapped(parent: HTMLElement, text: string): HTMLElement {
             parent.appendChild(document.createTextNode(part));
             continue;
         }
-        for (const piece of breakPieces(part)) parent.appendChild(el('span', 'seg', piece));
+        for (const piece of breakPieces(part)) {
+            const seg = el('span', 'seg');
+            nameParts(piece).forEach((name, i) => {
+                if (i > 0) seg.appendChild(document.createElement('wbr'));
+                seg.appendChild(document.createTextNode(name));
+            });
+            parent.appendChild(seg);
+        }
     }
     return parent;
 }
