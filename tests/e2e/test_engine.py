@@ -23,7 +23,7 @@ from pygls.uris import from_fs_path
 import flowerscript as fs
 from conftest import until
 from flower import Runtime
-from flower.engine.client import EngineClient, EngineError
+from flower.engine.client import EngineClient, EngineError, Gone
 from flower.lsp import protocol as p
 from flower.testing import Reply, say
 
@@ -62,6 +62,47 @@ class Place:
         if pid:
             self.pids.add(pid)
         return done
+
+    async def served_with_client(self, folder: Path, idle: float) -> Recorder:
+        """`serve(idle=idle)` with a client of `folder` connected to the engine the moment it answers.
+
+        `serve --background`'s own probe leaves as soon as it has its answer, and the idle clock runs from then until a
+        client comes. A client that connects only once `serve` has returned comes after the starter's exit and this
+        test's next turn: seconds on a loaded machine, longer than a short idle, so the engine rightly stopped before
+        it came (its log: "no wake and no client for 3 s"). So the client connects beside the probe; should the engine
+        still stop idle first, that is the idle rule at work before anything was asked of it, and it is started again.
+        """
+        for _ in range(3):
+            stops = self.idle_stops()
+            served = asyncio.create_task(self.serve(idle=idle))
+            client = await self._first_client(folder, served)
+            done = await served
+            assert done.returncode == 0, done.stderr
+            if client is not None:
+                return client
+            assert self.idle_stops() > stops, "the engine went away, and not because it was idle"
+        pytest.fail("three engines in a row stopped idle before a client could connect")
+
+    async def _first_client(self, folder: Path, served: asyncio.Task[Any]) -> Recorder | None:
+        """A client of `folder`, connected as soon as the engine listens; None if the engine is gone before that."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 3 * TIMEOUT
+        while True:
+            try:
+                return await self.client(folder)
+            except (OSError, Gone):  # no socket yet, a dead engine's socket, or an engine stopping as it answered
+                pid = self.pid()
+                if served.done() and (pid is None or not alive(pid)):
+                    return None
+                assert loop.time() < deadline, "the engine never answered a client"
+                await asyncio.sleep(0.02)
+
+    def idle_stops(self) -> int:
+        """How many engines of this place stopped because nothing ran and no client was there (their log says so)."""
+        try:
+            return self.log.read_text(encoding="utf-8").count("no wake and no client for")
+        except OSError:
+            return 0
 
     def pid(self) -> int | None:
         """The pid written in the engine's lock file."""
@@ -352,12 +393,17 @@ async def test_another_user_is_refused(place):
 
 
 async def test_idle_engine_stops_but_never_while_a_wake_runs(place, model, workspace):
-    model.push(*held_first_run(workspace))
-    assert (await place.serve(idle=3)).returncode == 0
+    # A frozen task (S17), straight at its work: two CLIs fewer, so that on a loaded machine the run and the idle stop
+    # after it end well within the suite's 120 s (at load 19 with clarify and goals, one run of six did not).
+    (workspace / "需求.md").write_text(fs.REQUIREMENTS, encoding="utf-8")
+    (workspace / "目标.md").write_text(fs.GOALS, encoding="utf-8")
+    first, *rest = fs.work(workspace)
+    run = [dataclasses.replace(first, hold=True), *rest, *fs.judge()]
+    model.push(*run)
+    client = await place.served_with_client(workspace, idle=3)
     pid = place.pid()
     assert pid
-    client = await place.client(workspace)
-    await client.request(p.WAKE, {"folder": uri(workspace), "text": TASK, "env": place.client_env})
+    await client.request(p.WAKE, {"folder": uri(workspace), "env": place.client_env})
     await model.wait_for_requests(1, timeout=TIMEOUT)
     await client.client.close()
     # No client, a wake held inside the model's reply: several idle periods pass and the engine stays.
@@ -368,7 +414,7 @@ async def test_idle_engine_stops_but_never_while_a_wake_runs(place, model, works
         await asyncio.sleep(0.2)
     model.release()
     await until(lambda: not alive(pid), timeout=90, what="the engine to stop once the run ended and it was idle")
-    assert len(model.conversation) == FULL_RUN
+    assert len(model.conversation) == len(run)
     assert not (workspace / "runs" / "wake.json").exists()  # the wake ended, it was not cut off
     assert not place.sock.exists()
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli import TASK, flower, lineage, seed_frozen, start
+from test_cli import flower, lineage, seed_frozen, start
 from test_engine import place, uri  # noqa: F401 - `place` is a fixture
 
 import flowerscript as fs
@@ -99,15 +99,20 @@ async def test_a_flower_killed_alone_takes_its_cli_with_it_and_the_model_hears_n
     assert list((run_dir / children.CLIS_DIR).glob("*.json")) == []  # every record went with its ended CLI
 
 
+@pytest.mark.timeout(240)
 async def test_the_engine_killed_then_flower_at_once_leaves_one_writer_and_no_turn_lost(place, model, workspace):  # noqa: F811
+    # Slow by nature, not stuck: the engine and its starter, then two `flower` runs, each process after the other. With
+    # clarify and goals too (seven CLIs) it took 100-146 s at load 14-20 on two cores, every phase advancing, past the
+    # suite's 120 s a test. So the task starts frozen, straight at its work (S17: five CLIs), bounded at 240 s.
+    seed_frozen(workspace)
     first, *_ = fs.work(workspace)
-    model.push(*fs.clarify(workspace), *fs.goals(workspace), first, held_bash("toolu_orphan_2"))
+    model.push(first, held_bash("toolu_orphan_2"))
     assert (await place.serve()).returncode == 0
     engine = place.pid()
     assert engine
     client = await place.client(workspace)
-    await client.request(p.WAKE, {"folder": uri(workspace), "text": TASK, "env": place.client_env})
-    await model.wait_for_requests(6, timeout=120)  # clarify 2, goals 2, work 2: the work's second reply is held
+    await client.request(p.WAKE, {"folder": uri(workspace), "env": place.client_env})
+    await model.wait_for_requests(2, timeout=120)  # work 2: the work's second reply is held
     clis = descendants(engine)
     os.kill(engine, signal.SIGKILL)  # the engine alone: its CLIs are not in a group anyone kills
     sid = lineage(workspace / "runs")["steps"]["干活"]
@@ -116,7 +121,7 @@ async def test_the_engine_killed_then_flower_at_once_leaves_one_writer_and_no_tu
     later = tool("Write", {"file_path": str(workspace / "second.txt"), "content": "second\n"})
     model.push(later, text("second.txt written"), *fs.judge())
     proc = await start(env={**place.client_env, "FLOWER_ENGINE": str(place.sock)}, cwd=workspace)
-    await model.wait_for_requests(7, timeout=90)  # the new wake's first request: now the held reply may go out
+    await model.wait_for_requests(3, timeout=90)  # the new wake's first request: now the held reply may go out
     model.release()
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, err.decode()
@@ -124,7 +129,7 @@ async def test_the_engine_killed_then_flower_at_once_leaves_one_writer_and_no_tu
     assert from_orphan(model, "toolu_orphan_2") == [], "the killed engine's CLI went on talking to the model"
     assert not any(alive(c) for c in clis)
 
-    work = [r for r in model.conversation[6:] if r.session_id == sid and "You are the judge" not in r.system]
+    work = [r for r in model.conversation[2:] if r.session_id == sid and "You are the judge" not in r.system]
     assert len(work) == 2, [r.last_user_text[:80] for r in model.conversation]
     call = later.blocks[0]["id"]
     assert call in [b["id"] for b in work[1].tool_uses()]  # the wake's next request carries its own previous turn

@@ -196,6 +196,43 @@ async def test_a_wake_after_a_kill_inside_a_foreground_subagent_tells_what_the_s
     assert len(model.subagents) == subagent_requests  # the delegation was not redone
 
 
+async def test_a_ctrl_c_inside_a_foreground_subagent_still_tells_what_the_subagent_had_done(model, env, workspace, run_dir):
+    # chaos (test_ten_seeded_kills, once): SIGINT to flower's group right after a subagent's Bash ran. The CLI stores its
+    # refusal ("The user doesn't want to proceed ...", an error) as the Agent call's result; taken for the subagent's
+    # hand-back, it kept the next wake from telling anything of the subagent: its Bash was lost to the model.
+    seed_frozen(workspace)
+    call = tool("Bash", {"command": "echo sub > sub.txt", "description": "write sub.txt"}).blocks[0]
+    model.push(*for_main(delegate("write sub.txt", description="sub-task", background=False)),
+               *for_subagent(reply(say("SUB: writing sub.txt"), call), Reply(blocks=[say("never sent")], hold=True)))
+    proc = await start("-r", str(run_dir), env=env, cwd=workspace)
+    try:
+        await model.wait_for_requests(2, timeout=90, agent=SUBAGENT)  # the Bash ran: its result is in this request
+        await until(lambda: _journaled(run_dir, call["id"]), 30, "the subagent's Bash result in the journal")
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C at the terminal: flower and its CLI
+        await asyncio.wait_for(proc.wait(), 30)
+        assert (workspace / "sub.txt").read_text() == "sub\n"
+        subagent_requests, before = len(model.subagents), len(model.main)
+        model.push(*for_main(text("the subagent had written sub.txt"), *judge()))
+        done = await flower("-r", str(run_dir), env=env, cwd=workspace, timeout=120)
+        assert done.code == 0, done.err
+    finally:
+        for pid in pgroup(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        model.release()
+    told = model.main[before].last_user_text
+    assert NOTE_END in told, told[-3000:]
+    assert 'The subagent "sub-task" that your Agent call' in told
+    assert f"It called Bash with {json.dumps(call['input'], ensure_ascii=False)}" in told
+    assert len(model.subagents) == subagent_requests  # the delegation was not redone
+
+
+def _journaled(run_dir: Path, call: str) -> bool:
+    """Whether the journal holds the result of tool call `call`."""
+    return any(r.get("k") == "result" and r.get("tool") == call
+               for p in (run_dir / "journal").glob("*.jsonl")
+               for r in (json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.endswith("}")))
+
+
 def _kept(run_dir: Path, config: Path, call: str, words: str) -> bool:
     """Whether the journal holds the result of the subagent's `call` and the CLI's sidechain file holds its `words`."""
     records = [json.loads(line) for p in (run_dir / "journal").glob("*.jsonl")

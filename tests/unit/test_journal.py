@@ -201,3 +201,50 @@ def test_a_stored_sidechain_gives_the_words_the_stream_did_not_carry():
     merged = with_stored([{"k": "prompt", "text": "go"}, *journaled], stored)
     assert [(r["k"], r.get("tool")) for r in merged] == [
         ("prompt", None), ("said", None), ("call", "w1"), ("result", "w1"), ("call", "w2")]  # the newest from the journal
+
+
+REFUSED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the "
+           "new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.")
+"""What CLI 2.1.332 stores as an `Agent` call's result when a Ctrl-C cuts its foreground subagent off."""
+
+
+def test_a_subagent_cut_off_by_ctrl_c_is_told_though_its_agent_call_has_a_stored_result_and_told_once():
+    # chaos (test_ten_seeded_kills, once): SIGINT to flower's group 0-500 ms after a subagent's Bash ran. The CLI stored
+    # its refusal as the Agent call's result, which counted as the subagent's hand-back: the next wake told nothing of
+    # what the subagent had done, and the model's next request did not carry its Bash call.
+    records = [{"k": "call", "id": "m1", "tool": "ag1", "name": "Agent", "input": {"prompt": "write sub.txt"}},
+               {"k": "task", "id": "a1", "tool": "ag1", "type": "local_agent", "description": "sub-task",
+                "background": False, "status": "running"},
+               {"k": "call", "id": "s1", "tool": "b1", "name": "Bash", "input": {"command": "echo sub > sub.txt"},
+                "parent": "ag1"},
+               {"k": "result", "tool": "b1", "text": "", "error": False, "parent": "ag1"},
+               {"k": "task", "id": "a1", "tool": "ag1", "type": "local_agent", "description": "sub-task",
+                "background": False, "status": "killed"}]
+    stored = [{"type": "assistant", "message": {"id": "m1", "content": []}},
+              {"type": "user", "message": {"content": [
+                  {"type": "tool_result", "tool_use_id": "ag1", "content": REFUSED, "is_error": True}]}}]
+    lacking = missed(records, stored)
+    assert [r["k"] for r in lacking] == ["task", "call", "result", "task"]
+    told = note(lacking, resumed=True)
+    assert '- The subagent "sub-task" that your Agent call ag1 started was ended by the interruption' in told
+    assert '  - It called Bash with {"command": "echo sub > sub.txt"}' in told
+    # The wake that told it was cut off in turn, its note stored: the next one does not tell it again.
+    again = [*stored, {"type": "user", "message": {"content": [{"type": "text", "text": told + "\n\nContinue"}]}}]
+    assert missed(records, again) == []
+    # A hand-back that is not an error is the subagent's report, as before.
+    handed = [stored[0], {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "ag1", "content": "done"}]}}]
+    assert missed(records, handed) == []
+
+
+def test_a_background_shell_told_as_cut_off_is_not_told_again_by_the_next_wake():
+    # Its "running in background" result never turns into a notification once the kill ended the CLI: only the stored
+    # note shows it was told. Told again, every later wake's note grew by the same line.
+    records = [{"k": "call", "id": "m2", "tool": "sh1", "name": "Bash", "input": {"command": "serve"}},
+               {"k": "task", "id": "b1", "tool": "sh1", "type": "local_bash", "description": "serve",
+                "background": True, "status": "running"}]
+    stored = [{"type": "assistant", "message": {"id": "m2", "content": []}},
+              {"type": "user", "message": {"content": [
+                  {"type": "tool_result", "tool_use_id": "sh1", "content": "Command running in background with ID: b1."}]}}]
+    told = note(missed(records, stored), resumed=True)
+    assert "was cut off by the interruption" in told
+    assert missed(records, [*stored, {"type": "user", "message": {"content": told + "\n\nContinue"}}]) == []

@@ -187,6 +187,9 @@ class Seen:
         """Lines of flower's notes the store holds: a record told once is not told again after the next kill (#31)."""
         self.launched: set[str] = set()
         """Calls whose stored result only says their work went on in the background."""
+        self.failed: set[str] = set()
+        """Calls whose stored result is an error: for an `Agent` call, its subagent's report never reached the model (a
+        Ctrl-C inside a foreground subagent makes the CLI store its refusal text as the call's result)."""
         self.notified: set[str] = set()
         """Calls whose background work a stored `<task-notification>` reported to the model."""
 
@@ -210,11 +213,13 @@ class Seen:
                         self.results.add(str(block.get("tool_use_id")))
                         if _text(block.get("content")).startswith(_LAUNCHED):
                             self.launched.add(str(block.get("tool_use_id")))
+                        if block.get("is_error"):
+                            self.failed.add(str(block.get("tool_use_id")))
                     elif isinstance(block.get("text"), str):
                         self.asked.add(block["text"])
                         if NOTE_END in block["text"]:  # only flower's notes: most stored texts are not one
-                            for told in _NOTE.finditer(block["text"]):
-                                self.told.update(told.group(1).splitlines())
+                            for told in _NOTE.finditer(block["text"]):  # as lines stand alone: a subagent's are indented
+                                self.told.update(line.strip() for line in told.group(1).splitlines())
                         self._notified(block["text"])
 
     def _notified(self, text: object) -> None:
@@ -222,18 +227,22 @@ class Seen:
             self.notified.update(_NOTIFIED.findall(text))
 
     def reached(self, tool_use_id: object) -> bool:
-        """Whether what the call started is in the stored conversation: its result, or for work that went on in the
-        background, the CLI's notification of its end."""
-        return tool_use_id in self.notified or tool_use_id in self.results and tool_use_id not in self.launched
+        """Whether what the call started is in the stored conversation: its result (not an error: a subagent cut off
+        hands back nothing), or for work that went on in the background, the CLI's notification of its end."""
+        return tool_use_id in self.notified or (tool_use_id in self.results and tool_use_id not in self.launched
+                                                and tool_use_id not in self.failed)
 
     def lacks(self, records: list[Record]) -> list[Record]:
         """The records none of the entries taken in so far match (a sidechain's and a task's: see `reached`)."""
         out = []
         calls = {r.get("tool"): r for r in records if r["k"] == "call"}
+        tasks = {r.get("tool"): r for r in records if r["k"] == "task"}  # the newest of each, as a note tells it
         for r in records:
             kind = r["k"]
             if "parent" in r or kind == "task":
-                if not self.reached(r.get("parent") or r.get("tool")):
+                tool = r.get("parent") or r.get("tool")
+                # A stored note that told what the call started told all of it: the work ended with the run it ran in.
+                if not self.reached(tool) and _head(tool, tasks.get(tool)) not in self.told:
                     out.append(r)
             elif (kind in ("said", "call") and r.get("id") not in self.answers
                     or kind == "result" and r.get("tool") not in self.results
@@ -368,16 +377,10 @@ def _delegated(records: list[Record]) -> dict[Any, list[str]]:
     out: dict[Any, list[str]] = {}
     for tool in [*tasks, *(p for p in sidechains if p not in tasks)]:
         task, done = tasks.get(tool), sidechains.get(tool, [])
-        name = json.dumps(str(task.get("description") or "") if task else "", ensure_ascii=False)
-        ended = task is None or task.get("status") == "running"
+        lines = [_head(tool, task)]
         if task is not None and task.get("type") == "local_bash":
-            # The CLI ends its shells when it exits; a CLI killed outright leaves them running in their own session.
-            out[tool] = [f"- Your background shell {name} (your Bash call {tool}, shell id {task.get('id')}) was cut off "
-                         "by the interruption: it will not report back and its id is gone, so do not wait for it; check "
-                         "whether it still runs or what it left before you start it again."]
+            out[tool] = lines
             continue
-        how = "was ended by the interruption before it finished" if ended else "finished, but its report was lost"
-        lines = [f"- The subagent {name} that your Agent call {tool} started {how}. What it had already done:"]
         sub_calls = {r.get("tool") for r in done if r["k"] == "call"}
         for r in done:
             if r["k"] == "said" and str(r.get("text", "")).strip():
@@ -393,6 +396,20 @@ def _delegated(records: list[Record]) -> dict[Any, list[str]]:
             lines.append("  - Nothing yet: it had made no tool call.")
         out[tool] = lines
     return out
+
+
+def _head(tool: Any, task: Record | None) -> str:
+    """The first line a note tells of what call `tool` started (`task`: its newest task record, if any); also how a
+    stored note is recognised to have told it."""
+    name = json.dumps(str(task.get("description") or "") if task else "", ensure_ascii=False)
+    if task is not None and task.get("type") == "local_bash":
+        # The CLI ends its shells when it exits; a CLI killed outright leaves them running in their own session.
+        return (f"- Your background shell {name} (your Bash call {tool}, shell id {task.get('id')}) was cut off by the "
+                "interruption: it will not report back and its id is gone, so do not wait for it; check whether it "
+                "still runs or what it left before you start it again.")
+    ended = task is None or task.get("status") != "completed"
+    how = "was ended by the interruption before it finished" if ended else "finished, but its report was lost"
+    return f"- The subagent {name} that your Agent call {tool} started {how}. What it had already done:"
 
 
 def _in(record: Record, parent: str | None) -> Record:
