@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import itertools
 import json
 import os
@@ -19,14 +18,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import zstandard
-
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, is_raw, raw, train, unpackers
-from .repeats import MIN_LENGTH, Span, cut, frame_of, has_refs, spans, wrap
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, expander, is_raw, raw, train
+from .repeats import MIN_LENGTH, Cut, Known, Span, cut, has_refs, plan, spans, still_held, texts, wrap
 from .rows import BEFORE_NEWEST as _BEFORE_NEWEST
 from .rows import LATEST as _LATEST
 from .rows import LOAD_SEQS as _LOAD_SEQS
@@ -444,51 +441,28 @@ class _Seen:
 _KNOWN = "SELECT digest, seq, start, length FROM repeats WHERE transcript = ? AND digest IN ({})"
 
 
-def _shared(conn: sqlite3.Connection, tid: int, found: list[list[Span]], top: int) -> tuple[list[list[tuple[int, int, int, int, int]]], list[tuple[Any, ...]]]:
+def _shared(conn: sqlite3.Connection, tid: int, found: list[list[Span]], top: int) -> tuple[list[list[Cut]], list[tuple[Any, ...]]]:
     """Per body of the batch (its seq `top` + 1 + its place), the long strings it repeats from an earlier entry of the
-    transcript ((offset, length, seq, offset there, length) each), and the index rows of the strings it holds first."""
+    transcript, and the index rows of the strings it holds first (stores/repeats.py's `plan`)."""
     digests = sorted({d for spans_ in found for _, _, d in spans_})
-    known: dict[bytes, tuple[int, int, int]] = {}
+    known: Known = {}
     for at in range(0, len(digests), 500):  # under SQLite's limit of bound parameters
         part = digests[at:at + 500]
         known.update((d, (s, a, n)) for d, s, a, n in conn.execute(_KNOWN.format(",".join("?" * len(part))), (tid, *part)))
-    known = _still_held(conn, tid, known)
-    refs: list[list[tuple[int, int, int, int, int]]] = []
-    held: list[tuple[Any, ...]] = []
-    for i, spans_ in enumerate(found):
-        seq, mine, cut_at = top + 1 + i, set(), 0
-        here: list[tuple[int, int, int, int, int]] = []
-        for start, length, digest in spans_:
-            there = known.get(digest)
-            if there is not None and digest not in mine:
-                here.append((start, length, *there))
-                cut_at += length
-                continue
-            if digest not in mine:  # a second copy inside one entry stays inline: its own frame shares it
-                mine.add(digest)
-                known[digest] = (seq, start - cut_at, length)
-                held.append((tid, digest, seq, start - cut_at, length))
-        refs.append(here)
-    return refs, held
+    refs, held = plan(found, _still_held(conn, tid, known), range(top + 1, top + 1 + len(found)))
+    return refs, [(tid, *h) for h in held]
 
 
-def _still_held(conn: sqlite3.Connection, tid: int, known: dict[bytes, tuple[int, int, int]]) -> dict[bytes, tuple[int, int, int]]:
+def _still_held(conn: sqlite3.Connection, tid: int, known: Known) -> Known:
     """The indexed strings whose entry still holds them, checked byte for byte (by digest) before one is referred to."""
     # flower deletes whole transcripts only, but a file's rows can be deleted by hand (tests simulate a lagging mirror
     # so), and SQLite then gives a later entry the same seq: a reference is only ever made to bytes read just now.
     if not known:
         return known
     seqs = sorted({s for s, _, _ in known.values()})
-    rows = dict(conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
-                             (tid, *seqs)).fetchall()) if len(seqs) < 500 else {}
-    by, named = unpackers(_codec(conn)), zstandard.get_frame_parameters
-    texts: dict[int, bytes] = {}
-    for seq, body in rows.items():
-        if type(body) is bytes:
-            frame = frame_of(body)
-            texts[seq] = frame if frame[0] == 0x7B else by[named(frame).dict_id].decompress(frame)
-    return {d: (s, a, n) for d, (s, a, n) in known.items()
-            if s in texts and hashlib.sha256(texts[s][a:a + n]).digest()[:16] == d}
+    rows = conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
+                        (tid, *seqs)).fetchall() if len(seqs) < 500 else []
+    return still_held(known, texts(((s, b) for s, b in rows if type(b) is bytes), expander(_codec(conn))))
 
 
 def _append(
