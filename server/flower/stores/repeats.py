@@ -28,7 +28,7 @@ import zstandard
 
 __all__ = [
     "MAGIC", "MIN_LENGTH", "Cut", "Held", "Known", "Ref", "Span", "cut", "frame_of", "has_refs", "parse", "plan",
-    "referred", "resolve", "spans", "still_held", "texts", "wrap",
+    "referred", "resolve", "spans", "still_held", "stored_bodies", "texts", "wrap",
 ]
 
 MIN_LENGTH = 8192
@@ -147,6 +147,15 @@ def cut(body: bytes, refs: Sequence[Cut]) -> tuple[bytes, list[Ref]]:
         at = start + length
     parts.append(body[at:])
     return b"".join(parts), out
+
+
+def stored_bodies(bodies: Sequence[bytes | str], refs: Sequence[Sequence[Cut]],
+                  pack: Callable[[list[bytes | str]], list[bytes | str]]) -> list[bytes | str]:
+    """A batch's bodies as stored: each cut of the strings it repeats (`refs`, from `plan`), packed into its frame by
+    `pack`, its references in front."""
+    cuts = [cut(b, r) if r and type(b) is bytes else (b, []) for b, r in zip(bodies, refs, strict=True)]
+    packed = pack([c for c, _ in cuts])
+    return [wrap(r, f) if r and type(f) is bytes else f for (_, r), f in zip(cuts, packed, strict=True)]
 
 
 def wrap(refs: Sequence[Ref], frame: bytes) -> bytes:
