@@ -5,6 +5,7 @@ v5 database's rows read as they are."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import asyncpg
@@ -86,7 +87,7 @@ async def test_two_machines_appending_to_one_transcript_at_once_store_each_entry
         await a.append(KEY, entries[-1:])
         assert same_bytes(await a.load({**KEY, "project_key": "-a"}), entries)
         assert same_bytes(await b.load({**KEY, "project_key": "-b"}), entries)
-    stored = await rows(pg_url, "two", "SELECT uuid, body FROM {s}.entries ORDER BY seq")
+    stored = await rows(pg_url, "two", "SELECT coalesce(uid::text, uuid), body FROM {s}.entries ORDER BY seq")
     assert [r[0] for r in stored] == [e.get("uuid") for e in entries]
     # big.py is held inline once (its numbered text and raw copy); every later read refers to it, whoever wrote it.
     assert [bytes(r[1]).startswith(MAGIC) for r in stored].count(True) >= 5 + 6
@@ -98,9 +99,11 @@ async def test_a_v5_database_reads_as_it_is_and_shares_from_its_next_append_on(p
     new = chain.read("/w/big.py", TEXT) + chain.read("/w/big.py", TEXT)
     conn = await asyncpg.connect(pg_url)
     try:
-        # The tables as a v5 flower left them: no repeats, a unique index on (transcript, uuid), each body a frame
+        # The tables as a v5 flower left them: no repeats, seq the primary key, a unique index on (transcript, uuid), and
+        # uuids as text, each body a frame
         # against bodies.zdict (the database below SAMPLES entries), every repeated string stored again.
         await conn.execute(_SCHEMA.replace("{s}", '"v5"') + 'DROP TABLE "v5".repeats;'
+                           "ALTER TABLE v5.entries DROP COLUMN uid; ALTER TABLE v5.entries ADD PRIMARY KEY (seq);"
                            "CREATE UNIQUE INDEX entries_uuid ON v5.entries (transcript, uuid) WHERE uuid IS NOT NULL;"
                            "INSERT INTO v5.meta VALUES ('schema_version', '5');"
                            "INSERT INTO v5.transcripts VALUES (1, '-home-dev-project', 's-1', '', 1000)")
@@ -112,6 +115,7 @@ async def test_a_v5_database_reads_as_it_is_and_shares_from_its_next_append_on(p
             assert same_bytes(await store.load(KEY), old)
             assert await conn.fetchval("SELECT value FROM v5.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "6"
             assert await conn.fetchval("SELECT to_regclass('v5.entries_uuid')") is None  # v6 keeps uuids unique itself
+            assert await conn.fetchval("SELECT to_regclass('v5.entries_pkey')") is None
             await store.append(KEY, old)  # sent again: its uuids are the v5 rows', nothing is stored twice
             await store.append(KEY, new)
             assert same_bytes(await store.load(KEY), old + new)
@@ -123,3 +127,15 @@ async def test_a_v5_database_reads_as_it_is_and_shares_from_its_next_append_on(p
         assert [b.startswith(MAGIC) for b in after[4:]] == [False, False, False, True]
     finally:
         await conn.close()
+
+
+async def test_a_canonical_uuid_takes_16_bytes_any_other_stays_text_and_none_is_stored_twice(pg_url: str) -> None:
+    canonical, upper = str(uuid.uuid4()), str(uuid.uuid4()).upper()
+    entries = [{"type": "user", "uuid": canonical}, {"type": "user", "uuid": upper}, {"type": "user", "uuid": "u-1"}]
+    async with PostgresSessionStore(pg_url, schema="uids") as one, PostgresSessionStore(pg_url, schema="uids") as two:
+        await one.append(KEY, entries)
+        await one.append(KEY, entries[::-1])  # known to this store
+        await two.append(KEY, entries)  # another machine: it reads the uuids stored, in either column
+        assert await two.load(KEY) == entries
+    stored = await rows(pg_url, "uids", "SELECT uuid, uid FROM {s}.entries ORDER BY seq")
+    assert [tuple(r) for r in stored] == [(None, uuid.UUID(canonical)), (upper, None), ("u-1", None)]

@@ -79,9 +79,9 @@ CREATE TABLE IF NOT EXISTS {s}.transcripts (
     UNIQUE (project_key, session_id, subpath)
 );
 CREATE TABLE IF NOT EXISTS {s}.entries (
-    seq        bigserial PRIMARY KEY,   -- append order, across processes
+    seq        bigserial NOT NULL,      -- append order, across processes (v1-v5: the primary key)
     transcript bigint NOT NULL REFERENCES {s}.transcripts ON DELETE CASCADE,
-    uuid       text,
+    uuid       text,                    -- since v6 only one that is no canonical UUID (see uid)
     plain      boolean NOT NULL,        -- body is the stdlib's JSON (orjson could not encode the entry)
     body       bytea NOT NULL           -- the entry's JSON as written (D2); since v3 its zstd frame (stores/bodies.py)
 );
@@ -89,8 +89,13 @@ CREATE TABLE IF NOT EXISTS {s}.entries (
 -- (benchmarks/store.py), and since v3 a body is a zstd frame (stores/bodies.py).
 ALTER TABLE {s}.entries ALTER COLUMN body SET STORAGE EXTERNAL;
 CREATE INDEX IF NOT EXISTS entries_by_transcript ON {s}.entries (transcript, seq);
--- v6: uuids are kept unique by the writer under the transcript's row lock (stores/uuids.py), not by an index.
+-- v6 (issue 35): a row's own cost. For benchmarks/store.py's 20k-entry session the table took 0.241x the CLI's JSONL,
+-- its bodies 0.142x, and the rest was 200 bytes a row: uuids are kept unique by the writer under the transcript's row
+-- lock (stores/uuids.py), not by an index (1.2 MB); seq is drawn from its sequence, never given twice, and every read
+-- goes by (transcript, seq), so seq alone needs no index either (0.5 MB); a canonical uuid takes 16 bytes, not 37.
 DROP INDEX IF EXISTS {s}.entries_uuid;
+ALTER TABLE {s}.entries DROP CONSTRAINT IF EXISTS entries_pkey;
+ALTER TABLE {s}.entries ADD COLUMN IF NOT EXISTS uid uuid;
 CREATE TABLE IF NOT EXISTS {s}.batches (token uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
 CREATE TABLE IF NOT EXISTS {s}.summaries (
     project_key text NOT NULL,
@@ -168,13 +173,13 @@ CREATE TABLE IF NOT EXISTS {s}.wakes (
 """
 
 _LOAD = """
-SELECT e.seq, e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id
+SELECT e.seq, e.transcript, e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id
 WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = $3 ORDER BY e.seq
 """
 
 # Newest first from `before` on, along the (transcript, seq) index.
 _TAIL = """
-SELECT e.seq, e.plain, e.body FROM {s}.entries e
+SELECT e.seq, e.transcript, e.plain, e.body FROM {s}.entries e
 WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
 AND e.seq < $3 ORDER BY e.seq DESC LIMIT $4
 """
@@ -191,7 +196,7 @@ ORDER BY e.seq DESC LIMIT 1 OFFSET $3), 0)
 """
 
 _AFTER = """
-SELECT e.seq, e.plain, e.body FROM {s}.entries e
+SELECT e.seq, e.transcript, e.plain, e.body FROM {s}.entries e
 WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
 AND e.seq > $3 ORDER BY e.seq
 """
@@ -201,17 +206,21 @@ INSERT INTO {s}.transcripts AS t (project_key, session_id, subpath, mtime) VALUE
 ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = t.mtime RETURNING id, mtime
 """
 
-_UUIDS = "SELECT uuid FROM {s}.entries WHERE transcript = $1 AND uuid IS NOT NULL"
+_UUIDS = "SELECT coalesce(uid::text, uuid) FROM {s}.entries WHERE transcript = $1 AND (uid IS NOT NULL OR uuid IS NOT NULL)"
+
+# A uuid PostgreSQL writes back as it was given (lowercase, hyphenated) is stored in `uid` (v6), any other in `uuid`.
+_CANONICAL = "'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'"
+_UUID_COLUMNS = f"CASE WHEN u ~ {_CANONICAL} THEN NULL ELSE u END, CASE WHEN u ~ {_CANONICAL} THEN u::uuid END"
 
 # The rows, and the transcript's mtime moved (it moves at every append that stores, never to a value it had: see
 # stores/uuids.py), in one statement.
 _INSERT = """
 WITH added AS (
-    INSERT INTO {s}.entries (transcript, uuid, plain, body)
-    SELECT $1, u, p, b FROM unnest($2::text[], $3::boolean[], $4::bytea[]) WITH ORDINALITY AS x(u, p, b, o) ORDER BY o
+    INSERT INTO {s}.entries (transcript, uuid, uid, plain, body)
+    SELECT $1, {uuids}, p, b FROM unnest($2::text[], $3::boolean[], $4::bytea[]) WITH ORDINALITY AS x(u, p, b, o) ORDER BY o
 )
 UPDATE {s}.transcripts SET mtime = greatest($5::bigint, mtime + 1) WHERE id = $1 RETURNING mtime
-"""
+""".replace("{uuids}", _UUID_COLUMNS)
 
 # A batch holding long strings (issue 35): its seqs, drawn before its rows are written (an entry may refer to one of
 # the same batch), and what the transcript's index knows of its strings' digests.
@@ -226,17 +235,34 @@ _HOLDERS = "SELECT seq, body FROM {s}.entries WHERE transcript = $1 AND seq = an
 
 _INSERT_SHARED = """
 WITH added AS (
-    INSERT INTO {s}.entries (seq, transcript, uuid, plain, body)
-    SELECT q, $1, u, p, b FROM unnest($6::bigint[], $2::text[], $3::boolean[], $4::bytea[]) AS x(q, u, p, b)
+    INSERT INTO {s}.entries (seq, transcript, uuid, uid, plain, body)
+    SELECT q, $1, {uuids}, p, b FROM unnest($6::bigint[], $2::text[], $3::boolean[], $4::bytea[]) AS x(q, u, p, b)
 ), indexed AS (
     INSERT INTO {s}.repeats (transcript, digest, seq, start, length)
     SELECT $1, d, q, a, n FROM unnest($7::bytea[], $8::bigint[], $9::integer[], $10::integer[]) AS y(d, q, a, n)
     ON CONFLICT (transcript, digest) DO UPDATE SET seq = excluded.seq, start = excluded.start, length = excluded.length
 )
 UPDATE {s}.transcripts SET mtime = greatest($5::bigint, mtime + 1) WHERE id = $1 RETURNING mtime
+""".replace("{uuids}", _UUID_COLUMNS)
+
+# Along the (transcript, seq) index: a reference never leaves its transcript.
+_BY_SEQ = """
+SELECT seq, body FROM {s}.entries WHERE transcript = any($2::bigint[]) AND seq = any($1::bigint[]) AND NOT plain
 """
 
-_BY_SEQ = "SELECT seq, body FROM {s}.entries WHERE seq = any($1::bigint[]) AND NOT plain"
+# The newest entries of several transcripts below a seq: each transcript's along its index, then merged (v6: no index
+# on seq alone).
+_PAGE = """
+SELECT e.seq, e.transcript, e.plain, e.body FROM unnest($1::bigint[]) AS t(id) CROSS JOIN LATERAL (
+    SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = t.id AND seq < $2 ORDER BY seq DESC LIMIT $3
+) e ORDER BY e.seq DESC LIMIT $3
+"""
+
+_NEWEST = """
+SELECT coalesce(max(e.seq), 0) FROM {s}.transcripts t CROSS JOIN LATERAL (
+    SELECT seq FROM {s}.entries WHERE transcript = t.id ORDER BY seq DESC LIMIT 1
+) e
+"""
 
 _STALE = """
 SELECT t.id, t.session_id, t.mtime, s.data, s.folded FROM {s}.transcripts t
@@ -561,13 +587,16 @@ class PostgresSessionStore:
             async with conn.transaction():
                 await conn.execute(lock, self._pack_key)  # one converter at a time: a frame is never packed twice
                 done = int(await conn.fetchval(self.sql("SELECT packed FROM {s}.dictionary")))
+                # By seq across transcripts: since v6 no index serves it (a scan a batch, once, for a database a v2
+                # flower wrote before #26); the update finds its rows along (transcript, seq).
                 rows = await conn.fetch(self.sql(
-                    "SELECT seq, plain, body FROM {s}.entries WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3"),
+                    "SELECT seq, plain, body, transcript FROM {s}.entries WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3"),
                     done, top, PACK_BATCH)
-                todo = [(r[0], packer.pack(r[2])) for r in rows if not r[1] and is_raw(r[2])]
+                todo = [(r[0], packer.pack(r[2]), r[3]) for r in rows if not r[1] and is_raw(r[2])]
                 await conn.execute(self.sql(
-                    "UPDATE {s}.entries e SET body = x.b FROM unnest($1::bigint[], $2::bytea[]) AS x(s, b) WHERE e.seq = x.s"),
-                    [t[0] for t in todo], [t[1] for t in todo])
+                    "UPDATE {s}.entries e SET body = x.b FROM unnest($1::bigint[], $2::bytea[], $3::bigint[]) AS x(s, b, t)"
+                    " WHERE e.transcript = x.t AND e.seq = x.s"),
+                    [t[0] for t in todo], [t[1] for t in todo], [t[2] for t in todo])
                 packed = int(rows[-1][0]) if rows else top
                 await conn.execute(self.sql("UPDATE {s}.dictionary SET packed = greatest(packed, $1)"), packed)
             batches = None if batches is None else batches - 1
@@ -590,12 +619,14 @@ class PostgresSessionStore:
             bodies: list[bytes | str] = []
             # One snapshot: the rows, and the entries holding what they repeat (issue 35), seen at one moment.
             async with conn.transaction(isolation="repeatable_read", readonly=True):
-                async for seq, plain, body in conn.cursor(self.sql(_LOAD), *k3, prefetch=1000):
+                tids: set[int] = set()
+                async for seq, tid, plain, body in conn.cursor(self.sql(_LOAD), *k3, prefetch=1000):
                     seqs.append(seq)
+                    tids.add(tid)
                     bodies.append(body.decode() if plain else body)
                 # Read after the rows: a frame among them was written after its dictionary, which is never removed.
                 packer = await self._codec_on(conn)
-                return await self._resolved(conn, seqs, bodies, packer), packer
+                return await self._resolved(conn, seqs, bodies, packer, tids), packer
 
         bodies, packer = await self._with(fetch)
         return decode_bodies(bodies, packer) if bodies else None
@@ -658,7 +689,7 @@ class PostgresSessionStore:
                         prev = {"session_id": sid, "mtime": mtime, "data": json.loads(data)}
                     key: SessionKey = {"project_key": project_key, "session_id": sid}
                     packer = await self._codec_on(conn)
-                    entries = decode_bodies(await self._resolved(conn, [r[0] for r in rows], _bodies(rows), packer), packer)
+                    entries = decode_bodies(await self._resolved(conn, [r[0] for r in rows], _bodies(rows), packer, {tid}), packer)
                     summary = fold_session_summary(prev, key, entries)
                     await conn.execute(self.sql(
                         "INSERT INTO {s}.summaries (project_key, session_id, mtime, data, folded) VALUES ($1, $2, $3, $4, $5)"
@@ -724,7 +755,7 @@ class PostgresSessionStore:
     # -- reads for a view (History) -----------------------------------------------------------
     async def newest_seq(self) -> int:
         """The highest entry position of the whole store, 0 when there is none."""
-        found = await self._with(lambda conn: conn.fetchval(self.sql("SELECT coalesce(max(seq), 0) FROM {s}.entries")),
+        found = await self._with(lambda conn: conn.fetchval(self.sql(_NEWEST)),
                                  READ_WAIT_S)
         return int(found)
 
@@ -738,9 +769,8 @@ class PostgresSessionStore:
 
     async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
         """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
-        rows, bodies, packer = await self._with(functools.partial(self._rows, sql=(
-            "SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = any($1::bigint[]) AND seq < $2"
-            " ORDER BY seq DESC LIMIT $3"), args=(list(transcripts), before, limit)), READ_WAIT_S)
+        rows, bodies, packer = await self._with(functools.partial(
+            self._rows, sql=_PAGE, args=(list(transcripts), before, limit)), READ_WAIT_S)
         entries = decode_bodies(bodies, packer)
         return [(int(r[0]), int(r[1]), e) for r, e in zip(rows, entries, strict=True)]
 
@@ -800,16 +830,18 @@ class PostgresSessionStore:
             rows = list(await conn.fetch(self.sql(sql), *args))
             packer = await self._codec_on(conn)
             ordered = rows[::-1] if oldest_first else rows
-            return rows, await self._resolved(conn, [r[0] for r in ordered], _bodies(ordered), packer), packer
+            resolved = await self._resolved(conn, [r[0] for r in ordered], _bodies(ordered), packer, {r[1] for r in rows})
+            return rows, resolved, packer
 
-    async def _resolved(self, conn: Conn, seqs: list[int], bodies: list[bytes | str],
-                        packer: Codec | None) -> list[bytes | str]:
-        """`bodies` (of the entries `seqs`) with the strings they repeat put back (stores/repeats.py), the entries
-        holding them read on `conn` when not among them (inside the caller's transaction)."""
+    async def _resolved(self, conn: Conn, seqs: list[int], bodies: list[bytes | str], packer: Codec | None,
+                        transcripts: set[int]) -> list[bytes | str]:
+        """`bodies` (of the entries `seqs`, of `transcripts`) with the strings they repeat put back (stores/repeats.py),
+        the entries holding them read on `conn` when not among them (inside the caller's transaction)."""
         if not any(has_refs(b) for b in bodies):
             return bodies
         wanted = referred(seqs, bodies)
-        held = [(int(r[0]), bytes(r[1])) for r in await conn.fetch(self.sql(_BY_SEQ), wanted)] if wanted else []
+        held = [(int(r[0]), bytes(r[1])) for r in await conn.fetch(self.sql(_BY_SEQ), wanted, sorted(transcripts))] \
+            if wanted else []
         return resolve(seqs, bodies, expander(packer), lambda _: held)
 
 
