@@ -29,7 +29,13 @@ machine the wall time also holds what other processes took of the cores, and the
 PostgreSQL (issue #14) runs on a server this script starts from the [test] extras' wheel (tests/pg.py), over its Unix
 socket; its raw floor is one `INSERT … SELECT FROM unnest(uuids, bodies)` per batch and transaction into a bare table
 (bodies uncompressed, as the store keeps them),
-and one SELECT with orjson per row. Postgres is the shared store, not the fast one: it is reported, with no target.
+and one SELECT with orjson per row. Postgres is the shared store, not the fast one: its speed is reported, with no target;
+its size is held to the same <= 0.2x the CLI's JSONL on every session above (issue 35), each beside the same entries
+stored as its v5 did (`pg_v5_size`: the v5 table, a frame per entry against bodies.zdict, then its own dictionary). A
+real-CLI session's cost in a database that holds others (PostgreSQL is the shared store) is what one more copy of it
+adds to the tables of its entries (heap, TOAST, indexes, and since v6 the index of repeated strings), measured over
+the last four of eight copies in one schema; the first page each table, index and free-space map takes is no one
+session's, and is printed apart as the eight copies' average share (`pg_share`).
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ import zstandard
 from claude_agent_sdk import InMemorySessionStore
 
 from entry_census import ROOT, cli_session, stored
-from flower.stores.bodies import LEVEL, SAMPLES, codec, train
+from flower.stores.bodies import LEVEL, SAMPLES, builtin, codec, encode_all, raw, train
 from flower.stores.postgres import PostgresSessionStore
 from flower.stores.sqlite import BUSY_TIMEOUT_S, MIGRATIONS, SqliteSessionStore, decode_bodies
 from flower.testing import reply, say, text, tool, tool_use
@@ -342,9 +348,98 @@ async def replayed(entries: list[Any], schema: Any, batch: int = 10) -> int:
         return on_disk(db)
 
 
-async def shapes() -> list[tuple[str, float]]:
+_V5_TABLE = """
+CREATE TABLE {t} (seq bigserial PRIMARY KEY, transcript bigint NOT NULL, uuid text, plain boolean NOT NULL, body bytea NOT NULL);
+ALTER TABLE {t} ALTER COLUMN body SET STORAGE EXTERNAL;
+CREATE INDEX ON {t} (transcript, seq);
+CREATE UNIQUE INDEX ON {t} (transcript, uuid) WHERE uuid IS NOT NULL
+"""
+"""PostgreSQL's entries table as its v5 made it (before issue 35)."""
+_TABLES = "SELECT sum(pg_total_relation_size(c))::bigint FROM unnest(array[to_regclass($1 || '.entries'), to_regclass($1 || '.repeats')]) c"
+_SCHEMAS = iter(range(1 << 30))
+
+
+async def pg_v5_size(conn: Any, entries: list[Any], copies: int, batch: int) -> list[int]:
+    """Bytes the v5 table takes after each of `copies` of `entries` (under their own transcript ids) appended in batches
+    of `batch` as a v5 store wrote them: a frame per entry against bodies.zdict until SAMPLES entries, then against the
+    dictionary trained from them; the empty table's first."""
+    table = f"v5_{next(_SCHEMAS)}"
+    await conn.execute(_V5_TABLE.replace("{t}", table))
+    try:
+        encoded = encode_all(entries)
+        plain = [isinstance(b, str) for b in encoded]
+        bodies = [b.encode() if isinstance(b, str) else b for b in encoded]
+        packer, count = builtin(), 0
+        sizes = [int(await conn.fetchval(f"SELECT pg_total_relation_size('{table}')"))]
+        for c in range(copies):
+            for j in range(0, len(entries), batch):
+                part = range(j, min(j + batch, len(entries)))
+                await conn.execute(
+                    f"INSERT INTO {table} (transcript, uuid, plain, body) SELECT $1, u, p, b"
+                    " FROM unnest($2::text[], $3::boolean[], $4::bytea[]) WITH ORDINALITY AS x(u, p, b, o) ORDER BY o",
+                    c, [entries[i].get("uuid") for i in part], [plain[i] for i in part],
+                    [bodies[i] if plain[i] else packer.pack(bodies[i]) for i in part])
+                count += sum(not plain[i] for i in part)
+                if count >= SAMPLES and packer is builtin():  # v5 trained at the append that reached SAMPLES
+                    samples = [bytes(r[0]) for r in await conn.fetch(f"SELECT body FROM {table} WHERE NOT plain ORDER BY seq LIMIT {SAMPLES}")]
+                    packer = codec(*train(raw(samples, None)))
+            sizes.append(int(await conn.fetchval(f"SELECT pg_total_relation_size('{table}')")))
+        return sizes
+    finally:
+        await conn.execute(f"DROP TABLE {table}")
+
+
+async def pg_size(url: str, entries: list[Any], copies: int, batch: int = 10) -> tuple[list[int], list[int]]:
+    """(now, v5): bytes PostgreSQL's tables of entries take after each of `copies` of a session, each under its own
+    session id, appended in batches of `batch` (the SDK's eager flushes are small) to a fresh schema, the empty tables'
+    first. Each copy is read back byte for byte (D2), or an AssertionError."""
+    schema = f"size{next(_SCHEMAS)}"
+    async with PostgresSessionStore(url, schema=schema) as store:
+        pool = await store._ensure_pool()
+        async with pool.acquire() as conn:
+            sizes = [int(await conn.fetchval(_TABLES, schema))]
+        for c in range(copies):
+            key: Any = {"project_key": "-bench", "session_id": f"s{c}"}
+            for j in range(0, len(entries), batch):
+                await store.append(key, entries[j : j + batch])
+            loaded = await store.load(key)
+            assert loaded is not None and [orjson.dumps(e) for e in loaded] == [orjson.dumps(e) for e in entries]
+            async with pool.acquire() as conn:
+                sizes.append(int(await conn.fetchval(_TABLES, schema)))
+        async with pool.acquire() as conn:
+            v5 = await pg_v5_size(conn, entries, copies, batch)
+            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    return sizes, v5
+
+
+PG_COPIES = 8
+"""Copies of a real-CLI session in one schema when its share of PostgreSQL is measured (`pg_share`)."""
+
+
+async def pg_share(url: str, entries: list[Any], cli: int) -> float:
+    """Print a real-CLI session's cost in PostgreSQL (`pg_size`) against its CLI's JSONL of `cli` bytes, now and as v5
+    stored it: what each of the last half of PG_COPIES copies added (a session stored into a database that holds some
+    already: the target), and the average share of all of them (the first page each table, index and free-space map
+    takes counted in); the first ratio."""
+    now, v5 = await pg_size(url, entries, PG_COPIES)
+    half = PG_COPIES // 2
+
+    def added(sizes: list[int]) -> float:
+        return (sizes[-1] - sizes[half]) / half
+
+    def share(sizes: list[int]) -> float:
+        return (sizes[-1] - sizes[0]) / PG_COPIES
+
+    print(f"    PostgreSQL: each of copies {half + 1}-{PG_COPIES} of it in one schema added {added(now) / 1e3:,.0f} KB ="
+          f" {added(now) / cli:.3f}x (as v5 stored it {added(v5) / 1e3:,.0f} KB = {added(v5) / cli:.3f}x); the"
+          f" {PG_COPIES} copies' average share {share(now) / 1e3:,.0f} KB = {share(now) / cli:.3f}x"
+          f" (v5 {share(v5) / 1e3:,.0f} KB = {share(v5) / cli:.3f}x)")
+    return added(now) / cli
+
+
+async def shapes(pg_url: str | None) -> list[tuple[str, float]]:
     """sessions.db against the CLI's JSONL of each of SHAPES, and the same entries stored as before issue 35 (v4), in
-    one run: the ratios."""
+    one run: the ratios (PostgreSQL's too, now and as v5 stored them, with `pg_url`)."""
     out = []
     print("real-CLI sessions of long repeated strings (issue 35), against the CLI's JSONL:")
     for name, replies in SHAPES.items():
@@ -356,12 +451,15 @@ async def shapes() -> list[tuple[str, float]]:
         print(f"  {name}: {len(entries)} entries, JSONL {cli / 1e3:,.0f} KB; sessions.db {size / 1e3:,.0f} KB ="
               f" {size / cli:.3f}x;  replayed: shared {after / cli:.3f}x, every entry its own frame (v4) {before / cli:.3f}x")
         out.append((name, size / cli))
+        if pg_url is not None:
+            out.append((f"PostgreSQL {name}", await pg_share(pg_url, entries, cli)))
     return out
 
 
-async def small_sessions(rounds: list[int]) -> list[float]:
+async def small_sessions(rounds: list[int], pg_url: str | None) -> list[float]:
     """sessions.db against the CLI's JSONL of real-CLI sessions (entry_census.py's workflow, reading stores/postgres.py:
-    a file the built-in dictionary was not trained on), as the e2e tests' sessions are; the ratios."""
+    a file the built-in dictionary was not trained on), as the e2e tests' sessions are; the ratios (PostgreSQL's too,
+    with `pg_url`)."""
     module = (ROOT / "server" / "flower" / "stores" / "postgres.py").read_text()[:30_000]
     ratios = []
     print("real-CLI sessions (bundled CLI against flower.testing.ScriptedModel), sessions.db against the CLI's JSONL:")
@@ -379,6 +477,8 @@ async def small_sessions(rounds: list[int]) -> list[float]:
                   f" (bodies {frames / 1e3:,.0f} KB = {frames / cli:.3f}x; -wal/-shm left beside it {beside / 1e3:,.0f} KB)"
                   f"\n    VACUUMed into pages of {pages}")
             ratios.append(size / cli)
+            if pg_url is not None:
+                ratios.append(await pg_share(pg_url, stored(db), cli))
     return ratios
 
 
@@ -483,33 +583,39 @@ async def pg_floor(url: str, entries: list[dict[str, Any]], batch: int, loads: i
         await conn.close()
 
 
-async def postgres_rounds(entries: list[dict[str, Any]], key: Any, batch: int, repeat: int,
+async def postgres_rounds(url: str, entries: list[dict[str, Any]], key: Any, batch: int, repeat: int,
                           keep: Any) -> bool:
-    """Store and floor on a fresh schema / table each round, on a server started for this run; False if a load differs."""
-    server = PgServer()
-    try:
-        server.init().start()
-        url = server.url(server.new_database())
-        for i in range(repeat):
-            async with PostgresSessionStore(url, schema=f"bench{i}") as store:
-                keep("pg store append", (await store_append(store, key, entries, batch)).wall)
-                pool = await store._ensure_pool()
-                async with pool.acquire() as conn:  # the entries with their TOAST and indexes
-                    keep("pg store disk", await conn.fetchval(f"SELECT pg_total_relation_size('bench{i}.entries')"))
-                for _ in range(repeat):
-                    t0 = time.perf_counter()
-                    loaded = await store.load(key)
-                    keep("pg store load", time.perf_counter() - t0)
-                    if loaded != entries:
-                        return False
-                    del loaded
-            append, load = await pg_floor(url, entries, batch, repeat)
-            keep("pg floor append", append)
-            keep("pg floor load", load)
-            server.sql(f"DROP SCHEMA bench{i} CASCADE", url.split("@/", 1)[1].split("?", 1)[0])
-        return True
-    finally:
-        server.remove()
+    """Store and floor on a fresh schema / table each round; False if a load differs."""
+    for i in range(repeat):
+        async with PostgresSessionStore(url, schema=f"bench{i}") as store:
+            keep("pg store append", (await store_append(store, key, entries, batch)).wall)
+            pool = await store._ensure_pool()
+            async with pool.acquire() as conn:  # the entries with their TOAST and indexes, and (v6) the repeats index
+                keep("pg store disk", await conn.fetchval(_TABLES, f"bench{i}"))
+                if i == 0:
+                    keep("pg v5 disk", (await pg_v5_size(conn, entries, 1, batch))[-1])
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                loaded = await store.load(key)
+                keep("pg store load", time.perf_counter() - t0)
+                if loaded != entries:
+                    return False
+                del loaded
+            store.last_context_sync(key["project_key"], SESSION)  # the link's connection opened first, as a status finds it
+            ((tid, _, _),) = await store.transcripts(key["project_key"], [SESSION])
+            for _ in range(repeat):
+                with Timed() as took:
+                    store.last_context_sync(key["project_key"], SESSION)
+                keep("pg store tail", took.wall)
+                with Timed() as took:
+                    await store.page([tid], 1 << 62, 201)
+                keep("pg store page", took.wall)
+            async with pool.acquire() as conn:
+                await conn.execute(f"DROP SCHEMA bench{i} CASCADE")
+        append, load = await pg_floor(url, entries, batch, repeat)
+        keep("pg floor append", append)
+        keep("pg floor load", load)
+    return True
 
 
 async def main() -> int:
@@ -525,8 +631,22 @@ async def main() -> int:
                          " 1: 46, 28: ~500)")
     ap.add_argument("--no-shapes", dest="shapes", action="store_false", help="skip the real-CLI sessions of SHAPES")
     args = ap.parse_args()
-    shaped = await shapes() if args.shapes else []
-    small = await small_sessions([int(r) for r in args.cli_rounds.split(",") if r])
+    server = PgServer() if args.postgres else None
+    try:
+        return await measure(args, server)
+    finally:
+        if server is not None:
+            server.remove()
+
+
+async def measure(args: argparse.Namespace, server: PgServer | None) -> int:
+    """Everything main() prints, with PostgreSQL on `server` (None: without it)."""
+    pg_url = None
+    if server is not None:
+        server.init().start()
+        pg_url = server.url(server.new_database())
+    shaped = await shapes(pg_url) if args.shapes else []
+    small = await small_sessions([int(r) for r in args.cli_rounds.split(",") if r], pg_url)
 
     entries = build(args.entries)
     n = len(entries)
@@ -614,7 +734,7 @@ async def main() -> int:
             for f in Path(tmp).rglob("*.db*"):
                 f.unlink()  # a tmpfs would otherwise fill with every run's copy
 
-    if args.postgres and not await postgres_rounds(entries, key, args.batch, args.repeat, keep):
+    if pg_url is not None and not await postgres_rounds(pg_url, entries, key, args.batch, args.repeat, keep):
         print("ERROR: PostgresSessionStore.load() differs from what was appended")
         return 1
 
@@ -645,14 +765,18 @@ async def main() -> int:
     print(f"  decode of the frames against the database's own dictionary: by the id each names {dispatched:.0f} MB/s,"
           f" all with that one dictionary {single:.0f} MB/s ({dispatched / single:.2f}x)")
     print(f"  (InMemorySessionStore append: {n / mem_append:,.0f} entries/s, for scale)")
-    if args.postgres:
+    if pg_url is not None:
         print("PostgresSessionStore (Unix socket, fsync off as in the tests' server):")
         row("append", best["pg store append"], best["pg floor append"])
         row("load", best["pg store load"], best["pg floor load"])
         print(f"  postgres/sqlite: append {best['store append'] / best['pg store append']:.2f}x,"
               f" load {best['store load'] / best['pg store load']:.2f}x;"
               f" postgres/in-memory append {mem_append / best['pg store append']:.2f}x")
-        print(f"  disk    entries table {best['pg store disk'] / 1e6:.1f} MB = {best['pg store disk'] / jsonl:.3f}x the JSONL")
+        pg_disk = best["pg store disk"] / jsonl
+        print(f"  disk    entries (and v6's repeats) with their TOAST and indexes {best['pg store disk'] / 1e6:.2f} MB ="
+              f" {pg_disk:.3f}x the JSONL; as v5 stored them {best['pg v5 disk'] / 1e6:.2f} MB = {best['pg v5 disk'] / jsonl:.3f}x")
+        print(f"  tail read (last context size, from the end) {best['pg store tail'] * 1e3:.2f} ms;"
+              f" history's first page of 201 rows {best['pg store page'] * 1e3:.2f} ms")
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "NOT met"
@@ -664,7 +788,8 @@ async def main() -> int:
           f"disk <= 0.2x the JSONL {verdict(disk <= 0.2)}"
           + "".join(f", real-CLI session {r:.3f}x {verdict(r <= 0.2)}" for r in small)
           + "".join(f", {name} {r:.3f}x {verdict(r <= 0.2)}" for name, r in shaped)
-          + f", tail read < 10 ms {verdict(best['store tail'] < 0.010)}, page < 100 ms {verdict(best['store page'] < 0.100)}")
+          + f", tail read < 10 ms {verdict(best['store tail'] < 0.010)}, page < 100 ms {verdict(best['store page'] < 0.100)}"
+          + (f", PostgreSQL disk {pg_disk:.3f}x {verdict(pg_disk <= 0.2)}" if pg_url is not None else ""))
     return 0
 
 

@@ -123,8 +123,10 @@ async def test_the_database_restarted_mid_run_loses_and_doubles_nothing(model, t
         # Every entry the CLI wrote to its own JSONL is in the database once, in the CLI's order.
         jsonl = Path(env_a["CLAUDE_CONFIG_DIR"]) / "projects" / project_key(a) / f"{sid}.jsonl"
         written = [u for line in jsonl.read_text().splitlines() if (u := json.loads(line).get("uuid"))]
-        stored = sql(server, url, "SELECT e.uuid FROM flower.entries e JOIN flower.transcripts t ON t.id = e.transcript"
-                                  f" WHERE t.session_id = '{sid}' AND t.subpath = '' AND e.uuid IS NOT NULL ORDER BY e.seq").split()
+        # (Since v6 a canonical uuid is stored in the 16-byte `uid` column, any other in `uuid`: issue 35.)
+        stored = sql(server, url, "SELECT coalesce(e.uid::text, e.uuid) FROM flower.entries e JOIN flower.transcripts t"
+                                  f" ON t.id = e.transcript WHERE t.session_id = '{sid}' AND t.subpath = ''"
+                                  " AND coalesce(e.uid::text, e.uuid) IS NOT NULL ORDER BY e.seq").split()
         assert stored == written
     finally:
         server.remove()

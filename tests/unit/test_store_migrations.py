@@ -169,13 +169,13 @@ def cli_entries(n: int) -> list[Any]:
 
 def expand(bodies: list[bytes], dictionary: bytes | None) -> list[bytes]:
     """Stored bodies with their frames expanded by zstd itself (not the store's code), each with the dictionary its
-    header names: flower's built-in one (v4) or the database's `dictionary`."""
+    header names: flower's built-in ones (v4's, and PostgreSQL's v6's of the CLI's text) or the database's `dictionary`."""
     import zstandard
 
-    from flower.stores.bodies import BUILTIN
+    from flower.stores.bodies import BUILTIN, CLI
 
     unpack = {}
-    for data in (BUILTIN.read_bytes(), dictionary):
+    for data in (BUILTIN.read_bytes(), CLI.read_bytes(), dictionary):
         if data is not None:
             made = zstandard.ZstdCompressionDict(data)
             unpack[made.dict_id()] = zstandard.ZstdDecompressor(dict_data=made).decompress
@@ -298,7 +298,7 @@ async def test_a_v2_postgres_database_killed_midway_through_v3_resumes_and_every
         assert all(b.startswith(ZSTD_MAGIC) for b in half[:packed]) and all(b.startswith(b"{") for b in half[packed:])
         assert expand(half, data) == raw
         # Marked current (v4): a v2 flower refuses it with "newer flower" (store_too_new: version > the one it knows).
-        assert await conn.fetchval("SELECT value FROM mig.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "5"
+        assert await conn.fetchval("SELECT value FROM mig.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "6"
 
         async with PostgresSessionStore(pg_url, schema="mig") as store:  # the next open resumes
             assert await store.load(KEY) == entries
@@ -354,7 +354,7 @@ async def test_a_v3_postgres_database_becomes_v4_with_nothing_rewritten(pg_url: 
     import asyncpg
     import orjson
 
-    from flower.stores.bodies import BUILTIN_ID
+    from flower.stores.bodies import CLI_ID
     from flower.stores.postgres import _SCHEMA, SCHEMA_VERSION, PostgresSessionStore
 
     entries = cli_entries(500)
@@ -370,11 +370,12 @@ async def test_a_v3_postgres_database_becomes_v4_with_nothing_rewritten(pg_url: 
         async with PostgresSessionStore(pg_url, schema="v3") as store:
             assert await store.load(KEY) == entries[:400]
             # Marked v4: a v3 flower refuses it with "newer flower" (store_too_new, test_postgres_store.py).
-            assert await conn.fetchval("SELECT value FROM v3.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "5"
+            assert await conn.fetchval("SELECT value FROM v3.meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION) == "6"
             await store.append(KEY, entries[400:])
             assert await store.load(KEY) == entries
         rows = [r[0] for r in await conn.fetch("SELECT body FROM v3.entries ORDER BY seq")]
-        assert rows[:400] == raw and {named(b) for b in rows[400:]} == {BUILTIN_ID}
+        # Since v6 the built-in frames name the dictionary of the CLI's constant text (issue 35).
+        assert rows[:400] == raw and {named(b) for b in rows[400:]} == {CLI_ID}
         assert expand(rows, None) == [orjson.dumps(e) for e in entries]
         assert await conn.fetchval("SELECT count(*) FROM v3.dictionary") == 0
     finally:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from .repeats import frame_of
 
 __all__ = [
     "BUILTIN", "BUILTIN_ID", "CLI", "CLI_ID", "DICT_SIZE", "LEVEL", "PACK_BATCH", "SAMPLES", "Codec", "builtin",
-    "builtin_cli", "codec", "encode", "encode_all", "is_raw", "known", "raw", "train", "unpackers",
+    "builtin_cli", "codec", "encode", "encode_all", "expander", "is_raw", "known", "raw", "train", "unpackers",
 ]
 
 LEVEL = 3
@@ -176,6 +176,12 @@ def unpackers(own: Codec | None) -> dict[int, zstandard.ZstdDecompressor]:
     if own is not None:
         found[own.ident] = own.unpacker()
     return found
+
+
+def expander(own: Codec | None) -> Callable[[bytes], bytes]:
+    """Expands one frame (this thread's decompressors) with the dictionary it names: the built-in ones or `own`."""
+    by, named = unpackers(own), zstandard.get_frame_parameters
+    return lambda frame: by[named(frame).dict_id].decompress(frame)
 
 
 def raw(bodies: Sequence[bytes], own: Codec | None) -> list[bytes]:

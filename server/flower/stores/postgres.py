@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 import asyncpg
 from asyncpg import exceptions as pgerr
@@ -33,8 +33,10 @@ from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from ..core.shared import is_postgres_url, safe_url
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, codec, encode_all, is_raw, known, raw, train
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin_cli, codec, encode_all, expander, is_raw, known, raw, train
+from .repeats import MIN_LENGTH, Known, Span, has_refs, plan, referred, resolve, spans, still_held, stored_bodies, texts
 from .sqlite import decode_bodies
+from .uuids import Seen, fresh
 
 if TYPE_CHECKING:
     from .base import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionStoreListEntry, SessionSummaryEntry
@@ -45,7 +47,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The version of the tables below; a database marked with a higher one was set up by a newer flower.
 
 v2 added `changes`, v3 `task_files` and `task_files_seen` (the task's files travel with it) and `dictionary`
@@ -54,7 +56,11 @@ conversion of the rows stored before the dictionary runs after it, a committed b
 the next open if cut short, every row readable meanwhile. v4: new bodies are frames against flower's built-in
 dictionary until the database trains its own (frames name theirs): no table changes, nothing to convert; the version
 makes a v3 flower, which reads no built-in frame, refuse the database. v5 added `sentences` (a sentence said at wake is
-kept until all three places have it, issue 31)."""
+kept until all three places have it, issue 31). v6 (issue 35): a long string a transcript repeats is stored once
+(`repeats`, stores/repeats.py), new bodies are frames against the built-in dictionary of the CLI's constant text until
+the database trains its own (v4-v5's frames name bodies.zdict and are read as they are), and the unique index on
+(transcript, uuid) is gone: a writer checks uuids under the transcript's row lock (stores/uuids.py). A v5 flower reads
+no reference, and its insert needs that index: the version makes it refuse the database."""
 OUTAGE_WAIT_S = 45.0
 """How long an append waits for the database before leaving its batch queued (under the SDK's 60 s send timeout)."""
 CONNECT_TIMEOUT_S = 10.0
@@ -73,9 +79,9 @@ CREATE TABLE IF NOT EXISTS {s}.transcripts (
     UNIQUE (project_key, session_id, subpath)
 );
 CREATE TABLE IF NOT EXISTS {s}.entries (
-    seq        bigserial PRIMARY KEY,   -- append order, across processes
+    seq        bigserial NOT NULL,      -- append order, across processes (v1-v5: the primary key)
     transcript bigint NOT NULL REFERENCES {s}.transcripts ON DELETE CASCADE,
-    uuid       text,
+    uuid       text,                    -- since v6 only one that is no canonical UUID (see uid)
     plain      boolean NOT NULL,        -- body is the stdlib's JSON (orjson could not encode the entry)
     body       bytea NOT NULL           -- the entry's JSON as written (D2); since v3 its zstd frame (stores/bodies.py)
 );
@@ -83,7 +89,13 @@ CREATE TABLE IF NOT EXISTS {s}.entries (
 -- (benchmarks/store.py), and since v3 a body is a zstd frame (stores/bodies.py).
 ALTER TABLE {s}.entries ALTER COLUMN body SET STORAGE EXTERNAL;
 CREATE INDEX IF NOT EXISTS entries_by_transcript ON {s}.entries (transcript, seq);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_uuid ON {s}.entries (transcript, uuid) WHERE uuid IS NOT NULL;
+-- v6 (issue 35): a row's own cost. For benchmarks/store.py's 20k-entry session the table took 0.241x the CLI's JSONL,
+-- its bodies 0.142x, and the rest was 200 bytes a row: uuids are kept unique by the writer under the transcript's row
+-- lock (stores/uuids.py), not by an index (1.2 MB); seq is drawn from its sequence, never given twice, and every read
+-- goes by (transcript, seq), so seq alone needs no index either (0.5 MB); a canonical uuid takes 16 bytes, not 37.
+DROP INDEX IF EXISTS {s}.entries_uuid;
+ALTER TABLE {s}.entries DROP CONSTRAINT IF EXISTS entries_pkey;
+ALTER TABLE {s}.entries ADD COLUMN IF NOT EXISTS uid uuid;
 CREATE TABLE IF NOT EXISTS {s}.batches (token uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
 CREATE TABLE IF NOT EXISTS {s}.summaries (
     project_key text NOT NULL,
@@ -144,6 +156,14 @@ CREATE TABLE IF NOT EXISTS {s}.sentences (
     project    text PRIMARY KEY,        -- v5: the sentences said at wake not yet in all three places (core/sentences.py)
     data       jsonb NOT NULL
 );
+CREATE TABLE IF NOT EXISTS {s}.repeats (
+    transcript bigint NOT NULL REFERENCES {s}.transcripts ON DELETE CASCADE,  -- v6: a writer's index (issue 35)
+    digest     bytea NOT NULL,          -- of a long string the transcript holds inline (stores/repeats.py)
+    seq        bigint NOT NULL,         -- the entry holding it, where in that entry's stored JSON, how long
+    start      integer NOT NULL,
+    length     integer NOT NULL,
+    PRIMARY KEY (transcript, digest)
+);
 CREATE TABLE IF NOT EXISTS {s}.wakes (
     project    text PRIMARY KEY,        -- a wake of the identity is under way, or was cut off (the shared wake.json)
     host       text NOT NULL,
@@ -153,13 +173,13 @@ CREATE TABLE IF NOT EXISTS {s}.wakes (
 """
 
 _LOAD = """
-SELECT e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id
+SELECT e.seq, e.transcript, e.plain, e.body FROM {s}.transcripts t JOIN {s}.entries e ON e.transcript = t.id
 WHERE t.project_key = $1 AND t.session_id = $2 AND t.subpath = $3 ORDER BY e.seq
 """
 
 # Newest first from `before` on, along the (transcript, seq) index.
 _TAIL = """
-SELECT e.seq, e.plain, e.body FROM {s}.entries e
+SELECT e.seq, e.transcript, e.plain, e.body FROM {s}.entries e
 WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
 AND e.seq < $3 ORDER BY e.seq DESC LIMIT $4
 """
@@ -176,20 +196,72 @@ ORDER BY e.seq DESC LIMIT 1 OFFSET $3), 0)
 """
 
 _AFTER = """
-SELECT e.plain, e.body FROM {s}.entries e
+SELECT e.seq, e.transcript, e.plain, e.body FROM {s}.entries e
 WHERE e.transcript = (SELECT id FROM {s}.transcripts WHERE project_key = $1 AND session_id = $2 AND subpath = '')
 AND e.seq > $3 ORDER BY e.seq
 """
 
 _TOUCH = """
 INSERT INTO {s}.transcripts AS t (project_key, session_id, subpath, mtime) VALUES ($1, $2, $3, $4)
-ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = t.mtime RETURNING id
+ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = t.mtime RETURNING id, mtime
 """
 
+_UUIDS = "SELECT coalesce(uid::text, uuid) FROM {s}.entries WHERE transcript = $1 AND (uid IS NOT NULL OR uuid IS NOT NULL)"
+
+# A uuid PostgreSQL writes back as it was given (lowercase, hyphenated) is stored in `uid` (v6), any other in `uuid`.
+_CANONICAL = "'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'"
+_UUID_COLUMNS = f"CASE WHEN u ~ {_CANONICAL} THEN NULL ELSE u END, CASE WHEN u ~ {_CANONICAL} THEN u::uuid END"
+
+# The rows, and the transcript's mtime moved (it moves at every append that stores, never to a value it had: see
+# stores/uuids.py), in one statement.
 _INSERT = """
-INSERT INTO {s}.entries (transcript, uuid, plain, body)
-SELECT $1, u, p, b FROM unnest($2::text[], $3::boolean[], $4::bytea[]) WITH ORDINALITY AS x(u, p, b, o) ORDER BY o
-ON CONFLICT (transcript, uuid) WHERE uuid IS NOT NULL DO NOTHING
+WITH added AS (
+    INSERT INTO {s}.entries (transcript, uuid, uid, plain, body)
+    SELECT $1, {uuids}, p, b FROM unnest($2::text[], $3::boolean[], $4::bytea[]) WITH ORDINALITY AS x(u, p, b, o) ORDER BY o
+)
+UPDATE {s}.transcripts SET mtime = greatest($5::bigint, mtime + 1) WHERE id = $1 RETURNING mtime
+""".replace("{uuids}", _UUID_COLUMNS)
+
+# A batch holding long strings (issue 35): its seqs, drawn before its rows are written (an entry may refer to one of
+# the same batch), and what the transcript's index knows of its strings' digests.
+_DRAW = """
+SELECT array(SELECT nextval(pg_get_serial_sequence('{s}.entries', 'seq')) FROM generate_series(1, $3)),
+       k.d, k.q, k.a, k.n
+FROM (SELECT array_agg(digest) AS d, array_agg(seq) AS q, array_agg(start) AS a, array_agg(length) AS n
+      FROM {s}.repeats WHERE transcript = $1 AND digest = any($2::bytea[])) k
+"""
+
+_HOLDERS = "SELECT seq, body FROM {s}.entries WHERE transcript = $1 AND seq = any($2::bigint[]) AND NOT plain"
+
+_INSERT_SHARED = """
+WITH added AS (
+    INSERT INTO {s}.entries (seq, transcript, uuid, uid, plain, body)
+    SELECT q, $1, {uuids}, p, b FROM unnest($6::bigint[], $2::text[], $3::boolean[], $4::bytea[]) AS x(q, u, p, b)
+), indexed AS (
+    INSERT INTO {s}.repeats (transcript, digest, seq, start, length)
+    SELECT $1, d, q, a, n FROM unnest($7::bytea[], $8::bigint[], $9::integer[], $10::integer[]) AS y(d, q, a, n)
+    ON CONFLICT (transcript, digest) DO UPDATE SET seq = excluded.seq, start = excluded.start, length = excluded.length
+)
+UPDATE {s}.transcripts SET mtime = greatest($5::bigint, mtime + 1) WHERE id = $1 RETURNING mtime
+""".replace("{uuids}", _UUID_COLUMNS)
+
+# Along the (transcript, seq) index: a reference never leaves its transcript.
+_BY_SEQ = """
+SELECT seq, body FROM {s}.entries WHERE transcript = any($2::bigint[]) AND seq = any($1::bigint[]) AND NOT plain
+"""
+
+# The newest entries of several transcripts below a seq: each transcript's along its index, then merged (v6: no index
+# on seq alone).
+_PAGE = """
+SELECT e.seq, e.transcript, e.plain, e.body FROM unnest($1::bigint[]) AS t(id) CROSS JOIN LATERAL (
+    SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = t.id AND seq < $2 ORDER BY seq DESC LIMIT $3
+) e ORDER BY e.seq DESC LIMIT $3
+"""
+
+_NEWEST = """
+SELECT coalesce(max(e.seq), 0) FROM {s}.transcripts t CROSS JOIN LATERAL (
+    SELECT seq FROM {s}.entries WHERE transcript = t.id ORDER BY seq DESC LIMIT 1
+) e
 """
 
 _STALE = """
@@ -244,6 +316,8 @@ class _Batch:
     plain: list[bool]
     bodies: list[bytes]
     token: uuidlib.UUID
+    spans: list[list[Span]] | None = None
+    """Each body's long strings (stores/repeats.py), found before the batch is queued; None: none has any."""
 
 
 class PostgresSessionStore:
@@ -276,6 +350,8 @@ class PostgresSessionStore:
         self._raw: int | None = None
         """Rows in the database while it has no dictionary of its own, None until counted."""
         self._pack_key = f"flower-pack:{schema}"
+        self._seen: dict[tuple[str, str, str], Seen] = {}
+        """Per transcript key, the uuids it stores as of its mtime (stores/uuids.py): read again when another wrote."""
         self.refused: StoreError | None = None
         """Always None: an outage is waited out, not refused (the Runtime stops a step only on a refusal, as SQLite's full disk)."""
 
@@ -388,7 +464,9 @@ class PostgresSessionStore:
         encoded = redact_encoded(encode_all(keep))
         plain = [isinstance(b, str) for b in encoded]
         bodies = [b.encode() if isinstance(b, str) else b for b in encoded]
-        self._pending.append(_Batch(self._key3(key), uuids, plain, bodies, uuidlib.uuid4()))
+        # The long strings each entry holds, found before the batch is queued (issue 35), as SQLite's append does.
+        found = [spans(e, b) if type(b) is bytes and len(b) >= MIN_LENGTH else [] for e, b in zip(keep, encoded, strict=True)]
+        self._pending.append(_Batch(self._key3(key), uuids, plain, bodies, uuidlib.uuid4(), found if any(found) else None))
         await self._drain(self.outage_wait)
 
     async def _drain(self, wait: float) -> None:
@@ -414,17 +492,37 @@ class PostgresSessionStore:
                 # Training takes this lock exclusively: a batch stored raw is committed before the conversion reads.
                 await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))", self._pack_key)
             packer = await self._codec_on(conn)
-            # Until the database has its own dictionary, frames against the built-in one (v4, #26).
-            against = packer or builtin()
-            bodies = [b if p else against.pack(b) for p, b in zip(batch.plain, batch.bodies, strict=True)]
+            # Until the database has its own dictionary, frames against the built-in one of the CLI's constant text (v6,
+            # issue 35; v4-v5's frames name bodies.zdict and are read by the id they name).
+            against = packer or builtin_cli()
             now = int(time.time() * 1000)
-            tid = await conn.fetchval(self.sql(_TOUCH), *batch.key, now)
-            status = await conn.execute(self.sql(_INSERT), tid, batch.uuids, batch.plain, bodies)
-            stored = int(status.split()[-1])
-            if stored:  # mtime moves only when something was stored
-                await conn.execute(self.sql("UPDATE {s}.transcripts SET mtime = greatest($2::bigint, mtime + 1) WHERE id = $1"),
-                                   tid, now)
-        if packer is None and stored:
+            # The upsert locks the transcript's row until this transaction ends: its writers, on any machine (D9), take
+            # turns here, so the uuids and the index read below are all that is stored, and the seqs drawn after them
+            # come after the transcript's earlier ones (READ COMMITTED: each statement sees what committed before it).
+            tid, mtime = cast("tuple[int, int]", await conn.fetchrow(self.sql(_TOUCH), *batch.key, now))
+            seen = self._seen.pop(batch.key, None)  # put back once committed
+            if seen is None or (seen.tid, seen.mtime) != (tid, mtime):
+                seen = Seen(tid, mtime, {r[0] for r in await conn.fetch(self.sql(_UUIDS), tid)})
+            take, added = fresh(batch.uuids, seen.uuids)
+            stored = len(take)
+            if take:
+                def kept(values: list[T]) -> list[T]:
+                    return values if stored == len(values) else [values[i] for i in take]
+
+                uuids, plain = kept(batch.uuids), kept(batch.plain)
+
+                def pack(bodies: list[bytes | str]) -> list[bytes | str]:
+                    return [b if p else against.pack(cast("bytes", b)) for p, b in zip(plain, bodies, strict=True)]
+
+                found = kept(batch.spans) if batch.spans is not None else None
+                if not found or not any(found):
+                    mtime = await conn.fetchval(self.sql(_INSERT), tid, uuids, plain, pack(kept(batch.bodies)), now)  # type: ignore[arg-type]
+                else:
+                    mtime = await self._insert_shared(conn, tid, uuids, plain, kept(batch.bodies), found, pack, now, packer)
+        self._seen[batch.key] = Seen(tid, mtime, seen.uuids | added)
+        if not stored:
+            return
+        if packer is None:
             # Counted from the database once, then by this process: trained when it holds enough entries.
             if self._raw is None:
                 self._raw = int(await conn.fetchval(self.sql("SELECT count(*) FROM {s}.entries WHERE NOT plain")))
@@ -432,6 +530,25 @@ class PostgresSessionStore:
                 self._raw += stored
             if self._raw >= SAMPLES and await self._pack(conn) is not None:
                 self._raw = 0
+
+    async def _insert_shared(self, conn: Conn, tid: int, uuids: list[str | None], plain: list[bool], bodies: list[bytes],
+                             found: list[list[Span]], pack: Callable[[list[bytes | str]], list[bytes | str]], now: int,
+                             packer: Codec | None) -> int:
+        """Store a batch holding long strings, each one the transcript holds already as a reference to it (issue 35);
+        the transcript's new mtime. Under the transcript's row lock (see `_write`)."""
+        digests = sorted({d for spans_ in found for _, _, d in spans_})
+        seqs, *index = cast("list[Any]", await conn.fetchrow(self.sql(_DRAW), tid, digests, len(bodies)))
+        indexed: Known = {d: (s, a, n) for d, s, a, n in zip(*index, strict=True)} if index[0] else {}
+        if indexed:
+            # bigserial never gives a seq twice, but rows deleted by hand leave the index naming them: checked by digest.
+            holders = await conn.fetch(self.sql(_HOLDERS), tid, sorted({s for s, _, _ in indexed.values()}))
+            indexed = still_held(indexed, texts(((r[0], r[1]) for r in holders), expander(packer)))
+        seqs = sorted(seqs)
+        refs, held = plan(found, indexed, seqs)
+        mtime: int = await conn.fetchval(
+            self.sql(_INSERT_SHARED), tid, uuids, plain, stored_bodies(bodies, refs, pack), now, seqs,
+            [h[0] for h in held], [h[1] for h in held], [h[2] for h in held], [h[3] for h in held])
+        return mtime
 
     async def _codec_on(self, conn: Conn) -> Codec | None:
         """The database's dictionary (read once it exists), None while it has none."""
@@ -470,13 +587,16 @@ class PostgresSessionStore:
             async with conn.transaction():
                 await conn.execute(lock, self._pack_key)  # one converter at a time: a frame is never packed twice
                 done = int(await conn.fetchval(self.sql("SELECT packed FROM {s}.dictionary")))
+                # By seq across transcripts: since v6 no index serves it (a scan a batch, once, for a database a v2
+                # flower wrote before #26); the update finds its rows along (transcript, seq).
                 rows = await conn.fetch(self.sql(
-                    "SELECT seq, plain, body FROM {s}.entries WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3"),
+                    "SELECT seq, plain, body, transcript FROM {s}.entries WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3"),
                     done, top, PACK_BATCH)
-                todo = [(r[0], packer.pack(r[2])) for r in rows if not r[1] and is_raw(r[2])]
+                todo = [(r[0], packer.pack(r[2]), r[3]) for r in rows if not r[1] and is_raw(r[2])]
                 await conn.execute(self.sql(
-                    "UPDATE {s}.entries e SET body = x.b FROM unnest($1::bigint[], $2::bytea[]) AS x(s, b) WHERE e.seq = x.s"),
-                    [t[0] for t in todo], [t[1] for t in todo])
+                    "UPDATE {s}.entries e SET body = x.b FROM unnest($1::bigint[], $2::bytea[], $3::bigint[]) AS x(s, b, t)"
+                    " WHERE e.transcript = x.t AND e.seq = x.s"),
+                    [t[0] for t in todo], [t[1] for t in todo], [t[2] for t in todo])
                 packed = int(rows[-1][0]) if rows else top
                 await conn.execute(self.sql("UPDATE {s}.dictionary SET packed = greatest(packed, $1)"), packed)
             batches = None if batches is None else batches - 1
@@ -495,12 +615,18 @@ class PostgresSessionStore:
         k3 = self._key3(key)
 
         async def fetch(conn: Conn) -> tuple[list[bytes | str], Codec | None]:
+            seqs: list[int] = []
             bodies: list[bytes | str] = []
-            async with conn.transaction(readonly=True):
-                async for plain, body in conn.cursor(self.sql(_LOAD), *k3, prefetch=1000):
+            # One snapshot: the rows, and the entries holding what they repeat (issue 35), seen at one moment.
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                tids: set[int] = set()
+                async for seq, tid, plain, body in conn.cursor(self.sql(_LOAD), *k3, prefetch=1000):
+                    seqs.append(seq)
+                    tids.add(tid)
                     bodies.append(body.decode() if plain else body)
-            # Read after the rows: a frame among them was written after its dictionary, which is never removed.
-            return bodies, await self._codec_on(conn)
+                # Read after the rows: a frame among them was written after its dictionary, which is never removed.
+                packer = await self._codec_on(conn)
+                return await self._resolved(conn, seqs, bodies, packer, tids), packer
 
         bodies, packer = await self._with(fetch)
         return decode_bodies(bodies, packer) if bodies else None
@@ -515,8 +641,9 @@ class PostgresSessionStore:
         """Read backwards a page at a time, never the whole session (on a pooled connection or the link's)."""
         before = 1 << 62
         for limit in tail_pages():
-            rows = await conn.fetch(self.sql(_TAIL), pk, session_id, before, limit)
-            found = context_of(decode_bodies(_bodies(reversed(rows), 1), await self._codec_on(conn)))
+            # Newest first; their bodies oldest first, with what they repeat put back (issue 35).
+            rows, bodies, packer = await self._rows(conn, sql=_TAIL, args=(pk, session_id, before, limit), oldest_first=True)
+            found = context_of(decode_bodies(bodies, packer))
             if found is not None or len(rows) < limit:
                 return found
             before = rows[-1][0]
@@ -534,8 +661,8 @@ class PostgresSessionStore:
         """The session's entries appended after `seq` (see `latest_seq`), in append order."""
         await self._flushed()
         pk = self.keys.get(project_key, project_key)
-        rows, packer = await self._with(functools.partial(self._rows, sql=_AFTER, args=(pk, session_id, seq)))
-        return decode_bodies(_bodies(rows, 0), packer)
+        _, bodies, packer = await self._with(functools.partial(self._rows, sql=_AFTER, args=(pk, session_id, seq)))
+        return decode_bodies(bodies, packer)
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """Main transcripts of `project_key` with their mtimes (epoch ms)."""
@@ -561,7 +688,8 @@ class PostgresSessionStore:
                     if data is not None:
                         prev = {"session_id": sid, "mtime": mtime, "data": json.loads(data)}
                     key: SessionKey = {"project_key": project_key, "session_id": sid}
-                    entries = decode_bodies(_bodies(rows, 1), await self._codec_on(conn))
+                    packer = await self._codec_on(conn)
+                    entries = decode_bodies(await self._resolved(conn, [r[0] for r in rows], _bodies(rows), packer, {tid}), packer)
                     summary = fold_session_summary(prev, key, entries)
                     await conn.execute(self.sql(
                         "INSERT INTO {s}.summaries (project_key, session_id, mtime, data, folded) VALUES ($1, $2, $3, $4, $5)"
@@ -627,7 +755,7 @@ class PostgresSessionStore:
     # -- reads for a view (History) -----------------------------------------------------------
     async def newest_seq(self) -> int:
         """The highest entry position of the whole store, 0 when there is none."""
-        found = await self._with(lambda conn: conn.fetchval(self.sql("SELECT coalesce(max(seq), 0) FROM {s}.entries")),
+        found = await self._with(lambda conn: conn.fetchval(self.sql(_NEWEST)),
                                  READ_WAIT_S)
         return int(found)
 
@@ -641,10 +769,9 @@ class PostgresSessionStore:
 
     async def page(self, transcripts: Sequence[int], before: int, limit: int) -> list[tuple[int, int, Any]]:
         """(seq, transcript row id, entry) of these transcripts' entries below `before`, newest first, at most `limit`."""
-        rows, packer = await self._with(functools.partial(self._rows, sql=(
-            "SELECT seq, transcript, plain, body FROM {s}.entries WHERE transcript = any($1::bigint[]) AND seq < $2"
-            " ORDER BY seq DESC LIMIT $3"), args=(list(transcripts), before, limit)), READ_WAIT_S)
-        entries = decode_bodies(_bodies(rows, 2), packer)
+        rows, bodies, packer = await self._with(functools.partial(
+            self._rows, sql=_PAGE, args=(list(transcripts), before, limit)), READ_WAIT_S)
+        entries = decode_bodies(bodies, packer)
         return [(int(r[0]), int(r[1]), e) for r, e in zip(rows, entries, strict=True)]
 
     async def count(self, project_key: str, session_id: str) -> int:
@@ -692,18 +819,35 @@ class PostgresSessionStore:
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """`load` for synchronous callers (sync, read-only)."""
-        rows, packer = self.link().call(functools.partial(self._rows, sql=_LOAD, args=self._key3(key)))
-        return decode_bodies(_bodies(rows, 0), packer) if rows else None
+        rows, bodies, packer = self.link().call(functools.partial(self._rows, sql=_LOAD, args=self._key3(key)))
+        return decode_bodies(bodies, packer) if rows else None
 
-    async def _rows(self, conn: Conn, *, sql: str, args: Sequence[Any]) -> tuple[list[Any], Codec | None]:
-        """The rows of `sql`, with the dictionary that expands their bodies (read after them, see `load`)."""
-        rows = list(await conn.fetch(self.sql(sql), *args))
-        return rows, await self._codec_on(conn)
+    async def _rows(self, conn: Conn, *, sql: str, args: Sequence[Any], oldest_first: bool = False,
+                    ) -> tuple[list[Any], list[bytes | str], Codec | None]:
+        """The rows of `sql` (seq first, plain and body last), their bodies (reversed if `oldest_first`) with the
+        strings they repeat put back (issue 35), and the dictionary that expands them (read after them, see `load`)."""
+        async with conn.transaction(isolation="repeatable_read", readonly=True):  # one snapshot, as `load`
+            rows = list(await conn.fetch(self.sql(sql), *args))
+            packer = await self._codec_on(conn)
+            ordered = rows[::-1] if oldest_first else rows
+            resolved = await self._resolved(conn, [r[0] for r in ordered], _bodies(ordered), packer, {r[1] for r in rows})
+            return rows, resolved, packer
+
+    async def _resolved(self, conn: Conn, seqs: list[int], bodies: list[bytes | str], packer: Codec | None,
+                        transcripts: set[int]) -> list[bytes | str]:
+        """`bodies` (of the entries `seqs`, of `transcripts`) with the strings they repeat put back (stores/repeats.py),
+        the entries holding them read on `conn` when not among them (inside the caller's transaction)."""
+        if not any(has_refs(b) for b in bodies):
+            return bodies
+        wanted = referred(seqs, bodies)
+        held = [(int(r[0]), bytes(r[1])) for r in await conn.fetch(self.sql(_BY_SEQ), wanted, sorted(transcripts))] \
+            if wanted else []
+        return resolve(seqs, bodies, expander(packer), lambda _: held)
 
 
-def _bodies(rows: Any, plain: int) -> list[bytes | str]:
-    """The bodies of `rows` whose column `plain` says the stdlib wrote it (the next column is the body)."""
-    return [r[plain + 1].decode() if r[plain] else r[plain + 1] for r in rows]
+def _bodies(rows: Any) -> list[bytes | str]:
+    """The bodies of `rows` (plain and body their last two columns: the stdlib's text when plain)."""
+    return [r[-1].decode() if r[-2] else r[-1] for r in rows]
 
 
 async def prepare_schema(conn: Conn, url: str, s: str) -> None:

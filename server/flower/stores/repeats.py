@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
 import zstandard
 
 __all__ = [
-    "MAGIC", "MIN_LENGTH", "Ref", "Span", "cut", "frame_of", "has_refs", "parse", "resolve", "spans", "wrap",
+    "MAGIC", "MIN_LENGTH", "Cut", "Held", "Known", "Ref", "Span", "cut", "frame_of", "has_refs", "parse", "plan",
+    "referred", "resolve", "spans", "still_held", "stored_bodies", "texts", "wrap",
 ]
 
 MIN_LENGTH = 8192
@@ -43,6 +44,12 @@ Span = tuple[int, int, bytes]
 """A large string in an entry's JSON: (offset of its first byte after the quote, length in bytes, digest)."""
 Ref = tuple[int, int, int, int]
 """(offset in this entry's cut JSON, seq of the entry holding the bytes, offset there, length)."""
+Known = dict[bytes, tuple[int, int, int]]
+"""A transcript's indexed strings: digest → (seq of the entry holding the first copy, offset there, length)."""
+Cut = tuple[int, int, int, int, int]
+"""A string an entry repeats: (offset in its JSON, length, seq of the entry holding it, offset there, length there)."""
+Held = tuple[bytes, int, int, int]
+"""An index row of a string an entry holds first: (digest, seq, offset in its stored JSON, length)."""
 
 
 def has_refs(body: bytes | str) -> bool:
@@ -87,7 +94,47 @@ def spans(entry: Mapping[str, Any], body: bytes) -> list[Span]:
     return out
 
 
-def cut(body: bytes, refs: Sequence[tuple[int, int, int, int, int]]) -> tuple[bytes, list[Ref]]:
+def plan(found: Sequence[Sequence[Span]], known: Known, seqs: Sequence[int]) -> tuple[list[list[Cut]], list[Held]]:
+    """Per body of a batch (stored at `seqs`, in order), the strings it repeats from an earlier entry of the transcript
+    (in `known`, checked by `still_held`) or of the batch, and the index rows of the strings it holds first."""
+    known = dict(known)
+    refs: list[list[Cut]] = []
+    held: list[Held] = []
+    for seq, found_ in zip(seqs, found, strict=True):
+        mine: set[bytes] = set()
+        here: list[Cut] = []
+        cut_at = 0
+        for start, length, digest in found_:
+            there = known.get(digest)
+            if there is not None and digest not in mine:
+                here.append((start, length, *there))
+                cut_at += length
+                continue
+            if digest not in mine:  # a second copy inside one entry stays inline: its own frame shares it
+                mine.add(digest)
+                known[digest] = (seq, start - cut_at, length)
+                held.append((digest, seq, start - cut_at, length))
+        refs.append(here)
+    return refs, held
+
+
+def texts(rows: Iterable[tuple[int, bytes]], expand: Callable[[bytes], bytes]) -> dict[int, bytes]:
+    """The stored JSON (what a reference's offsets count in) of entries read as (seq, stored body)."""
+    out: dict[int, bytes] = {}
+    for seq, body in rows:
+        frame = frame_of(body)
+        out[seq] = frame if frame[0] == 0x7B else expand(frame)
+    return out
+
+
+def still_held(known: Known, held: Mapping[int, bytes]) -> Known:
+    """The indexed strings whose entry still holds them (`held`: its stored JSON by seq, from `texts`), checked by
+    digest: a reference is only ever made to bytes read just now (rows deleted by hand leave the index stale)."""
+    return {d: (s, a, n) for d, (s, a, n) in known.items()
+            if s in held and hashlib.sha256(held[s][a:a + n]).digest()[:16] == d}
+
+
+def cut(body: bytes, refs: Sequence[Cut]) -> tuple[bytes, list[Ref]]:
     """`body` without the referenced strings ((offset, length, seq, offset there, length there) each, in order) and
     the references to put back."""
     parts: list[bytes] = []
@@ -100,6 +147,15 @@ def cut(body: bytes, refs: Sequence[tuple[int, int, int, int, int]]) -> tuple[by
         at = start + length
     parts.append(body[at:])
     return b"".join(parts), out
+
+
+def stored_bodies(bodies: Sequence[bytes | str], refs: Sequence[Sequence[Cut]],
+                  pack: Callable[[list[bytes | str]], list[bytes | str]]) -> list[bytes | str]:
+    """A batch's bodies as stored: each cut of the strings it repeats (`refs`, from `plan`), packed into its frame by
+    `pack`, its references in front."""
+    cuts = [cut(b, r) if r and type(b) is bytes else (b, []) for b, r in zip(bodies, refs, strict=True)]
+    packed = pack([c for c, _ in cuts])
+    return [wrap(r, f) if r and type(f) is bytes else f for (_, r), f in zip(cuts, packed, strict=True)]
 
 
 def wrap(refs: Sequence[Ref], frame: bytes) -> bytes:
@@ -124,6 +180,11 @@ def _iter_seqs(bodies: Sequence[bytes | str]) -> Iterator[int]:
         if type(b) is bytes and b[0] == _FIRST:
             for _, seq, _, _ in parse(b)[0]:
                 yield seq
+
+
+def referred(seqs: Sequence[int], bodies: Sequence[bytes | str]) -> list[int]:
+    """The seqs of the entries `bodies` (of entries `seqs`) refer to and do not hold themselves, in order."""
+    return sorted(set(_iter_seqs(bodies)) - set(seqs))
 
 
 def resolve(

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import orjson
 import zstandard
 
-from .bodies import Codec, codec, known, unpackers
+from .bodies import Codec, codec, expander, known, unpackers
 from .repeats import has_refs, resolve
 
 __all__ = [
@@ -131,12 +131,11 @@ def resolved(conn: sqlite3.Connection, bodies: Sequence[bytes | str], codec: Cod
     the referenced entries read from `conn` when not among them: call it in the read transaction of the rows."""
     if not any(has_refs(b) for b in bodies):
         return list(bodies)
-    by, named = unpackers(codec), zstandard.get_frame_parameters
 
     def fetch(wanted: list[int]) -> list[tuple[int, bytes | str]]:
         return [(int(s), b) for s, b in conn.execute(_BY_SEQ, (json.dumps(wanted),))]
 
-    return resolve(seqs, bodies, lambda frame: by[named(frame).dict_id].decompress(frame), fetch)
+    return resolve(seqs, bodies, expander(codec), fetch)
 
 
 def read_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import itertools
 import json
 import os
@@ -14,24 +13,22 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import zstandard
 
 from ..core.context import context_of, tail_pages
 from ..core.errors import FlowerError
 from ..core.redact import redact_encoded
 from .base import SessionUsage
-from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, is_raw, raw, train, unpackers
-from .repeats import MIN_LENGTH, Span, cut, frame_of, has_refs, spans, wrap
+from .bodies import PACK_BATCH, SAMPLES, Codec, builtin, builtin_cli, encode_all, expander, is_raw, raw, train
+from .repeats import MIN_LENGTH, Cut, Known, Span, has_refs, plan, spans, still_held, stored_bodies, texts
 from .rows import BEFORE_NEWEST as _BEFORE_NEWEST
 from .rows import LATEST as _LATEST
 from .rows import LOAD_SEQS as _LOAD_SEQS
 from .rows import codec_of as _codec
 from .rows import decode_bodies, read_transaction, resolved
+from .uuids import Seen, fresh
 
 if TYPE_CHECKING:
     from .base import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionStoreListEntry, SessionSummaryEntry
@@ -112,13 +109,13 @@ def _speed_v2(conn: sqlite3.Connection) -> None:
     )
     # Random uuids put every batch's index entries on as many pages, each rewritten whole
     # to the WAL at commit: that index made a batch cost twice its entries. Uniqueness is
-    # kept by append() under the write lock instead (see _Seen).
+    # kept by append() under the write lock instead (see Seen).
     conn.execute("DROP INDEX IF EXISTS entries_uuid")
     # A few pages of transcripts are scanned for max(mtime) faster than an index on it is
     # kept: each index is one more 16 KB page rewritten to the WAL per append.
     conn.execute("DROP INDEX IF EXISTS transcripts_by_mtime")
     # The newest mtime of the deleted transcripts: with it, mtimes never repeat, and "same
-    # mtime" means "not written since" (what _Seen relies on). Only delete() writes it, so
+    # mtime" means "not written since" (what Seen relies on). Only delete() writes it, so
     # an append dirties no page for it.
     conn.execute("CREATE TABLE IF NOT EXISTS clock (mtime INTEGER NOT NULL)")
     conn.execute("INSERT INTO clock SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM clock)")
@@ -432,74 +429,42 @@ def _in_transaction(conn: sqlite3.Connection, work: Callable[[], T]) -> T:
     return result
 
 
-@dataclass
-class _Seen:
-    """The uuids stored in one transcript, as of the transcript's ``mtime`` (v2)."""
-
-    tid: int
-    mtime: int
-    uuids: set[str]
-
-
 _KNOWN = "SELECT digest, seq, start, length FROM repeats WHERE transcript = ? AND digest IN ({})"
 
 
-def _shared(conn: sqlite3.Connection, tid: int, found: list[list[Span]], top: int) -> tuple[list[list[tuple[int, int, int, int, int]]], list[tuple[Any, ...]]]:
+def _shared(conn: sqlite3.Connection, tid: int, found: list[list[Span]], top: int) -> tuple[list[list[Cut]], list[tuple[Any, ...]]]:
     """Per body of the batch (its seq `top` + 1 + its place), the long strings it repeats from an earlier entry of the
-    transcript ((offset, length, seq, offset there, length) each), and the index rows of the strings it holds first."""
+    transcript, and the index rows of the strings it holds first (stores/repeats.py's `plan`)."""
     digests = sorted({d for spans_ in found for _, _, d in spans_})
-    known: dict[bytes, tuple[int, int, int]] = {}
+    known: Known = {}
     for at in range(0, len(digests), 500):  # under SQLite's limit of bound parameters
         part = digests[at:at + 500]
         known.update((d, (s, a, n)) for d, s, a, n in conn.execute(_KNOWN.format(",".join("?" * len(part))), (tid, *part)))
-    known = _still_held(conn, tid, known)
-    refs: list[list[tuple[int, int, int, int, int]]] = []
-    held: list[tuple[Any, ...]] = []
-    for i, spans_ in enumerate(found):
-        seq, mine, cut_at = top + 1 + i, set(), 0
-        here: list[tuple[int, int, int, int, int]] = []
-        for start, length, digest in spans_:
-            there = known.get(digest)
-            if there is not None and digest not in mine:
-                here.append((start, length, *there))
-                cut_at += length
-                continue
-            if digest not in mine:  # a second copy inside one entry stays inline: its own frame shares it
-                mine.add(digest)
-                known[digest] = (seq, start - cut_at, length)
-                held.append((tid, digest, seq, start - cut_at, length))
-        refs.append(here)
-    return refs, held
+    refs, held = plan(found, _still_held(conn, tid, known), range(top + 1, top + 1 + len(found)))
+    return refs, [(tid, *h) for h in held]
 
 
-def _still_held(conn: sqlite3.Connection, tid: int, known: dict[bytes, tuple[int, int, int]]) -> dict[bytes, tuple[int, int, int]]:
+def _still_held(conn: sqlite3.Connection, tid: int, known: Known) -> Known:
     """The indexed strings whose entry still holds them, checked byte for byte (by digest) before one is referred to."""
     # flower deletes whole transcripts only, but a file's rows can be deleted by hand (tests simulate a lagging mirror
     # so), and SQLite then gives a later entry the same seq: a reference is only ever made to bytes read just now.
     if not known:
         return known
     seqs = sorted({s for s, _, _ in known.values()})
-    rows = dict(conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
-                             (tid, *seqs)).fetchall()) if len(seqs) < 500 else {}
-    by, named = unpackers(_codec(conn)), zstandard.get_frame_parameters
-    texts: dict[int, bytes] = {}
-    for seq, body in rows.items():
-        if type(body) is bytes:
-            frame = frame_of(body)
-            texts[seq] = frame if frame[0] == 0x7B else by[named(frame).dict_id].decompress(frame)
-    return {d: (s, a, n) for d, (s, a, n) in known.items()
-            if s in texts and hashlib.sha256(texts[s][a:a + n]).digest()[:16] == d}
+    rows = conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
+                        (tid, *seqs)).fetchall() if len(seqs) < 500 else []
+    return still_held(known, texts(((s, b) for s, b in rows if type(b) is bytes), expander(_codec(conn))))
 
 
 def _append(
-    k3: tuple[str, str, str], uuids: list[str | None], bodies: list[bytes | str], seen: _Seen | None,
+    k3: tuple[str, str, str], uuids: list[str | None], bodies: list[bytes | str], seen: Seen | None,
     conn: sqlite3.Connection, found: list[list[Span]] | None = None,
-) -> tuple[_Seen | None, int, bool]:
+) -> tuple[Seen | None, int, bool]:
     """Store the rows whose uuid is not stored under ``k3`` yet, in one committed transaction;
     return what is stored now, how many rows were stored, and whether the database has its own dictionary.
     ``found``: each body's long strings (stores/repeats.py), for a database that shares them (v5)."""
 
-    def work() -> tuple[_Seen | None, int, bool]:
+    def work() -> tuple[Seen | None, int, bool]:
         now = seen
         row = conn.execute(_TRANSCRIPT, k3).fetchone()
         if row is None:
@@ -510,26 +475,19 @@ def _append(
             stored = conn.execute(
                 "SELECT uuid FROM entries WHERE transcript = ? AND uuid IS NOT NULL", (row[0],)
             )
-            now = _Seen(row[0], row[1], {r[0] for r in stored})
+            now = Seen(row[0], row[1], {r[0] for r in stored})
         known = now.uuids if now is not None else set()
-        added: set[str] = set()
-        fresh: list[int] = []
-        for i, u in enumerate(uuids):
-            if u is not None:
-                if u in known or u in added:
-                    continue
-                added.add(u)  # a uuid repeated within the batch counts once
-            fresh.append(i)
-        if not fresh:
+        take, added = fresh(uuids, known)
+        if not take:
             return now, 0, False
         tid, mtime = conn.execute(_TOUCH_TRANSCRIPT, (*k3, int(time.time() * 1000))).fetchone()
         # Looked up under the write lock: another process may have trained it since our last append. Until then,
         # frames against the built-in dictionary (v4, #26): since v5 the one that holds the CLI's constant text.
         codec = _codec(conn)
         packer = codec or (builtin() if found is None else builtin_cli())
-        kept = bodies if len(fresh) == len(bodies) else [bodies[i] for i in fresh]
-        ids = uuids if kept is bodies else [uuids[i] for i in fresh]
-        spans_ = None if found is None else found if kept is bodies else [found[i] for i in fresh]
+        kept = bodies if len(take) == len(bodies) else [bodies[i] for i in take]
+        ids = uuids if kept is bodies else [uuids[i] for i in take]
+        spans_ = None if found is None else found if kept is bodies else [found[i] for i in take]
         if not spans_ or not any(spans_):
             conn.executemany("INSERT INTO entries (transcript, uuid, body) VALUES (?, ?, ?)",
                              zip(itertools.repeat(tid), ids, packer.pack_all(kept)))
@@ -537,15 +495,11 @@ def _append(
             # Seqs given, not drawn: an entry refers to an earlier one by its seq, maybe one of this batch (issue 35).
             (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()
             refs, held = _shared(conn, tid, spans_, top)
-            cuts = [cut(b, r) if r and type(b) is bytes else (b, []) for b, r in zip(kept, refs, strict=True)]
-            packed = packer.pack_all([c for c, _ in cuts])
-            conn.executemany(
-                "INSERT INTO entries (seq, transcript, uuid, body) VALUES (?, ?, ?, ?)",
-                zip(itertools.count(top + 1), itertools.repeat(tid), ids,
-                    [wrap(r, f) if r and type(f) is bytes else f for (_, r), f in zip(cuts, packed, strict=True)]))
+            conn.executemany("INSERT INTO entries (seq, transcript, uuid, body) VALUES (?, ?, ?, ?)",
+                             zip(itertools.count(top + 1), itertools.repeat(tid), ids, stored_bodies(kept, refs, packer.pack_all)))
             conn.executemany("INSERT OR REPLACE INTO repeats VALUES (?, ?, ?, ?, ?)", held)  # a stale row replaced
-        known |= added  # in place: on failure the caller drops this _Seen altogether
-        return _Seen(tid, mtime, known), len(fresh), codec is not None
+        known |= added  # in place: on failure the caller drops this Seen altogether
+        return Seen(tid, mtime, known), len(take), codec is not None
 
     return _in_transaction(conn, work)
 
@@ -570,7 +524,7 @@ class SqliteSessionStore:
         self._lock = threading.Lock()
         # Per transcript key: its stored uuids, so that an append need not look them up in
         # the file (there is no index on them since v2). Only ever read under _lock.
-        self._seen: dict[tuple[str, str, str], _Seen] = {}
+        self._seen: dict[tuple[str, str, str], Seen] = {}
         self._raw: int | None = None
         """Rows in the file while it has no dictionary of its own, None until counted."""
         self._small = False
