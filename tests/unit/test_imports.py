@@ -4,10 +4,15 @@ trust, changes, gc) import neither the SDK, which only a run needs, nor the edit
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -134,3 +139,43 @@ def test_handing_a_wake_to_the_engine_imports_neither_the_sdk_nor_pygls() -> Non
             f"assert not {{m.split('.')[0] for m in sys.modules}} & {set(LIGHT_HEAVY)!r}, "
             f"sorted(m for m in sys.modules if m.split('.')[0] in {set(LIGHT_HEAVY)!r})")
     assert loaded_after(code) == {m: False for m in HEAVY}
+
+
+async def test_status_ps_and_stop_of_a_run_in_the_engine_import_neither_the_sdk_nor_pygls(model, env) -> None:
+    # Issue 34: where an engine holds the folder's run, status, ps and stop ask it over its socket (cli/running.py,
+    # engine/client.py): the SDK, pygls and lsprotocol are the engine's to import, not theirs. The run is started as a
+    # person would (`flower --detach`, which starts the engine) and held at its first model request, so it is running.
+    root = Path(tempfile.mkdtemp(prefix="fi-", dir="/tmp"))  # short: a Unix socket's path has at most 107 bytes
+    folder = root / "ws"
+    folder.mkdir()
+    sock = root / "s" / "engine.sock"
+    run_env = light_env(root, **env, FLOWER_ENGINE=str(sock))
+    first, *rest = first_run(folder)
+    model.push(dataclasses.replace(first, hold=True), *rest)
+    try:
+        detach = await asyncio.create_subprocess_exec(sys.executable, "-m", "flower.cli", "--detach", "build a calculator",
+                                                      cwd=folder, env=run_env, stdin=asyncio.subprocess.DEVNULL,
+                                                      stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(detach.communicate(), 120)
+        assert detach.returncode == 0, err.decode()[-3000:]
+        await model.wait_for_requests(1, timeout=60)  # the engine's run has asked the model: it is under way
+
+        def light(*command: str) -> subprocess.CompletedProcess[str]:
+            done, packages = imported(list(command), folder, run_env)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert not packages & set(LIGHT_HEAVY), (command, packages & set(LIGHT_HEAVY))
+            return done
+
+        st = json.loads((await asyncio.to_thread(light, "status", "--json")).stdout)
+        assert st["held_by"] is not None and st["held_by"]["engine"] is True, st
+        assert "in the flower engine" in (await asyncio.to_thread(light, "status")).stdout
+        assert str(folder) in (await asyncio.to_thread(light, "ps")).stdout
+        assert "stopped the run in the flower engine" in (await asyncio.to_thread(light, "stop")).stdout
+    finally:
+        engine = sock.with_name(sock.name + ".lock")
+        pid = engine.read_text().strip() if engine.exists() else ""
+        if pid.isdigit():  # the engine and the agent CLIs it started: its process group
+            for kill in (os.killpg, os.kill):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(int(pid), signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
