@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import itertools
 import json
 import os
@@ -478,6 +477,8 @@ def _still_held(conn: sqlite3.Connection, tid: int, known: dict[bytes, tuple[int
     # so), and SQLite then gives a later entry the same seq: a reference is only ever made to bytes read just now.
     if not known:
         return known
+    import hashlib  # here, not at import: the light commands never need it (issue 34)
+
     seqs = sorted({s for s, _, _ in known.values()})
     rows = dict(conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
                              (tid, *seqs)).fetchall()) if len(seqs) < 500 else {}
