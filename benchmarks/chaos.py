@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from flower.core.journal import NOTE_END
+from flower.core.manifest_file import ManifestFile
 from flower.testing import Reply, ScriptedModel, delegate, say, text, tool_use
 from flower.testing import reply as reply_of
 from flower.testing.agents import is_subagent
@@ -639,10 +640,8 @@ def _readable(path: Path) -> bool:
 
 
 def _rows(path: Path) -> set[tuple[Any, ...]]:
-    try:
-        rows = json.loads(path.read_bytes())
-    except (FileNotFoundError, ValueError):
-        return set()
+    """The manifest's rows as flower reads them (one a line since issue 35, or the older JSON list)."""
+    rows = ManifestFile(path).rows()
     return {(r.get("run"), r.get("step"), r.get("started_at")) for r in rows if isinstance(r, dict)}
 
 
@@ -972,7 +971,8 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
             figures.moments[kill.kind] += 1
             figures.alone += kill.alone
             previous = kill
-            bad = [p.name for p in (runs / "lineage.json", runs / "manifest.json") if not _readable(p)]
+            bad = [p.name for p in (runs / "lineage.json",) if not _readable(p)]
+            bad += [] if ManifestFile(runs / "manifest.json").valid() else ["manifest.json"]
             if bad:
                 figures.unreadable += 1
                 lost_by_kill.add(id(kill))
@@ -1063,9 +1063,8 @@ async def lap(n: int, root: Path, rng: random.Random, kills: int, figures: Figur
         if said:
             figures.sentences += 1
             _sentence(n, ws, model, figures)
-        manifest = json.loads((runs / "manifest.json").read_bytes()) if (runs / "manifest.json").exists() else []
-        for row in manifest:
-            if "·判定#" in str(row.get("step")) and row.get("ok"):
+        for row in ManifestFile(runs / "manifest.json").rows():
+            if isinstance(row, dict) and "·判定#" in str(row.get("step")) and row.get("ok"):
                 verdicts.append("VERDICT: PASS" in (row.get("text") or ""))
         if False in verdicts and verdicts[-1:] == [True]:
             figures.judge_failed_then_passed += 1

@@ -1,7 +1,7 @@
 """Wake latency: Runtime.run(resume=…) on sessions.db, and on PostgreSQL, vs the SDK's InMemorySessionStore; and the whole
 `flower` process vs the CLI's own `claude -p --resume`; same run (D7).
 
-Usage: python benchmarks/wake.py [--case runtime|whole|both] [--entries N] [--repeat R] [--no-postgres]
+Usage: python benchmarks/wake.py [--case runtime|whole|both] [--entries N] [--repeat R] [--no-postgres] [--cold]
 
 Case `whole` (the wake as a person feels it, measured from outside): see `whole_process`.
 
@@ -31,6 +31,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -367,6 +368,36 @@ async def prepare(root: Path, model: TimedModel, args: argparse.Namespace, pytho
     return Prepared(ws, config, sid, jsonl, killed, snapshot)
 
 
+def evict(roots: Sequence[Path]) -> int:
+    """Drop every file under `roots` from the page cache, written back first (posix_fadvise DONTNEED); how many files.
+
+    `--cold` (issue 35: what is warm in the page cache): a wake after hours away finds neither the interpreter, the
+    packages, the CLI's binary nor the session in memory. No root needed, unlike drop_caches, and the CLI's own resume
+    is evicted alike.
+    """
+    count = 0
+    for root in roots:
+        for path in [root] if root.is_file() else (p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fdatasync(fd)  # dirty pages (restore's copies) are not dropped until written
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                count += 1
+            finally:
+                os.close(fd)
+    return count
+
+
+def cold_roots(prepared: Prepared) -> list[Path]:
+    """What a wake of `prepared`, or the CLI's own resume of it, reads from disk: Python, the packages, flower, the CLI."""
+    paths = sysconfig.get_paths()
+    return [Path(os.path.realpath(sys.executable)), Path(paths["stdlib"]), Path(paths["platstdlib"]),
+            Path(paths["purelib"]), Path(flower.__file__).parent, Path(os.path.realpath(CLAUDE)), prepared.ws, prepared.config]
+
+
 def dead_pid() -> int:
     """The pid of a process that has ended (a killed flower's, as its wake.json names it)."""
     proc = subprocess.Popen([sys.executable, "-c", ""])
@@ -565,6 +596,8 @@ async def whole_process(args: argparse.Namespace) -> int:
             for n in range(args.runs + 1):  # the first round unmeasured: cold caches
                 for name, (prepared, argv, kill, path) in cases.items():
                     if engine is not None and prepared is warm:
+                        if args.cold:
+                            evict(cold_roots(prepared))
                         sample = await engine.wake(argv, logs / f"engine-{n}.log")
                         if sample.messages < 100:
                             raise RuntimeError(f"{name}: the first request carried {sample.messages} messages, not the session")
@@ -575,6 +608,8 @@ async def whole_process(args: argparse.Namespace) -> int:
                     tmpdir = root / f"tmp-{n}-{len(samples[name])}"  # the SDK's claude-resume-* dirs: none left over
                     tmpdir.mkdir()
                     env = flower_env(model, prepared.config, prepared.ws.parent / "home", tmpdir, path)
+                    if args.cold:
+                        evict(cold_roots(prepared))
                     sample = await until_first_request(argv, prepared.ws, env, model, logs / f"{name.replace(' ', '-')}-{n}.log")
                     shutil.rmtree(tmpdir, ignore_errors=True)
                     if sample.messages < 100:
@@ -590,7 +625,8 @@ async def whole_process(args: argparse.Namespace) -> int:
             await model.stop()
 
     cli = statistics.median(s.seconds for s in samples["claude -p --resume"])
-    print(f"whole wake, launch to the resumed session's first request, medians of {args.runs} interleaved runs:")
+    print(f"whole wake, launch to the resumed session's first request, medians of {args.runs} interleaved runs"
+          f"{', each from a cold page cache' if args.cold else ''}:")
     met = True
     for name in cases:
         if name == "claude -p --resume":
@@ -628,6 +664,7 @@ async def main() -> int:
     ap.add_argument("--runs", type=int, default=7, help="whole case: runs of each kind, interleaved (medians)")
     ap.add_argument("--compare", metavar="SERVER_DIR", help="whole case: also run another checkout's flower (its server/ dir)")
     ap.add_argument("--profile", metavar="DIR", help="whole case: profile each flower case once into DIR, measure nothing")
+    ap.add_argument("--cold", action="store_true", help="whole case: every run starts with nothing it reads in the page cache")
     ap.add_argument("--no-engine", dest="engine", action="store_false", help="whole case: skip the wake through a warm engine")
     ap.add_argument("--no-postgres", dest="postgres", action="store_false", help="skip the resume through PostgreSQL")
     args = ap.parse_args()

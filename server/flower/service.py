@@ -32,10 +32,10 @@ from .core.events import (
     Waiting,
     emit_to,
 )
-from .core.forecast import Forecast, forecast
+from .core.forecast import Basis, Forecast, basis_of, forecast_of
 from .core.lineage import Lineage
 from .core.lock import WorkspaceLock, held
-from .core.manifest import ManifestRow, in_work_session
+from .core.manifest import in_work_session
 from .core.records import SENTENCES_FILE, WORK
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
@@ -386,7 +386,8 @@ class FlowerService:
         rows = recorded(self.workspace, self.run_dir, records).rows
         work = st.steps.get(WORK)
         window = next((r.window for r in reversed(rows) if r.window), None)
-        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size, rows)
+        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size,
+                     basis_of(rows, rows[-1].run) if rows else None)
 
     async def refresh(self) -> None:
         """Read status's records again, off the event loop; callers at the same time share one read.
@@ -457,8 +458,8 @@ class FlowerService:
 
     def _forecast_now(self, context: int | None, window: int) -> Forecast | None:
         """Rounds left to the handoff and to the window, and the cost per round: the records' rows and the live context."""
-        rows = self._rest.rows if self._rest is not None else []
-        return forecast(rows, context, self.handoff_at, window, rows[-1].run if rows else None) if rows else None
+        basis = self._rest.basis if self._rest is not None else None
+        return forecast_of(basis, context, self.handoff_at, window) if basis is not None else None
 
     def _recorded_now(self) -> Status:
         """The records' part: the last snapshot read, with a running wake's lineage over it (in memory it is newer, D5)."""
@@ -546,8 +547,9 @@ class _Rest:
     window: int | None
     verdict: tuple[int, bool, str] | None
     store_bytes: int | None
-    rows: list[ManifestRow]
-    """The task's manifest rows, for the forecast (issue 34)."""
+    basis: Basis | None
+    """The forecast's part from the task's manifest rows (issue 34), made here once, not for every answer (issue 35);
+    None without rows."""
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

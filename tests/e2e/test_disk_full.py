@@ -23,6 +23,7 @@ from pathlib import Path
 
 from test_cli import flower, lineage, seed_frozen
 
+from flower.core.records import FileRecords
 from flower.workflow.flower import WORK_PROMPT
 from flowerscript import judge, work
 
@@ -58,7 +59,7 @@ async def first_wake(model, env, workspace: Path, run_dir: Path) -> str:
 def assert_kept(run_dir: Path, sid: str) -> None:
     """The session is kept: the lineage still names it, sessions.db is whole, no file is half-written."""
     assert lineage(run_dir)["steps"]["干活"] == sid
-    assert isinstance(json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")), list)
+    assert FileRecords(run_dir).manifest_rows()  # readable, rows kept (one a line since issue 35)
     with sqlite3.connect(run_dir / "sessions.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     assert list(run_dir.glob(".*.tmp")) == [] and list(run_dir.glob("*.corrupt-*")) == []
@@ -150,3 +151,29 @@ async def test_lineage_and_manifest_on_a_full_disk_keep_the_old_file_whole_and_t
     assert (run_dir / "lineage.json").read_bytes() == old_lineage
     assert (run_dir / "manifest.json").read_bytes() == old_manifest
     assert sorted(p.name for p in run_dir.iterdir()) == ["lineage.json", "manifest.json", "manifest.json.lock"]
+
+
+APPEND_FULL = r"""
+import json, sys
+from flower.core.manifest import Manifest, StepResult
+m = Manifest(sys.argv[1], run="20260101-000000-bbbbbb")
+print(json.dumps({"manifest": m.add(StepResult(step="干活#round2", ok=True, text="x" * 4096))}))
+"""
+
+
+async def test_a_row_appended_on_a_full_disk_leaves_no_half_line_and_the_rows_before_it_whole(tmp_path):
+    """Issue 35: a manifest write appends; the disk takes 100 bytes of its 4 KB line, then refuses: those are cut off again."""
+    from flower.core.manifest import Manifest, StepResult
+
+    run_dir = tmp_path / "runs"
+    Manifest(run_dir, run="20260101-000000-aaaaaa").add(StepResult(step="干活", ok=True))
+    before = (run_dir / "manifest.json").read_bytes()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", APPEND_FULL, str(run_dir), preexec_fn=disk_full_at(len(before) + 100),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out) == {"manifest": False}  # said, not raised
+    assert "could not write" in err.decode() and "File too large" in err.decode()
+    assert (run_dir / "manifest.json").read_bytes() == before
+    assert [r["step"] for r in FileRecords(run_dir).manifest_rows()] == ["干活"]

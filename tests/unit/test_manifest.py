@@ -84,23 +84,21 @@ def test_adding_the_same_result_again_replaces_its_row(tmp_path):
     assert len(rows) == 1 and rows[0]["ok"] is True and rows[0]["duration_s"] == 3.0
 
 
-def test_rows_of_this_process_edited_on_disk_are_restored_others_kept(tmp_path):
+def test_lines_others_appended_are_kept_in_their_place_and_a_line_that_is_no_row_is_skipped(tmp_path):
     run_dir = tmp_path / "runs"
     m = Manifest(run_dir, run="20260101-000000-aaaaaa")
     m.add(result("a1"))
     path = run_dir / "manifest.json"
-    rows = json.loads(path.read_text())
-    rows.append({"step": "x", "run": "someone-else"})
-    rows.append("not a dict, kept as is")
-    rows[0]["step"] = "tampered"
-    path.write_text(json.dumps(rows))
+    with path.open("a", encoding="utf-8") as f:  # issue 35: the file is one row a line, appended
+        f.write(json.dumps({"step": "x", "run": "someone-else"}) + "\n")
+        f.write(json.dumps("not a dict, kept as is") + "\n")
     m.add(result("a2"))
-    on_disk = json.loads(path.read_text())
-    assert [r["step"] if isinstance(r, dict) else r for r in on_disk] == ["a1", "a2", "x", "not a dict, kept as is"]
-    assert [r["step"] for r in m.rows()] == ["a1", "a2", "x"]
+    on_disk = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [r["step"] if isinstance(r, dict) else r for r in on_disk] == ["a1", "x", "not a dict, kept as is", "a2"]
+    assert [r["step"] for r in m.rows()] == ["a1", "a2", "x"]  # a writer's rows where its first row stood (S8)
 
 
-@pytest.mark.parametrize("garbage", [b"{not json", b'{"a": 1}', b"\xff"])
+@pytest.mark.parametrize("garbage", [b"{not json", b'[{"a": 1}', b"\xff", b'{"step": "a"}\nnot json\n{"step": "b"}\n'])
 def test_corrupt_manifest_is_kept_aside_never_overwritten(tmp_path, garbage):
     run_dir = tmp_path / "runs"
     run_dir.mkdir()

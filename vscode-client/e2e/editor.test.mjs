@@ -11,6 +11,7 @@ import { after, test } from 'node:test';
 import {
   API_KEY, CLIENT, E2E, Editor, Model, PYTHON, Postgres, closeBrowser, removeDirs, secs, sha256, tempDir, until,
 } from './harness.mjs';
+import { cutWords, shownHeight } from './dom.mjs';
 
 after(closeBrowser);
 
@@ -270,6 +271,12 @@ test('5 a reply with HTML and <script> shows as text; zh-cn shows the Chinese ba
     await row(ed, '[data-kind="verdict"]', undefined, secs(90));
     assert.match(await ed.view().locator('[data-kind="verdict"]').first().innerText(), /判定 · 第 1 轮: 通过/);
     await ed.shot('5-escape-text');
+    // The gauge's tooltip in the window's language too, the forecast among its lines (issue 34: it was English).
+    const tip = await ed.gaugeTooltip((text) => /第 1 次唤醒/.test(text) && /预测:/.test(text), 'the Chinese tooltip with its forecast', secs(30));
+    assert.match(tip, /目标 2\/2/);
+    // No line of the client's own starts in English (the model's reasons and the folder's name may be English).
+    assert.doesNotMatch(tip, /^(wake|step|goals|model|context|forecast|per work round|round|store|trusted|idle|running)\b/m, tip);
+    await ed.shot('5-zh-cn-gauge-tooltip');
     // Said in the view's box on a used, idle folder: a second wake, whose banner is the seed's Chinese.
     const say = ed.view().locator('#say-input');
     await say.fill('also print the result in green');
@@ -776,6 +783,14 @@ test('15 the run\'s changes: the Changes view lists the written and the edited f
     assert.match(await item('wake #1').innerText(), /wake #1/);
     assert.match(await item('README.md').innerText(), /\+2 −1/);
     assert.match(await item('calc.py').innerText(), /\+2 −0/);
+    // The wake's file count, with the singular for one file (issue 34: it said `1 files`).
+    const files = async () => {
+      const m = /(\d+) (files?)\b/.exec(await item('wake #1').innerText());
+      assert.ok(m !== null, 'the wake says how many files');
+      assert.equal(m[2], m[1] === '1' ? 'file' : 'files');
+      return Number(m[1]);
+    };
+    const before = await files();
     await ed.shot('15-changes-view');
 
     // A click: the diff editor, the before-image on the left, the file now on the right.
@@ -800,6 +815,7 @@ test('15 the run\'s changes: the Changes view lists the written and the edited f
     await dialog.locator('.monaco-button', { hasText: 'Revert File' }).click();
     await until(() => fs.readFileSync(path.join(ws, 'README.md'), 'utf8') === README, 'README.md to be its before-image again');
     await until(async () => (await changes.locator('.monaco-list-row', { hasText: 'README.md' }).count()) === 0, 'README.md to leave the Changes view');
+    await until(async () => (await files()) === before - 1, `wake #1 to count ${before - 1} files`);
     assert.equal(fs.readFileSync(path.join(ws, 'calc.py'), 'utf8'), 'print(1 + 2)\nprint(3 - 1)\n', 'the other file is untouched');
     await ed.shot('15-changes-reverted');
   });
@@ -857,17 +873,39 @@ function inside(/** @type {{x: number, y: number, width: number, height: number}
     && box.x + box.width <= outer.x + outer.width + 1 && box.y + box.height <= outer.y + outer.height + 1;
 }
 
-/** The text nodes under `root` that wrap onto two lines without holding a space: a word or path cut in the middle. */
-function cutWords(/** @type {Element} */ root) {
-  const cut = [];
-  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  for (let n = walk.nextNode(); n !== null; n = walk.nextNode()) {
-    const range = document.createRange();
-    range.selectNodeContents(n);
-    const tops = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
-    if (tops.size > 1 && !/\s/.test(n.textContent ?? '')) cut.push(n.textContent ?? '');
-  }
-  return cut;
+/**
+ * Drag the side bar's edge (its sash) to make it `width` px wide; VS Code stops it at its narrowest, 170 px.
+ * Returns the width it took.
+ */
+async function sidebarWidth(/** @type {Editor} */ ed, /** @type {number} */ width) {
+  const sidebar = ed.page.locator('.part.sidebar');
+  const bar = await sidebar.boundingBox();
+  assert.ok(bar !== null, 'the side bar is shown');
+  const edge = bar.x + bar.width;
+  const sashes = await ed.page.locator('.monaco-sash.vertical').evaluateAll((els) => els.map((e) => {
+    const r = e.getBoundingClientRect();
+    return { x: r.x + r.width / 2, top: r.top, bottom: r.bottom };
+  }));
+  const sash = sashes.find((s) => Math.abs(s.x - edge) <= 4 && s.top <= bar.y + bar.height / 2 && s.bottom >= bar.y + bar.height / 2);
+  assert.ok(sash !== undefined, `a sash at the side bar's edge (x ${edge}): ${JSON.stringify(sashes)}`);
+  const y = bar.y + bar.height / 2;
+  await ed.page.mouse.move(sash.x, y);
+  await ed.page.mouse.down();
+  await ed.page.mouse.move(bar.x + width, y, { steps: 8 });
+  await ed.page.mouse.up();
+  let now = bar.width;
+  await until(async () => {
+    now = (await sidebar.boundingBox())?.width ?? bar.width;
+    return Math.abs(now - bar.width) >= 1;
+  }, `the side bar to take ${width} px`, secs(10));
+  return now;
+}
+
+/** The card's command in view: at least two of its lines seen from its first one (nothing covers or clips them). */
+async function commandShown(/** @type {import('playwright-core').Locator} */ card, /** @type {string} */ when) {
+  const line = (await card.locator('[data-testid="approval-detail"] .seg').first().boundingBox())?.height ?? 0;
+  const seen = await card.locator('[data-testid="approval-detail"]').evaluate(shownHeight);
+  assert.ok(line > 0 && seen.shown >= 2 * line && seen.top <= 2, `the command in view ${when}: ${JSON.stringify(seen)}, a line ${line} px`);
 }
 
 test('19 a sidebar laid out for reading (issue 34): a long command card at the default width, Deny with a sentence, the denial marked live and in history, answered cards one line, the judge\'s prompt folded, English step names', { timeout: secs(300) }, async () => {
@@ -894,6 +932,35 @@ test('19 a sidebar laid out for reading (issue 34): a long command card at the d
       assert.ok(inside(await open.locator(`[data-testid="${id}"]`).boundingBox(), bar), `${id} in the side bar's viewport`);
     }
     await ed.shot('19-reading-long-command');
+    // At VS Code's narrowest side bar (170 px) too: names break only at their own boundaries, Allow, Deny…, the reason
+    // box, Deny and Cancel stay inside the side bar, the rows keep half of it. Then back to the width it had.
+    const wide = bar?.width ?? 0;
+    const narrow = await sidebarWidth(ed, 170);
+    assert.ok(narrow <= 175, `the side bar at its narrowest: ${narrow} px`);
+    const thin = await sidebar.boundingBox();
+    assert.deepEqual(await detail.evaluate(cutWords), [], 'no word or path cut in the middle at 170 px');
+    assert.deepEqual(await ed.view().locator('[data-testid="step-head"]').first().evaluate(cutWords), [], 'the step title whole at 170 px');
+    for (const id of ['approval-allow', 'approval-deny']) {
+      assert.ok(inside(await open.locator(`[data-testid="${id}"]`).boundingBox(), thin), `${id} in the narrow side bar`);
+    }
+    const thinRows = await ed.view().locator('#rows').boundingBox();
+    assert.ok(thin !== null && thinRows !== null && thinRows.height >= thin.height / 2, `the transcript keeps half the narrow side bar: ${thinRows?.height}`);
+    await ed.shot('19-reading-narrow-card');
+    await open.locator('[data-testid="approval-deny"]').click();
+    await open.locator('[data-testid="approval-deny-text"]').fill('not now');
+    for (const id of ['approval-deny-text', 'approval-deny-send', 'approval-deny-cancel']) {
+      assert.ok(inside(await open.locator(`[data-testid="${id}"]`).boundingBox(), thin), `${id} in the narrow side bar`);
+    }
+    // The command being denied shows too, its first lines not under the card's buttons (they covered all but a
+    // sliver of it): the Allow row and the rule step aside while the form is open.
+    await commandShown(open, 'at 170 px with the Deny form open');
+    assert.equal(await open.locator('[data-testid="approval-allow"]').isVisible(), false, 'the Allow row aside at 170 px');
+    await ed.shot('19-reading-narrow-deny-form');
+    await open.locator('[data-testid="approval-deny-cancel"]').click();
+    await open.locator('[data-testid="approval-allow"]').waitFor({ timeout: secs(10) });
+    assert.ok(inside(await open.locator('[data-testid="approval-allow"]').boundingBox(), thin), 'Allow back in the narrow side bar after Cancel');
+    const back = await sidebarWidth(ed, wide);
+    assert.ok(Math.abs(back - wide) <= 2, `the side bar back at ${wide} px: ${back}`);
     // Deny… with a sentence: the box and its buttons in view too.
     await open.locator('[data-testid="approval-deny"]').click();
     const reason = 'not the benchmarks now, just check the shell';
@@ -903,6 +970,9 @@ test('19 a sidebar laid out for reading (issue 34): a long command card at the d
     }
     const rowsNow = await ed.view().locator('#rows').boundingBox();
     assert.ok(rowsNow !== null && bar !== null && rowsNow.height >= bar.height / 2, `with the Deny form open too: ${rowsNow?.height}`);
+    // At this width the card keeps its layout: the command in sight above Allow, Always, Deny… and the form.
+    await commandShown(open, 'with the Deny form open');
+    assert.ok(inside(await open.locator('[data-testid="approval-allow"]').boundingBox(), bar), 'Allow stays with the form open');
     await ed.shot('19-reading-deny-form');
     await open.locator('[data-testid="approval-deny-send"]').click();
     // The model is told the sentence; the command never ran. Live, the call's row says it was denied, and why.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Approvals, card, detailLines, KEEP_CLOSED, MESSAGE_MAX, parseAnswer } from '../src/model/approvals';
+import { Approvals, card, DENY_MIN_LINES, denyCompact, detailLines, KEEP_CLOSED, MESSAGE_MAX, parseAnswer, shownLines } from '../src/model/approvals';
 import { approval, FOLDER, status } from './fixtures';
 
 test("the page's answer is checked: only allow, allowAlways or deny for a named card; a message only with deny", () => {
@@ -124,4 +124,22 @@ test('an answer the server did not accept (not open any more) closes the card un
     b.closed({ folder: FOLDER, id: 'toolu_01', decision: 'deny', by: 'unattended' });
     b.gone('toolu_01');
     assert.equal(b.get('toolu_01')?.decision, 'deny');
+});
+
+test('the Deny form hides the Allow row only when the command would show fewer than three lines (issue 34)', () => {
+    const area = { top: 400, bottom: 600 };
+    // 300 px wide (as in e2e scenario 19): the box from 450, the buttons from 540: three whole 18 px lines and a part.
+    assert.equal(shownLines({ top: 450, bottom: 578 }, area, 540, 18), 5);
+    assert.equal(shownLines({ top: 450, bottom: 578 }, area, 520, 18), 3);
+    assert.equal(denyCompact({ top: 450, bottom: 578 }, area, 520, 18), false);
+    // 170 px: the buttons, the rule and the form start 2 px below the box's top: a sliver.
+    assert.equal(shownLines({ top: 468, bottom: 596 }, area, 470, 18), 0);
+    assert.equal(denyCompact({ top: 468, bottom: 596 }, area, 470, 18), true);
+    // Scrolled: what lies above the area is not seen; the area's bottom clips too.
+    assert.equal(shownLines({ top: 380, bottom: 440 }, area, 700, 10), 4);
+    assert.equal(shownLines({ top: 560, bottom: 700 }, area, 700, 10), 4);
+    assert.equal(denyCompact({ top: 380, bottom: 429 }, area, 700, 10), true, `29 px: two lines, fewer than ${DENY_MIN_LINES}`);
+    // No command box (a one-line command said by its summary): nothing to uncover.
+    assert.equal(denyCompact(null, area, 401, 18), false);
+    assert.equal(shownLines({ top: 450, bottom: 578 }, area, 540, 0), 0);
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { cap, capReached, costLine, forecastLines, formatTokens, gauge, percent, shortModel, STORE_WARN_BYTES, storeLine, usd } from '../src/model/gauge';
+import { cap, capReached, costLine, fill, forecastLines, formatTokens, gauge, percent, shortModel, STORE_WARN_BYTES, storeLine, type Translate, usd } from '../src/model/gauge';
 import type { FolderStatus } from '../src/protocol';
 import { status } from './fixtures';
 
@@ -230,4 +231,77 @@ test('the tooltip names the step as the server says it and forecasts the rounds 
     const early = forecastLines({ ...forecast, slope: null, toHandoff: null, toWindow: null });
     assert.equal(early[0], 'forecast: too few rounds to tell where the context is heading');
     assert.equal(forecastLines({ ...forecast, slope: 0, toHandoff: null, toWindow: null })[0], 'forecast: the context is not growing');
+});
+
+/** What vscode.l10n.t does in a window of `lang`: the bundle's translation of the English message, filled in. */
+function translator(lang: string): Translate {
+    const bundle = JSON.parse(readFileSync(`l10n/bundle.l10n${lang === 'en' ? '' : `.${lang}`}.json`, 'utf8')) as Record<string, string>;
+    return (message, ...args) => {
+        assert.ok(message in bundle, `no ${lang} translation for ${JSON.stringify(message)}`);
+        return fill(bundle[message], ...args);
+    };
+}
+
+/** A status with every tooltip line: a verdict, a backoff, an approval asked, the store unreachable, work in the background, the forecast, a cap. */
+function everything(): FolderStatus {
+    return status({
+        running: false,
+        step: '干活#round2',
+        stepLabel: '干活 · 第 2 轮',
+        model: 'claude-sonnet-4-5',
+        cost: { wake: 0.33, task: 1.2, max: 0.25 },
+        verdict: { round: 1, passed: false, reasons: 'subtraction is missing' },
+        waiting: { reason: 'backoff', seconds: 4, attempt: 1, maxAttempts: 6, until: 1e9, secondsLeft: 4 },
+        waitingFor: { what: 'approval', since: 0, approval: null },
+        unreachable: 'the store … is not answering',
+        background: ['npm run dev'],
+        forecast: { rounds: 3, slope: 2500, toHandoff: 1, toWindow: 66, wakePerRound: 0.58, taskPerRound: null },
+    });
+}
+
+test('a zh-cn window gets the gauge and its whole tooltip in Chinese, the forecast lines among them (issue 34)', () => {
+    const t = translator('zh-cn');
+    const g = gauge({ status: everything(), server: 'running', t });
+    assert.equal(g.text, 'flower: 在等你');
+    assert.deepEqual(g.tooltip, [
+        'flower · app',
+        '第 3 次唤醒',
+        '步骤:干活 · 第 2 轮',
+        '目标 1/2',
+        '模型:claude-sonnet-4-5',
+        '本次唤醒 $0.33 · 整个任务 $1.20 · 上限 $0.25',
+        '这次唤醒停在了上限 $0.25:调高 flower.maxCost(或清空它),再继续',
+        '上下文 80.2K / 200K(到 120K 交接)',
+        '预测:每轮 +2.5K:再 1 轮交接,再 66 轮到窗口上限',
+        '每轮干活:本次唤醒 $0.58 · 整个任务 —',
+        '第 1 轮:未通过 — subtraction is missing',
+        '在等你:批准一次工具调用',
+        '等待中(退避),第 1/6 次尝试',
+        '存储无法访问:the store … is not answering',
+        '存储:磁盘上 0.6 MB',
+        '正在后台运行:npm run dev',
+        "信任:是(the editor's workspace trust)",
+    ]);
+    // No English word left in what the client itself writes (the folder's name, the server's sentences and the model's name aside).
+    const own = g.tooltip.slice(1).join('\n').replace(/subtraction is missing|the store … is not answering|the editor's workspace trust|npm run dev|claude-sonnet-4-5|flower(\.maxCost)?/g, '');
+    assert.doesNotMatch(own, /[a-z]{3,}/i, own);
+    assert.deepEqual(forecastLines({ rounds: 1, slope: null, toHandoff: null, toWindow: null, wakePerRound: null, taskPerRound: null }, t), ['预测:轮数太少,还说不准上下文会涨到哪里']);
+    assert.equal(gauge({ status: status({ running: true, waiting: { reason: 'offline', seconds: 15, attempt: 2, maxAttempts: 6, until: 1e9, secondsLeft: 12.1 } }), server: 'running', t }).text, 'flower 离线 · 13 秒后重试');
+    const stopped = gauge({ status: status(), server: 'stopped', t });
+    assert.equal(stopped.text, 'flower: 已停止');
+    // It names the command as the zh-cn palette shows it.
+    const nls = JSON.parse(readFileSync('package.nls.zh-cn.json', 'utf8')) as Record<string, string>;
+    assert.ok(stopped.tooltip[0].includes(`(flower: ${nls['command.restartServer']})`), stopped.tooltip[0]);
+    assert.equal(gauge({ status: status({ unreachable: 'x' }), server: 'running', t }).text, 'flower 80.2K / 200K · 40% · 存储无法访问');
+    assert.equal(storeLine(STORE_WARN_BYTES, t), '存储在磁盘上占 2.0 GB:`flower gc` 可查看已归档任务占用的空间并清理');
+});
+
+test('the English window: the same tooltip through the English bundle as without a translator', () => {
+    const t = translator('en');
+    for (const s of [everything(), status(), status({ running: true, forecast: { rounds: 3, slope: 2500, toHandoff: 34, toWindow: 1, wakePerRound: 0.58, taskPerRound: 0.61 } })]) {
+        assert.deepEqual(gauge({ status: s, server: 'running', t }), gauge({ status: s, server: 'running' }));
+    }
+    const tip = gauge({ status: everything(), server: 'running', t }).tooltip;
+    assert.ok(tip.includes('forecast: +2.5K a round: hand-off in 1 round, the window in 66 rounds'), tip.join('\n'));
+    assert.ok(tip.includes('the wake stopped at the cap of $0.25: raise flower.maxCost (or clear it), then Continue'), tip.join('\n'));
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { byLabel, countsLabel } from '../src/model/changes';
+import { byLabel, countLabel, countsLabel } from '../src/model/changes';
 import { cost, duration, ENGLISH, stepFacts, stepTitle } from '../src/model/steps';
 import { relative, relativeText, replacement, tokens, toolView } from '../src/model/tools';
 
@@ -58,4 +59,25 @@ test('the Changes tree counts', () => {
     // Issue 32: a subagent's write names it; the main agent's says nothing more.
     assert.equal(byLabel({ agent: 'write the docs (general-purpose)' }, 'by the subagent {0}'), ' · by the subagent write the docs (general-purpose)');
     assert.equal(byLabel({ agent: null }, 'by the subagent {0}'), '');
+});
+
+test('the Changes view, the Revert Wake picker and its question count files with a singular, in English and zh-cn (issue 34)', () => {
+    for (const lang of ['', '.zh-cn']) {
+        const bundle = JSON.parse(readFileSync(`l10n/bundle.l10n${lang}.json`, 'utf8')) as Record<string, string>;
+        const files = (n: number): string => countLabel(n, bundle['1 file'], bundle['{0} files']);
+        const question = (n: number, wake: number): string => countLabel(
+            n,
+            bundle['Put the file of wake #{0} back as it was before it?'].replace('{0}', String(wake)),
+            bundle['Put the {0} files of wake #{1} back as they were before it?'].replace('{1}', String(wake)),
+        );
+        if (lang === '') {
+            assert.deepEqual([files(1), files(2), files(0)], ['1 file', '2 files', '0 files']);
+            assert.equal(question(1, 3), 'Put the file of wake #3 back as it was before it?');
+            assert.equal(question(4, 3), 'Put the 4 files of wake #3 back as they were before it?');
+        } else {
+            assert.deepEqual([files(1), files(2)], ['1 个文件', '2 个文件']);
+            assert.equal(question(1, 3), '把第 3 次唤醒改过的那个文件恢复到它之前的样子?');
+            assert.equal(question(4, 3), '把第 3 次唤醒改过的 4 个文件恢复到它之前的样子?');
+        }
+    }
 });

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .manifest import ManifestRow, in_work_session
+from .manifest import ManifestRow
 
 RECENT = 10
 """Rounds of the current session the slope is taken over: recent enough to follow a change of pace."""
@@ -68,7 +68,7 @@ class Forecast:
 
 def is_work_round(row: ManifestRow) -> bool:
     """A row of the work step (its first run, a retry or a round), not its judge or its handoff note: the one rule."""
-    return in_work_session(row.step)
+    return row.in_work
 
 
 def rounds_of(rows: Sequence[ManifestRow]) -> list[Round]:
@@ -99,15 +99,43 @@ def _left(context: int | None, limit: int, slope: float | None) -> int | None:
     return max(0, math.ceil((limit - context) / slope))
 
 
+@dataclass(frozen=True)
+class Basis:
+    """What the forecast takes from the task's rows, made once per change of the records rather than for every status
+    answer, which would cost the whole task's rows each time (issue 35)."""
+
+    rounds: int
+    slope: float | None
+    last_context: int | None
+    """The context the newest work round that recorded one ended at."""
+    wake_cost: float
+    wake_rounds: int
+    task_cost: float
+    points: tuple[ContextPoint, ...]
+
+
+def basis_of(rows: Sequence[ManifestRow], wake: str | None) -> Basis:
+    """The forecast's part that depends on the task's manifest rows and the wake's run mark (`run`) only."""
+    rounds = rounds_of(rows)
+    in_wake = [r for r in rows if wake is not None and r.run == wake]
+    return Basis(rounds=len(rounds), slope=slope_of(rounds),
+                 last_context=next((r.context for r in reversed(rounds) if r.context is not None), None),
+                 wake_cost=sum(r.cost_usd for r in in_wake), wake_rounds=sum(1 for r in in_wake if is_work_round(r)),
+                 task_cost=sum(r.cost_usd for r in rows), points=tuple(ContextPoint(r.n, r.context, r.handoff) for r in rounds[-CHART:]))
+
+
 def forecast(rows: Sequence[ManifestRow], context: int | None, handoff_at: int, window: int, wake: str | None) -> Forecast:
     """The forecast from the task's manifest rows, the work session's context now, and the wake's run mark (`run`)."""
-    rounds = rounds_of(rows)
-    slope = slope_of(rounds)
-    now = context if context is not None else next((r.context for r in reversed(rounds) if r.context is not None), None)
-    in_wake = [r for r in rows if wake is not None and r.run == wake]
-    wake_rounds = sum(1 for r in in_wake if is_work_round(r))
+    return forecast_of(basis_of(rows, wake), context, handoff_at, window)
+
+
+def forecast_of(basis: Basis, context: int | None, handoff_at: int, window: int) -> Forecast:
+    """The forecast from the rows' basis and the work session's context now: what a status answer computes."""
+    slope = basis.slope
+    now = context if context is not None else basis.last_context
     return Forecast(
-        rounds=len(rounds), slope=round(slope, 1) if slope is not None else None, to_handoff=_left(now, handoff_at, slope), to_window=_left(now, window, slope),
-        wake_per_round=sum(r.cost_usd for r in in_wake) / wake_rounds if wake_rounds else None,
-        task_per_round=sum(r.cost_usd for r in rows) / len(rounds) if rounds else None,
-        points=[ContextPoint(r.n, r.context, r.handoff) for r in rounds[-CHART:]])
+        rounds=basis.rounds, slope=round(slope, 1) if slope is not None else None, to_handoff=_left(now, handoff_at, slope),
+        to_window=_left(now, window, slope),
+        wake_per_round=basis.wake_cost / basis.wake_rounds if basis.wake_rounds else None,
+        task_per_round=basis.task_cost / basis.rounds if basis.rounds else None,
+        points=list(basis.points))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import os
@@ -10,6 +11,7 @@ import threading
 import weakref
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,11 @@ class ManifestRow:
     """The sessions this run's handoff left behind (S26): work moved on to `session_id`."""
     context: int | None = None
     """The session's context size in tokens when the run ended (S19), for the forecast (issue 34)."""
+
+    @cached_property
+    def in_work(self) -> bool:
+        """`in_work_session(step)`, worked out once per row: status's forecast asks it of every row at each change (issue 35)."""
+        return in_work_session(self.step)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ManifestRow | None:
@@ -171,12 +178,12 @@ def new_run_mark() -> str:
 
 
 class Manifest:
-    """`<run_dir>/manifest.json`: a JSON list of rows, shared by every process that runs here.
+    """`<run_dir>/manifest.json`: one row a line, shared by every process that runs here.
 
-    Appending, never overwriting (S8): each write re-reads the file under an exclusive lock
-    on `manifest.json.lock`, keeps other processes' rows, and replaces this process's rows
-    (those whose `run` is this mark) by its current list. Writes are atomic and a failing
-    disk is logged, never raised: a manifest failure must not break a run.
+    Appending, never overwriting (S8): a write appends this process's rows that changed since its last write (a row
+    written again, e.g. with a handoff's retired[], is a new line that replaces the earlier one for every reader), under
+    an exclusive lock on `manifest.json.lock`, with one fsync, so it costs those rows and not the task's (issue 35;
+    core/manifest_file.py). A failing disk is logged, never raised: a manifest failure must not break a run.
     """
 
     def __init__(self, run_dir: str | os.PathLike[str], run: str | None = None, *, records: Records | None = None) -> None:
@@ -187,6 +194,10 @@ class Manifest:
         # wake's rows must survive the next one's writes (S8 dedups by `run`).
         self.run = run or new_run_mark()
         self._mine: list[tuple[StepResult, dict[str, Any]]] = []
+        self._slot: dict[int, int] = {}
+        """id(result) → its index in `_mine` (the results are kept there, so an id is never reused meanwhile)."""
+        self._unsaved: set[int] = set()
+        """Indexes of `_mine` not written since they changed: the next write carries them (after a failed one too)."""
         self._lock = threading.Lock()
 
     @property
@@ -196,7 +207,7 @@ class Manifest:
 
     @property
     def lock_path(self) -> Path:
-        """The sidecar lock file held across each read-modify-replace."""
+        """The sidecar lock file held across each write."""
         return self.run_dir / (MANIFEST_FILE + ".lock")
 
     def add(self, result: StepResult) -> bool:
@@ -208,16 +219,21 @@ class Manifest:
         """
         with self._lock:
             row = result.row(self.run)
-            for i, (r, _) in enumerate(self._mine):
-                if r is result:
-                    self._mine[i] = (result, row)
-                    break
-            else:
+            slot = self._slot.get(id(result))
+            if slot is None:
+                slot = self._slot[id(result)] = len(self._mine)
                 self._mine.append((result, row))
+            else:
+                self._mine[slot] = (result, row)
+            self._unsaved.add(slot)
             return self._write_locked()
 
+    async def save(self, result: StepResult) -> bool:
+        """`add` in a worker thread: the write's fsync never holds the event loop, where status answers wait (issue 35)."""
+        return await asyncio.to_thread(self.add, result)
+
     def flush(self) -> bool:
-        """Write this process's rows again (e.g. after an earlier failed write)."""
+        """Write this process's rows not written yet (e.g. after an earlier failed write)."""
         with self._lock:
             return self._write_locked()
 
@@ -234,13 +250,16 @@ class Manifest:
         return [r for r in map(ManifestRow.of, self.rows()) if r is not None]
 
     def _write_locked(self) -> bool:
+        if not self._unsaved:
+            return True
         try:
-            self.records.save_manifest(self.run, [row for _, row in self._mine])
+            self.records.save_manifest(self.run, [row for _, row in self._mine], sorted(self._unsaved))
         except WorkspaceBusy:  # a shared lock went to another flower in a database outage: that one drives now (D5)
             raise
         except Exception as e:  # a full disk, a held lock, a database not answering: the run goes on
             log.warning("could not write the manifest to %s (%s); the run goes on", self.records.where, e)
             return False
+        self._unsaved.clear()
         return True
 
 
@@ -251,19 +270,35 @@ def parsed_rows(records: Records) -> list[ManifestRow]:
 
     Status (the gauge asks often) and history (section heads, which step ran in a session) read the same manifest
     through this one cache (issue 33). It is keyed weakly by the records object, so every reader of one task shares
-    it and an entry goes when its task's records do.
+    it and an entry goes when its task's records do. A row the records hand back as the same object as at the last
+    read (run_dir's file keeps the rows it read) is not parsed again: a change costs its new rows (issue 35).
     """
     stamp = records.stamp()
     cached = _parsed.get(records)
-    if cached is None or cached[0] != stamp:
+    if cached is None or cached.stamp != stamp:
         try:
             raw = records.manifest_rows()
         except Exception as e:  # as Manifest.rows: a manifest that cannot be read is an empty one (logged)
             log.warning("could not read the manifest in %s (%s)", records.where, e)
             raw = []
-        cached = _parsed[records] = (stamp, [r for r in map(ManifestRow.of, raw) if r is not None])
-    return cached[1]
+        # The earlier raw rows are alive in `cached` while this runs, so an id met again is the same object.
+        known = {id(r): p for r, p in zip(cached.raw, cached.each, strict=True)} if cached is not None else {}
+        each = [known[id(r)] if id(r) in known else ManifestRow.of(r) for r in raw]
+        cached = _parsed[records] = _Parsed(stamp, raw, each, [r for r in each if r is not None])
+    return cached.rows
 
 
-_parsed: weakref.WeakKeyDictionary[Records, tuple[Hashable, list[ManifestRow]]] = weakref.WeakKeyDictionary()
-"""records → (their change stamp when read, their parsed rows)."""
+@dataclass(frozen=True)
+class _Parsed:
+    stamp: Hashable
+    """The records' change stamp when read."""
+    raw: list[dict[str, Any]]
+    """The rows as the records gave them (kept: their ids key `each` at the next read)."""
+    each: list[ManifestRow | None]
+    """`raw` parsed, one for one."""
+    rows: list[ManifestRow]
+    """The rows that name a step: what readers get."""
+
+
+_parsed: weakref.WeakKeyDictionary[Records, _Parsed] = weakref.WeakKeyDictionary()
+"""records → what was read of them last."""

@@ -12,13 +12,14 @@ import json
 import logging
 import os
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
 from .durable import move_aside, write_atomic
 from .lock import LOCK_FILE, WAKE_FILE, FileLock, TaskLock, exclusive, held
+from .manifest_file import ManifestFile
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,12 @@ class Records(Protocol):
     def manifest_rows(self) -> list[dict[str, Any]]:
         """Every manifest row of the task, all writers, in the order their writers first wrote (S8)."""
 
-    def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
-        """Replace the rows of writer `run`, keeping every other writer's (S8); raises on failure."""
+    def save_manifest(self, run: str, rows: list[dict[str, Any]], changed: Sequence[int] | None = None) -> None:
+        """Make writer `run`'s rows `rows`, keeping every other writer's (S8); raises on failure.
+
+        `changed`: the indexes of `rows` written or changed since this writer's last save that succeeded (None: all),
+        so that a save costs those rows, not the task's (issue 35).
+        """
 
     def lock(self) -> TaskLock:
         """A new one-writer lock of the task (D5), not taken yet."""
@@ -130,6 +135,8 @@ class FileRecords:
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(os.path.abspath(run_dir))
         self.where = str(self.run_dir)
+        self._manifest = ManifestFile(self.run_dir / MANIFEST_FILE)
+        """manifest.json and what this object has read of it (a status reads only what was appended since)."""
 
     @property
     def lineage_path(self) -> Path:
@@ -209,37 +216,17 @@ class FileRecords:
             self.sentences_path.unlink(missing_ok=True)
 
     def manifest_rows(self) -> list[dict[str, Any]]:
-        """The rows of manifest.json; [] when it is missing or not a JSON list (logged)."""
-        try:
-            raw = self.manifest_path.read_bytes()
-        except OSError:
-            return []
-        rows = _parse_rows(raw)
-        if rows is None:
-            log.warning("%s is not a valid manifest", self.manifest_path)
-            return []
-        return [r for r in rows if isinstance(r, dict)]
+        """The rows of manifest.json, read from where the last read stopped; [] when it is missing or not a manifest (logged)."""
+        return [r for r in self._manifest.rows() if isinstance(r, dict)]
 
-    def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
-        """Re-read manifest.json under an exclusive lock on its sidecar, replace `run`'s rows, write atomically (S8)."""
+    def save_manifest(self, run: str, rows: list[dict[str, Any]], changed: Sequence[int] | None = None) -> None:
+        """Append the changed rows of `run` to manifest.json under an exclusive lock on its sidecar, one fsync (S8, issue 35)."""
+        chosen = range(len(rows)) if changed is None else changed
+        if not chosen:
+            return
         os.makedirs(self.run_dir, exist_ok=True)
         with exclusive(self.run_dir / (MANIFEST_FILE + ".lock"), LOCK_TIMEOUT_S):
-            merged = _merge(self._rows_for_update(), rows, run)
-            write_atomic(self.manifest_path, (json.dumps(merged, ensure_ascii=False, indent=1, default=str) + "\n").encode())
-
-    def _rows_for_update(self) -> list[Any]:
-        """The file's rows, under the lock; a corrupt file is moved aside and counts as empty."""
-        path = self.manifest_path
-        read = _read_rows(path)
-        if read is None:
-            return []
-        rows, st = read
-        if rows is None:
-            log.warning("%s is not a valid manifest; keeping it aside and starting a new one", path)
-            if move_aside(path, expect=st) is None and path.exists():
-                raise OSError(f"cannot move corrupt {path} aside; not overwriting it")
-            return []
-        return rows
+            self._manifest.append(run, [(i, rows[i]) for i in chosen])
 
     def lock(self) -> FileLock:
         """`<run_dir>/flower.lock`, an flock (dies with its holder)."""
@@ -320,28 +307,12 @@ def _read_rows(path: Path) -> tuple[list[Any] | None, os.stat_result] | None:
 
 
 def _parse_rows(raw: bytes) -> list[Any] | None:
-    """The manifest list, or None if `raw` is not a JSON list."""
+    """The list a JSON list file holds (sentences.json), or None if `raw` is not one."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
     return data if isinstance(data, list) else None
-
-
-def _merge(existing: list[Any], mine: list[dict[str, Any]], run: str) -> list[Any]:
-    """Other runs' rows in file order, with this run's current rows where its first row stood."""
-    out: list[Any] = []
-    placed = False
-    for row in existing:
-        if isinstance(row, dict) and row.get("run") == run:
-            if not placed:
-                out.extend(mine)
-                placed = True
-        else:
-            out.append(row)
-    if not placed:
-        out.extend(mine)
-    return out
 
 
 __all__ = ["LINEAGE_FILE", "LOCK_FILE", "MANIFEST_FILE", "SENTENCES_FILE", "Damaged", "FileRecords", "LineageData", "Records", "clear_wake",

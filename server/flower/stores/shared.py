@@ -7,7 +7,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +130,9 @@ class PgRecords:
             rows.extend(r for r in batch if isinstance(r, dict))
         return rows
 
-    def save_manifest(self, run: str, rows: list[dict[str, Any]]) -> None:
-        """Replace writer `run`'s rows; other writers' rows are theirs (S8)."""
+    def save_manifest(self, run: str, rows: list[dict[str, Any]], changed: Sequence[int] | None = None) -> None:
+        """Replace writer `run`'s rows, all of them (`changed` is not needed: one wake's rows in one statement); other
+        writers' rows are theirs (S8)."""
         self._relock()
         self._write("INSERT INTO {s}.manifest (project, run, rows) VALUES ($1, $2, $3::jsonb)"
                     " ON CONFLICT (project, run) DO UPDATE SET rows = excluded.rows",

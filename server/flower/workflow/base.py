@@ -155,7 +155,7 @@ class Workflow:
             rt.emit(StepStarted(index=index, total=total or len(self.steps), session_id=session, woke=ctx.woke, step=shown))
             text = message if message is not None else step.message(ctx, session is not None)
             result = await self.dispatch(rt, step, text, session, lineage, shown)
-            self.manifest_for(rt).add(result)
+            await self.manifest_for(rt).save(result)
             rt.emit(StepEnded(ok=result.ok, session_id=result.session_id, error=result.error, context=result.context, step=shown,
                               said=result.said, cost_usd=result.cost_usd, duration_s=result.duration_s))
             if result.ok:

@@ -346,7 +346,7 @@ class FlowerPath:
                 if result.session_id and result.session_id != session:
                     self.forget_mark()  # the successor started: the note is history now
                 result.retired = [session]
-                manifest.add(result)  # the same StepResult again: its row is replaced, now with retired[]
+                await manifest.save(result)  # the same StepResult again: its row is replaced, now with retired[]
                 self.emit(Handoff(old_session=session, new_session=result.session_id, path=str(handoff), step=WORK))
             return result
 
@@ -440,7 +440,7 @@ class FlowerPath:
         flower assembles itself, and the document says so. Returns the note's path, marked as waiting for its successor.
         """
         asked = await self.rt.run(HANDOFF_WRITER, HANDOFF_ASK, resume=session, step=handoff_name(WORK, n))
-        self.workflow.manifest_for(self.rt).add(asked)
+        await self.workflow.manifest_for(self.rt).save(asked)
         note = asked.text.strip() if asked.ok else ""
         if not note:
             why = clip(" ".join(asked.error.split()), 300) if asked.error else "it answered nothing"

@@ -57,7 +57,7 @@ async def judge(rt: Runtime, manifest: Manifest, step: str, n: int) -> tuple[boo
     No `on_session` is passed: the judge's session can never be recorded as the work step's (S11), by construction.
     """
     result = await rt.run(JUDGE, judge_prompt(rt.workspace), step=judge_name(step, n))
-    manifest.add(result)
+    await manifest.save(result)
     passed, reasons = verdict_of(result.text) if result.ok else (False, f"the judge could not run: {result.error}")
     rt.emit(Verdict(round=n, passed=passed, reasons=reasons, step=judge_name(step, n), cost_usd=result.cost_usd,
                     duration_s=result.duration_s))

@@ -87,6 +87,35 @@ export const KEEP_CLOSED = 3;
 /** A deny sentence is one sentence for the model, not a document. */
 export const MESSAGE_MAX = 2000;
 
+/** The fewest lines of the command a person must see while writing why they deny it (issue 34). */
+export const DENY_MIN_LINES = 3;
+
+/** A vertical span on the page (CSS px, top < bottom). */
+export interface Span {
+    top: number;
+    bottom: number;
+}
+
+/**
+ * How many lines of a command's box (`box`) show inside the scrolling area (`area`) above the card's sticky
+ * buttons, whose top is `coverTop`; `line` is one line's height. Partial lines do not count.
+ */
+export function shownLines(box: Span, area: Span, coverTop: number, line: number): number {
+    if (line <= 0) return 0;
+    const shown = Math.min(box.bottom, area.bottom, coverTop) - Math.max(box.top, area.top);
+    return Math.max(0, Math.floor(shown / line));
+}
+
+/**
+ * Whether the Deny form leaves too little of the command in sight with the Allow / Always / Deny… row and the rule
+ * above it (issue 34: at VS Code's narrowest side bar they covered all but a sliver): then the page hides that row and
+ * the rule while the form is open — Cancel brings them back. A card without a command box (the summary says it all)
+ * keeps them.
+ */
+export function denyCompact(box: Span | null, area: Span, coverTop: number, line: number): boolean {
+    return box !== null && shownLines(box, area, coverTop, line) < DENY_MIN_LINES;
+}
+
 /** The page's `decide` message as an Answer, or null when it is not one (then nothing is sent). */
 export function parseAnswer(raw: unknown): Answer | null {
     if (typeof raw !== 'object' || raw === null) return null;

@@ -1,4 +1,4 @@
-/** The Changes tree's words, pure (unit-tested in Node): counts and wake labels. */
+/** The Changes tree's words, pure (unit-tested in Node): counts, wake labels and file counts. */
 import type { ChangedFile } from '../protocol';
 
 /** `+3 −1`; `binary` when lines cannot be counted. */
@@ -14,4 +14,9 @@ export function byLabel(file: Pick<ChangedFile, 'agent'>, template: string): str
 /** `wake #2`, from the localized template (`{0}` = the wake). */
 export function wakeLabel(wake: number, template: string): string {
     return template.replace('{0}', String(wake));
+}
+
+/** `1 file` or `3 files`: the singular's own template, else the plural's (`{0}` = the count); both localized (issue 34). */
+export function countLabel(n: number, one: string, many: string): string {
+    return n === 1 ? one : many.replace('{0}', String(n));
 }

@@ -33,6 +33,33 @@ export function breakPieces(text: string): string[] {
     return pieces;
 }
 
+/** Inside a name, the places that still read as a boundary: after `-`, `_`, `.` (`run_all_the_benchmarks.py`). */
+const INSIDE = /[-_.]/;
+
+/**
+ * A piece cut further at its name's own boundaries, for a line narrower than the piece (VS Code's narrowest side bar,
+ * 170 px, holds about 18 characters): the page lets the line break there, and anywhere only inside a part wider still.
+ * A piece that fits its line is never broken at these (it moves to the next line whole). Joined they are `piece` again.
+ */
+export function nameParts(piece: string): string[] {
+    const parts: string[] = [];
+    let start = 0;
+    let name = false; // the part so far holds more than boundaries
+    for (let i = 0; i < piece.length - 1; i++) {
+        const boundary = INSIDE.test(piece[i]);
+        // Not before another boundary (`--`, `..`), nor after a part of boundaries alone (`--output`, `.git`).
+        if (boundary && name && !INSIDE.test(piece[i + 1])) {
+            parts.push(piece.slice(start, i + 1));
+            start = i + 1;
+            name = false;
+        } else if (!boundary) {
+            name = true;
+        }
+    }
+    parts.push(piece.slice(start));
+    return parts;
+}
+
 function tokenLength(text: string, from: number): number {
     let end = from;
     while (end < text.length && text[end] !== ' ' && text[end] !== '\n' && text[end] !== '\t') end++;

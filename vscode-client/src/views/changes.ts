@@ -9,12 +9,17 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 import type { Focus } from '../folders';
-import { byLabel, countsLabel, wakeLabel } from '../model/changes';
+import { byLabel, countLabel, countsLabel, wakeLabel } from '../model/changes';
 import * as p from '../protocol';
 import type { FolderServer, Servers } from '../server';
 
 /** The scheme of the diff editor's left side: `flower-before:/<path>?<before-image file>` (empty query: no file). */
 export const BEFORE_SCHEME = 'flower-before';
+
+/** `1 file` / `3 files` in the window's language (issue 34: never `1 files`). */
+function filesLabel(n: number): string {
+    return countLabel(n, vscode.l10n.t('1 file'), vscode.l10n.t('{0} files', '{0}'));
+}
 
 export type Node = { kind: 'wake'; wake: p.ChangedWake } | { kind: 'file'; file: p.ChangedFile; wake: number; running: boolean };
 
@@ -33,7 +38,7 @@ class ChangesProvider implements vscode.TreeDataProvider<Node> {
     getTreeItem(node: Node): vscode.TreeItem {
         if (node.kind === 'wake') {
             const item = new vscode.TreeItem(wakeLabel(node.wake.wake, vscode.l10n.t('wake #{0}', '{0}')), vscode.TreeItemCollapsibleState.Expanded);
-            item.description = node.wake.running ? vscode.l10n.t('running') : vscode.l10n.t('{0} files', node.wake.files.length);
+            item.description = node.wake.running ? vscode.l10n.t('running') : filesLabel(node.wake.files.length);
             item.contextValue = node.wake.running ? 'flowerWakeRunning' : 'flowerWake';
             item.iconPath = new vscode.ThemeIcon(node.wake.running ? 'sync~spin' : 'history');
             item.id = `wake:${node.wake.wake}`;
@@ -155,14 +160,18 @@ export class ChangesView implements vscode.Disposable {
         let wake = node?.kind === 'wake' ? node.wake : undefined;
         if (wake === undefined) {
             const picked = await vscode.window.showQuickPick(
-                [...this.provider.wakes].reverse().map((w) => ({ label: vscode.l10n.t('wake #{0}', w.wake), description: vscode.l10n.t('{0} files', w.files.length), wake: w })),
+                [...this.provider.wakes].reverse().map((w) => ({ label: vscode.l10n.t('wake #{0}', w.wake), description: filesLabel(w.files.length), wake: w })),
                 { title: vscode.l10n.t('Revert Wake') },
             );
             wake = picked?.wake;
         }
         if (wake === undefined) return;
         const ok = vscode.l10n.t('Revert Wake');
-        const question = vscode.l10n.t('Put the {0} files of wake #{1} back as they were before it?', wake.files.length, wake.wake);
+        const question = countLabel(
+            wake.files.length,
+            vscode.l10n.t('Put the file of wake #{0} back as it was before it?', wake.wake),
+            vscode.l10n.t('Put the {0} files of wake #{1} back as they were before it?', '{0}', wake.wake),
+        );
         if ((await vscode.window.showWarningMessage(question, { modal: true, detail: wake.files.map((f) => f.path).join('\n') }, ok)) !== ok) return;
         await this.revert({ wake: wake.wake });
     }

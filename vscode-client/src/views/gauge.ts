@@ -34,7 +34,8 @@ export class GaugeView implements vscode.Disposable {
         }
         const status = server.status;
         const waitLeft = status?.waiting ? status.waiting.secondsLeft - (Date.now() - server.statusAt) / 1000 : null;
-        const g = gauge({ status, server: server.serverState, waitLeft });
+        // The window's language (issue 34): the gauge's text and tooltip, the forecast lines among them.
+        const g = gauge({ status, server: server.serverState, waitLeft, t: vscode.l10n.t });
         this.item.text = g.spinner ? `$(sync~spin) ${g.text}` : g.text;
         this.item.tooltip = g.tooltip.join('\n');
         this.item.backgroundColor =

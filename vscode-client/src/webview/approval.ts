@@ -4,8 +4,8 @@
  * Deny… buttons; Deny… asks for an optional sentence. Text only, like every row: each string
  * goes in with textContent. A closed card stays as one line with the decision that won.
  */
-import type { ApprovalCard, ApprovalLabels, ApprovalsToPage, DecideFromPage, Decision } from '../model/approvals';
-import { breakPieces } from '../model/wrap';
+import { type ApprovalCard, type ApprovalLabels, type ApprovalsToPage, type DecideFromPage, type Decision, denyCompact } from '../model/approvals';
+import { breakPieces, nameParts } from '../model/wrap';
 
 /**
  * Render the cards of each `approvals` message into `root`; answers go out through `send`; `stepName` shows a
@@ -18,11 +18,16 @@ export function mountApprovals(
 ): (m: ApprovalsToPage) => void {
     /** A deny sentence being typed survives a re-render (another card arriving). */
     const drafts = new Map<string, string>();
+    // The side bar dragged narrower or wider with a Deny form open: its card is fitted again (issue 34).
+    window.addEventListener('resize', () => {
+        for (const card of Array.from(root.querySelectorAll<HTMLElement>('.approval.denying'))) fitDenying(root, card);
+    });
     return (m) => {
         const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.testid : undefined;
         const focusedId = document.activeElement?.closest<HTMLElement>('[data-testid="approval"]')?.dataset.id;
         root.replaceChildren(...m.cards.map((c) => cardElement(c, m.labels, send, drafts, stepName)));
         root.hidden = m.cards.length === 0;
+        for (const card of Array.from(root.querySelectorAll<HTMLElement>('.approval.denying'))) fitDenying(root, card);
         // Keep the person's place while they type a sentence or tab through the buttons.
         if (focused !== undefined && focusedId !== undefined) {
             root.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusedId)}"] [data-testid="${CSS.escape(focused)}"]`)?.focus();
@@ -48,7 +53,8 @@ function button(label: string, testid: string, onClick: () => void, primary = fa
 /**
  * Text that wraps at word and path boundaries only (issue 34): each piece between separators (`/`, `=`, …, see
  * model/wrap.ts) is an inline block, so a line breaks between pieces or at spaces — never after the `-` inside a
- * name, as the browser otherwise would — and only a piece wider than the whole line wraps inside itself.
+ * name, as the browser otherwise would — and only a piece wider than the whole line wraps inside itself: at its name's
+ * own boundaries first (a `<wbr>` after `-`, `_`, `.`), anywhere only inside a part wider still.
  */
 export function wrapped(parent: HTMLElement, text: string): HTMLElement {
     for (const part of text.split(/(\s+)/)) {
@@ -57,7 +63,14 @@ export function wrapped(parent: HTMLElement, text: string): HTMLElement {
             parent.appendChild(document.createTextNode(part));
             continue;
         }
-        for (const piece of breakPieces(part)) parent.appendChild(el('span', 'seg', piece));
+        for (const piece of breakPieces(part)) {
+            const seg = el('span', 'seg');
+            nameParts(piece).forEach((name, i) => {
+                if (i > 0) seg.appendChild(document.createElement('wbr'));
+                seg.appendChild(document.createTextNode(name));
+            });
+            parent.appendChild(seg);
+        }
     }
     return parent;
 }
@@ -123,11 +136,22 @@ function cardElement(
         buttons.appendChild(always);
     }
     const deny = el('div', 'approval-deny');
+    const denyButton = button(t.deny, 'approval-deny', () => {
+        openDeny();
+        const root = card.parentElement;
+        if (root !== null) fitDenying(root, card);
+    });
+    const closeDeny = (): void => {
+        deny.replaceChildren();
+        card.classList.remove('denying', 'deny-compact');
+        denyButton.focus({ preventScroll: true }); // the keyboard's place: the button that opened the form
+    };
     const openDeny = (): void => {
-        deny.replaceChildren(denyForm(c, t, decide, drafts, () => deny.replaceChildren()));
+        deny.replaceChildren(denyForm(c, t, decide, drafts, closeDeny));
+        card.classList.add('denying');
         deny.querySelector('textarea')?.focus();
     };
-    buttons.appendChild(button(t.deny, 'approval-deny', openDeny));
+    buttons.appendChild(denyButton);
     actions.appendChild(buttons);
     if (c.always !== null) {
         const rule = el('div', 'approval-rule');
@@ -140,6 +164,26 @@ function cardElement(
     card.appendChild(actions);
     if (drafts.has(c.id)) openDeny();
     return card;
+}
+
+/**
+ * With the Deny form open, keep the command readable (issue 34): when the card's sticky block (the Allow row, the rule,
+ * the form) would leave fewer than DENY_MIN_LINES of it in sight, hide the row and the rule (`deny-compact`) and
+ * scroll the area to the command's first line; otherwise the card is as it was. Measured with the row shown, so the
+ * choice is the same each time.
+ */
+function fitDenying(root: HTMLElement, card: HTMLElement): void {
+    card.classList.remove('deny-compact');
+    const box = card.querySelector<HTMLElement>('[data-testid="approval-detail"]');
+    const actions = card.querySelector<HTMLElement>('.approval-actions');
+    if (box === null || actions === null) return;
+    // One line's height: a command's first piece (its .line holds the whole wrapped command), a diff's first line.
+    const line = (box.querySelector('.seg') ?? box.querySelector('.line'))?.getBoundingClientRect().height ?? 0;
+    const area = root.getBoundingClientRect();
+    const compact = denyCompact(box.getBoundingClientRect(), area, actions.getBoundingClientRect().top, line);
+    card.classList.toggle('deny-compact', compact);
+    // Compact, the area starts at the command (the head above it scrolls away, still there by scrolling back).
+    if (compact) root.scrollTop += box.getBoundingClientRect().top - root.getBoundingClientRect().top;
 }
 
 /** The command as a code block; a diff with its added and removed lines marked; a URL or input as text. */
