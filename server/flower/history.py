@@ -33,8 +33,7 @@ from .core.text import clip, tool_label
 from .core.verdicts import verdict_of
 from .sessions import Sessions
 from .stores.base import Store
-from .stores.prune import prune
-from .stores.transcript import is_denial
+from .stores.transcript import is_denial, prune  # the pure pruner: stores/prune.py's adapter brings the SDK (issue 34)
 
 TEXT_LIMIT = 4000
 """Tool results and tool-input strings are cut here, in history and live (a Write of a large file would flood a view)."""

@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,6 +282,8 @@ def settings_file(workspace: str | os.PathLike[str]) -> tuple[Path, dict[str, An
     for path in (ws / FILE, ws / PYPROJECT):
         if not path.is_file():
             continue
+        import tomllib  # here, not at import: the light commands never need it (issue 34), unless there is a file
+
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

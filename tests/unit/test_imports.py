@@ -4,10 +4,15 @@ trust, changes, gc) import neither the SDK, which only a run needs, nor the edit
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -134,3 +139,124 @@ def test_handing_a_wake_to_the_engine_imports_neither_the_sdk_nor_pygls() -> Non
             f"assert not {{m.split('.')[0] for m in sys.modules}} & {set(LIGHT_HEAVY)!r}, "
             f"sorted(m for m in sys.modules if m.split('.')[0] in {set(LIGHT_HEAVY)!r})")
     assert loaded_after(code) == {m: False for m in HEAVY}
+
+
+async def test_status_ps_and_stop_of_a_run_in_the_engine_import_neither_the_sdk_nor_pygls(model, env) -> None:
+    # Issue 34: where an engine holds the folder's run, status, ps and stop ask it over its socket (cli/running.py,
+    # engine/client.py): the SDK, pygls and lsprotocol are the engine's to import, not theirs. The run is started as a
+    # person would (`flower --detach`, which starts the engine) and held at its first model request, so it is running.
+    root = Path(tempfile.mkdtemp(prefix="fi-", dir="/tmp"))  # short: a Unix socket's path has at most 107 bytes
+    folder = root / "ws"
+    folder.mkdir()
+    sock = root / "s" / "engine.sock"
+    run_env = light_env(root, **env, FLOWER_ENGINE=str(sock))
+    first, *rest = first_run(folder)
+    model.push(dataclasses.replace(first, hold=True), *rest)
+    try:
+        detach = await asyncio.create_subprocess_exec(sys.executable, "-m", "flower.cli", "--detach", "build a calculator",
+                                                      cwd=folder, env=run_env, stdin=asyncio.subprocess.DEVNULL,
+                                                      stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(detach.communicate(), 120)
+        assert detach.returncode == 0, err.decode()[-3000:]
+        await model.wait_for_requests(1, timeout=60)  # the engine's run has asked the model: it is under way
+
+        def light(*command: str) -> subprocess.CompletedProcess[str]:
+            done, packages = imported(list(command), folder, run_env)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert not packages & set(LIGHT_HEAVY), (command, packages & set(LIGHT_HEAVY))
+            return done
+
+        st = json.loads((await asyncio.to_thread(light, "status", "--json")).stdout)
+        assert st["held_by"] is not None and st["held_by"]["engine"] is True, st
+        assert "in the flower engine" in (await asyncio.to_thread(light, "status")).stdout
+        assert str(folder) in (await asyncio.to_thread(light, "ps")).stdout
+        assert "stopped the run in the flower engine" in (await asyncio.to_thread(light, "stop")).stdout
+    finally:
+        engine = sock.with_name(sock.name + ".lock")
+        pid = engine.read_text().strip() if engine.exists() else ""
+        if pid.isdigit():  # the engine and the agent CLIs it started: its process group
+            for kill in (os.killpg, os.kill):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(int(pid), signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_the_editor_server_answers_its_first_requests_without_the_sdk(model, env, tmp_path) -> None:
+    # Issue 34: an editor starts its server (`python -m flower.lsp`, or the engine, which serves the same Folder) when
+    # it opens, and asks for the status, the transcript's newest page and the changes before anyone wakes anything:
+    # the SDK (a second or more of imports) waits for the first wake. A folder with a whole run, so every reading path
+    # has something to read; the server speaks over stdio in LSP frames, as the editor does.
+    from flower.core.frames import bodies
+    from flower.engine.stream import frame
+
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    run_env = light_env(tmp_path, **env)
+    model.push(*first_run(folder))
+    ran = await asyncio.create_subprocess_exec(sys.executable, "-m", "flower.cli", "build a calculator", cwd=folder,
+                                               env=run_env, stdin=asyncio.subprocess.DEVNULL,
+                                               stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(ran.communicate(), 120)
+    assert ran.returncode == 0, err.decode()[-3000:]
+
+    server = await asyncio.create_subprocess_exec(sys.executable, "-X", "importtime", "-m", "flower.lsp", cwd=folder,
+                                                  env=run_env, stdin=asyncio.subprocess.PIPE,
+                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    errors = asyncio.create_task(server.stderr.read())  # read as it comes: a full pipe would stall the server
+    answers = bodies(server.stdout)
+    uri = folder.as_uri()
+
+    notified: list[tuple[str, object]] = []
+
+    async def ask(msg_id: int, method: str, params: object) -> object:
+        """Send a request and read until its answer, noting the notifications on the way."""
+        assert server.stdin is not None
+        server.stdin.write(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+        async for body in answers:
+            message = json.loads(body)
+            if message.get("id") == msg_id and "method" not in message:
+                assert "error" not in message, message
+                return message["result"]
+            if "method" in message and "id" not in message:
+                notified.append((message["method"], message.get("params")))
+        raise AssertionError(f"the server ended before answering {method}")
+
+    async def pruned(sessions: set[str]) -> None:
+        """Read until a `flower/pruned` came for each of `sessions`."""
+        came = {x["sessionId"] for m, x in notified if m == "flower/pruned" and isinstance(x, dict)}
+        if sessions <= came:
+            return
+        async for body in answers:
+            message = json.loads(body)
+            if message.get("method") == "flower/pruned":
+                came.add(message["params"]["sessionId"])
+                if sessions <= came:
+                    return
+        raise AssertionError(f"the server ended before its flower/pruned for {sessions - came}")
+
+    try:
+        await asyncio.wait_for(ask(1, "initialize", {"processId": os.getpid(), "rootUri": uri, "capabilities": {},
+                                                     "workspaceFolders": [{"uri": uri, "name": folder.name}]}), 60)
+        server.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        status = await asyncio.wait_for(ask(2, "flower/status", {"folder": uri}), 60)
+        history = await asyncio.wait_for(ask(3, "flower/history", {"folder": uri}), 60)
+        changes = await asyncio.wait_for(ask(4, "flower/changes", {"folder": uri}), 60)
+        # The pruner's verdicts on the page's sessions follow in `flower/pruned` (a worker computes them): part of
+        # what the view shows first, so they are read too.
+        assert isinstance(history, dict)
+        await asyncio.wait_for(pruned(set(history["pending"])), 60)
+        await asyncio.wait_for(ask(5, "shutdown", None), 30)
+        server.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        assert await asyncio.wait_for(server.wait(), 30) == 0
+    finally:
+        if server.returncode is None:
+            server.kill()
+            await server.wait()
+    report = (await asyncio.wait_for(errors, 30)).decode()
+    assert isinstance(status, dict) and status["folders"][0]["woke"] == 1, status  # the records were read
+    assert len(history["entries"]) > 10, str(history)[:2000]  # with the pruner's verdicts, here or in `flower/pruned`
+    assert isinstance(changes, dict) and [f for w in changes["wakes"] for f in w["files"] if f["path"] == "calc.py"], changes
+    names = {line.rsplit("|", 1)[1].strip() for line in report.splitlines() if line.startswith("import time:")}
+    assert "flower.lsp.server" in names and "flower.history" in names, report[-2000:]  # the report is there
+    assert not {n for n in names if n.split(".")[0] == "claude_agent_sdk"}, "the SDK was imported before any wake"

@@ -379,6 +379,28 @@ test("the judge's prompt is folded to one line that opens it as Markdown; other 
     await page.close();
 });
 
+test("a heading inside a message is a bold line at the message's size: a handoff note's Next steps is not a title", { skip }, async () => {
+    // Issue 34: a note's Markdown headings (`## Next steps`) showed at the browser's h1/h2 sizes, larger than the step
+    // sections that structure the transcript. Every heading level, in a reply and in the judge's opened prompt.
+    const page = await open();
+    const note = '# Handoff\n## State of the work\nAddition works.\n### Next steps\nFinish subtract() in calc.py.\n###### Aside\nnone';
+    await post(page, reset([
+        row(1, { text: note }),
+        row(2, { kind: 'user', text: '## Checklist\n- adds', step: '干活·判定#1' }),
+    ]));
+    const reply = page.locator('[data-testid="row"]').nth(0);
+    await reply.waitFor();
+    assert.deepEqual(await reply.locator('h1, h2, h3, h6').allTextContents(), ['Handoff', 'State of the work', 'Next steps', 'Aside']);
+    const size = async (css: string): Promise<string[]> => page.locator(css).evaluateAll((els) => els.map((e) => getComputedStyle(e).fontSize));
+    const [text] = await size('[data-testid="row"] p');
+    assert.deepEqual(await size('[data-testid="row"] :is(h1, h2, h3, h6)'), [text, text, text, text]);
+    const weights = await reply.locator('h1, h2, h3, h6').evaluateAll((els) => els.map((e) => Number(getComputedStyle(e).fontWeight)));
+    assert.ok(weights.every((w) => w >= 600), `headings are bold: ${weights.join(', ')}`);
+    await page.locator('[data-testid="prompt-toggle"]').click();
+    assert.deepEqual(await size('[data-testid="prompt-body"] h2'), [text]);
+    await page.close();
+});
+
 // -- tool calls by kind, step sections (issue #25) ------------------------------------------
 
 function tool(pos: number, name: string, input: Row['toolInput'], over: Partial<Row> = {}): Row {

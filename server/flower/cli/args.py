@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -275,6 +274,8 @@ def demo_parser(locale: str) -> Parser:
 
 def writable_run_dir(run_dir: str | os.PathLike[str], locale: str) -> Path:
     """The run dir as an absolute path (S4: relative to the current directory), created and proven writable."""
+    import tempfile  # here, not at import: the light commands never need it (issue 34)
+
     path = Path(os.path.abspath(run_dir))
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import collections
 import difflib
-import hashlib
 import json
 import logging
 import os
@@ -320,6 +319,8 @@ class ChangeLog:
 
         No fsync: the image guards against the agent, not against a power cut, and the hook must stay cheap.
         """
+        import hashlib  # here, not at import: the light commands never need it (issue 34)
+
         image = hashlib.sha256(data).hexdigest()
         blob = self.dir / "objects" / image
         if not blob.exists():

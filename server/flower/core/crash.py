@@ -9,7 +9,6 @@ so running flower again continues where it stopped.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -29,6 +28,8 @@ def record(exc: BaseException, run_dir: str | os.PathLike[str] | None) -> Path |
     """Append `exc`'s traceback to `<run_dir>/logs/crash.log` (else a file in the temp dir); its path, or None if no disk took it."""
     entry = (f"==== {time.strftime('%Y-%m-%d %H:%M:%S')} pid {os.getpid()}\n"
              + redact("".join(traceback.format_exception(exc))) + "\n")
+    import tempfile  # here, not at import: the light commands never need it (issue 34)
+
     places = [Path(run_dir) / CRASH_LOG] if run_dir is not None else []
     places.append(Path(tempfile.gettempdir()) / f"flower-crash-{host.user_id()}.log")
     for path in places:

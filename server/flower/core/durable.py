@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +31,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         mode = os.stat(path).st_mode & 0o777
     except OSError:
         mode = _DEFAULT_MODE
+    import tempfile  # here, not at import: the light commands never need it (issue 34)
+
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

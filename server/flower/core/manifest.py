@@ -7,7 +7,6 @@ import dataclasses
 import logging
 import os
 import re
-import secrets
 import threading
 import weakref
 from collections.abc import Hashable, Mapping
@@ -170,6 +169,8 @@ def in_work_session(step: str | None) -> bool:
 
 def new_run_mark() -> str:
     """A fresh run mark `YYYYmmdd-HHMMSS-<6 hex>` (S6): one per manifest writer, i.e. per wake."""
+    import secrets  # here, not at import: the light commands never need it (issue 34) (secrets brings hashlib and OpenSSL)
+
     return f"{stamp()}-{secrets.token_hex(3)}"
 
 

@@ -19,7 +19,6 @@ pending (benchmarks count what is left there):
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -78,6 +77,8 @@ class Pending:
 
     def add(self, text: str, journal: Journal, session: str | None) -> Sentence:
         """Record `text` as said now, before any place has it; `session` is the work session it will go to, if any."""
+        import secrets  # here, not at import: the light commands never need it (issue 34)
+
         sentence = Sentence(secrets.token_hex(6), text.strip(), time.time(), session=session,
                             offset=_size(journal, session) if session else 0)
         self.sentences.append(sentence)

@@ -13,7 +13,6 @@ silently: each restore, update and conflict is one line.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
@@ -61,6 +60,8 @@ class TaskFiles(Protocol):
 
 def sha(body: bytes) -> str:
     """The hash a file is compared by."""
+    import hashlib  # here, not at import: the light commands never need it (issue 34)
+
     return hashlib.sha256(body).hexdigest()
 
 

@@ -18,7 +18,6 @@ frame alone (its offsets are in that entry's stored JSON, whose copy is inline b
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -76,6 +75,8 @@ def spans(entry: Mapping[str, Any], body: bytes) -> list[Span]:
     digest (SHA-256's first 16 bytes: the agent reads files anyone may have made, so no hash with known collisions)."""
     if len(body) < MIN_LENGTH:
         return []
+    import hashlib  # here, not at import: the light commands never need it (issue 34)
+
     found: list[str] = []
     _strings(entry, found)
     out: list[Span] = []
