@@ -131,6 +131,8 @@ def texts(rows: Iterable[tuple[int, bytes]], expand: Callable[[bytes], bytes]) -
 def still_held(known: Known, held: Mapping[int, bytes]) -> Known:
     """The indexed strings whose entry still holds them (`held`: its stored JSON by seq, from `texts`), checked by
     digest: a reference is only ever made to bytes read just now (rows deleted by hand leave the index stale)."""
+    import hashlib  # here, not at import: the light commands never need it (issue 34)
+
     return {d: (s, a, n) for d, (s, a, n) in known.items()
             if s in held and hashlib.sha256(held[s][a:a + n]).digest()[:16] == d}
 

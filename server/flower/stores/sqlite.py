@@ -450,8 +450,6 @@ def _still_held(conn: sqlite3.Connection, tid: int, known: Known) -> Known:
     # so), and SQLite then gives a later entry the same seq: a reference is only ever made to bytes read just now.
     if not known:
         return known
-    import hashlib  # here, not at import: the light commands never need it (issue 34)
-
     seqs = sorted({s for s, _, _ in known.values()})
     rows = conn.execute(f"SELECT seq, body FROM entries WHERE transcript = ? AND seq IN ({','.join('?' * len(seqs))})",
                         (tid, *seqs)).fetchall() if len(seqs) < 500 else []
