@@ -235,10 +235,7 @@ def _journaled(run_dir: Path, call: str) -> bool:
 
 def _kept(run_dir: Path, config: Path, call: str, words: str) -> bool:
     """Whether the journal holds the result of the subagent's `call` and the CLI's sidechain file holds its `words`."""
-    records = [json.loads(line) for p in (run_dir / "journal").glob("*.jsonl")
-               for line in p.read_text(encoding="utf-8").splitlines() if line.endswith("}")]
-    journaled = any(r.get("k") == "result" and r.get("tool") == call for r in records)
-    return journaled and any(words in p.read_text(encoding="utf-8") for p in config.glob("projects/*/*/subagents/*.jsonl"))
+    return _journaled(run_dir, call) and any(words in p.read_text(encoding="utf-8") for p in config.glob("projects/*/*/subagents/*.jsonl"))
 
 
 async def test_a_wake_after_a_kill_names_the_background_shell_the_kill_ended(model, env, workspace, run_dir):
