@@ -260,8 +260,9 @@ def live_rows(screen: str) -> int:
     return sum(1 for row in screen.splitlines() if row and row[0] in SPINNER)
 
 
-OFFLINE = re.compile(r"offline for (\w+), waiting for 127\.0\.0\.1:\d+ to answer · next probe in (\d+)s")
-BACKOFF = re.compile(r"retrying in (\d+)s \(attempt (\d+)/6\)")
+# The step first, as every live line names it (the requirements frozen: the outage meets the goals step).
+OFFLINE = re.compile(r"goals · offline for (\w+), waiting for 127\.0\.0\.1:\d+ to answer · next probe in (\d+)s")
+BACKOFF = re.compile(r"goals · retrying in (\d+)s \(attempt (\d+)/6\)")
 
 
 async def test_an_outage_counts_down_to_the_next_probe_then_the_attempt_advances_and_the_run_finishes(

@@ -223,7 +223,8 @@ class Console:
         if self._wait:
             deadline, e = self._wait
             if e.reason == "offline" or time.monotonic() < deadline:
-                return self.waiting(e, deadline - time.monotonic())
+                said = self.waiting(e, deadline - time.monotonic())
+                return f"{label(self.locale, self._step)} · {said}" if self._step else said
             # The backoff is over and the retry is in flight: it waits for the model again, not `retrying in 0s`.
             self._wait, self._since = None, deadline
         quiet = time.monotonic() - self._since
