@@ -17,6 +17,7 @@ import pytest
 from conftest import ROOT, until
 from flower.runtime import Sessions, project_key
 from flower.testing import text
+from flower.workflow.flower import HANDOFF_MARK
 from flowerscript import GOALS, REQUIREMENTS
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -140,7 +141,9 @@ async def test_a_kill_right_after_the_handoff_document_hands_off_again(model, en
         str(FLOWER), "-r", str(run_dir), cwd=workspace, env=_env(env), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
     try:
-        await until(lambda: any((workspace / "notes").glob("handoff-*.md")), timeout=90, what="the handoff document")
+        # The mark, not the note's file: that exists from its creation, before its text and the mark are written (a
+        # kill in between resumes the old session, whose scripted handoff turn reported a small context).
+        await until(lambda: (run_dir / HANDOFF_MARK).exists(), timeout=90, what="the handoff document, marked")
         old = model.conversation[0].session_id
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # before the new session's id arrives: the CLI is still starting
