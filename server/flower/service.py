@@ -382,8 +382,9 @@ class FlowerService:
         size = self.sessions.raw.size_on_disk() if sized or rest is None else rest.store_bytes
         if rest is not None and rest.stamp == stamp:
             return dataclasses.replace(rest, store_bytes=size)
-        st = at_rest(self.workspace, self.run_dir, records=records)
-        rows = recorded(self.workspace, self.run_dir, records).rows
+        found = recorded(self.workspace, self.run_dir, records)
+        st = at_rest(self.workspace, self.run_dir, records=records, found=found)
+        rows = found.rows
         work = st.steps.get(WORK)
         window = next((r.window for r in reversed(rows) if r.window), None)
         return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size,

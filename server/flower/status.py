@@ -141,16 +141,18 @@ class WakeOutcome:
 
 
 def at_rest(workspace: str | os.PathLike[str], run_dir: str | os.PathLike[str],
-            has_session: Callable[[str], bool] | None = None, *, records: Records | None = None) -> Status:
+            has_session: Callable[[str], bool] | None = None, *, records: Records | None = None,
+            found: Recorded | None = None) -> Status:
     """The Status read from the records (run_dir's files unless `records` are given) and the workspace's files.
 
     The lineage's sessions are filtered by `has_session(sid)` when given (S10). `run_dir` is relative to the current
-    directory (S4). Raises when a shared store does not answer.
+    directory (S4). `found`: `recorded(...)` of the same records, when the caller has it already (status's refresh
+    needs its rows too: read and sorted once, issue 35). Raises when a shared store does not answer.
     """
     workspace, run_dir = Path(os.path.abspath(workspace)), Path(os.path.abspath(run_dir))
     records = records if records is not None else FileRecords(run_dir)
     lineage = Lineage.load(run_dir, workspace, has_session, records=records)
-    found = recorded(workspace, run_dir, records)
+    found = found if found is not None else recorded(workspace, run_dir, records)
     marked, held = records.wake_mark()
     return Status(
         workspace=str(workspace), run_dir=str(run_dir), woke=lineage.woke,
