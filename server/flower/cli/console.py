@@ -223,8 +223,7 @@ class Console:
         if self._wait:
             deadline, e = self._wait
             if e.reason == "offline" or time.monotonic() < deadline:
-                said = self.waiting(e, deadline - time.monotonic())
-                return f"{label(self.locale, self._step)} · {said}" if self._step else said
+                return self.stepped(self.waiting(e, deadline - time.monotonic()))
             # The backoff is over and the retry is in flight: it waits for the model again, not `retrying in 0s`.
             self._wait, self._since = None, deadline
         quiet = time.monotonic() - self._since
@@ -253,7 +252,10 @@ class Console:
 
     def asked_line(self) -> str:
         """`work · waiting for your approval · 12s`: the question's step and how long the person has been asked."""
-        said = self.text(f"live_{self.asking}", seconds=elapsed(time.monotonic() - self._asked))
+        return self.stepped(self.text(f"live_{self.asking}", seconds=elapsed(time.monotonic() - self._asked)))
+
+    def stepped(self, said: str) -> str:
+        """`said` after the step's label (`work · …`), as every live line names its step (issue 34)."""
         return f"{label(self.locale, self._step)} · {said}" if self._step else said
 
     def _tick_below(self) -> None:
