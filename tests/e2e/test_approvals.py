@@ -20,6 +20,7 @@ from pytest_lsp import client_capabilities
 from test_cli import Terminal, flower, seed_frozen
 from test_lsp import Client, stop, uri
 
+from conftest import until
 from flower.core.approvals import AWAY
 from flower.lsp import protocol as p
 from flower.testing import ScriptedModel, delegate, for_main, for_subagent, text, tool
@@ -230,6 +231,32 @@ async def test_a_kill_while_a_question_is_open_asks_again_at_the_next_wake(
     answer.set_result({"decision": "allow"})
     assert (await second.ended(uri(workspace)))["ok"] is True
     assert marker.exists()
+
+
+async def test_a_card_withdrawn_by_a_reloading_window_stays_open_and_the_model_is_not_asked_again(
+        clients: list, model: ScriptedModel, env: dict[str, str], workspace: Path) -> None:
+    """A window that reloads answers its held `flower/approve` with an error (it cannot answer any more): that is no
+    "nobody can answer" (protocol.md). A CI run of the editor e2e showed the old reading: the model was told the
+    person was away, and the dying CLI asked it again before the window's server exited."""
+    marker = workspace / "ran.txt"
+    model.push(tool("Bash", {"command": touch(marker)}), text("touched"), *judge())
+    client = await approver(env, folder(workspace))
+    clients.append(client)
+    await client.request(p.WAKE, {"folder": uri(workspace)})
+    asked, card = await client.question()
+    requests = len(model.requests)
+    card.set_exception(RuntimeError("this window gave no answer (it closed, reconnected, or the question was withdrawn)"))
+    # What the old reading did within milliseconds (the CI log: 26 ms to the next request) must not happen at all.
+    with pytest.raises(AssertionError, match="timed out"):
+        await until(lambda: len(model.requests) > requests or client.seen(p.APPROVED, uri(workspace)), 5,
+                    "a request or a closed question after the withdrawal")
+    [status] = (await client.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
+    assert status["waitingFor"]["approval"]["id"] == asked["id"]
+    # The next window answers it by id, as after a reload; the tool runs and the model gets its result.
+    done = await client.request(p.ANSWER, {"folder": uri(workspace), "id": asked["id"], "decision": "allow"})
+    assert done["accepted"] is True
+    assert (await client.ended(uri(workspace)))["ok"] is True
+    assert marker.exists() and not result_for(model, asked["id"]).get("is_error")
 
 
 async def test_flower_answer_from_another_client_closes_the_question(

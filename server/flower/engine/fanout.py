@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
 
 from ..lsp import protocol as p
 from ..lsp.folders import Left
@@ -86,14 +86,14 @@ class FanProtocol:
     async def send_request_async(self, method: str, params: Any = None) -> Any:
         """Ask every attached client that declared it answers `method` (`flower/ask`, `flower/approve`): the first answer wins.
 
-        None declared it can (issue 31: asking one that cannot left the question to nobody): an error goes to the
-        folder, as a stdio client's would, and the rule for nobody applies. Every client asked withdrew without an
+        None declared it can (issue 31: asking one that cannot left the question to nobody): MethodNotFound goes to
+        the folder, as from a stdio client that cannot ask, and the rule for nobody applies. Every client asked withdrew without an
         answer (a window reloading answers with an error, a terminal's Ctrl-C leaves): `Left`, and a tool question
         stays open for whoever attaches next (`FolderStatus.waitingFor`, `flower/answer`).
         """
         asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live() if method in c.answers}
         if not asking:
-            raise JsonRpcException(message=f"no client attached declared that it answers {method}")
+            raise JsonRpcMethodNotFound(message=f"no client attached declared that it answers {method}")
         try:
             for done in asyncio.as_completed(asking):
                 try:

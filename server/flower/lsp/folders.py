@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, assert_never
 
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
 
 from ..core import crash
 from ..core.approvals import Approval, Decision
@@ -406,12 +406,16 @@ class Folder:
         """Put a tool question to the person through `flower/approve`; None when the client cannot ask (issue 24)."""
         try:
             raw = await self.ls.protocol.send_request_async(p.APPROVE, p.to_wire(self._approve_params(approval)))
-        except Left:  # asked, then gone: not "nobody can answer" (issue 31); open until answered by id or by the rule
-            log.info("the clients asked about %s withdrew: it stays open for the next one (flower/answer)", approval.tool)
-            await asyncio.Event().wait()  # cancelled by the approvals once the question closes
-            return None
         except JsonRpcException as exc:
-            log.info("flower/approve not answered by the client (%s): the approvals rule decides", exc.message)
+            if exc.code == JsonRpcMethodNotFound.CODE:  # a client that cannot ask: the rule for nobody (issue 31)
+                log.info("flower/approve not answered by the client (%s): the approvals rule decides", exc.message)
+                return None
+            # Asked, then gone (a window reloading answers with an error; `Left` in the engine): not "nobody can
+            # answer", which would tell the model the person was away and let a dying CLI ask it again (protocol.md).
+            # Open until answered by id (flower/answer) or by the rule's wait; over stdio the server's exit ends it.
+            log.info("the clients asked about %s withdrew (%s): it stays open for the next one (flower/answer)",
+                     approval.tool, exc.message)
+            await asyncio.Event().wait()  # cancelled by the approvals once the question closes
             return None
         decision = Decision.parse(raw)
         if not (isinstance(raw, dict) and raw.get("decision") == decision.choice):
