@@ -968,6 +968,12 @@ def _strict_int(value: Any, _: type) -> int:
     return value
 
 
+def _strict_bool(value: Any, _: type) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {type(value).__name__}")
+    return value
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
@@ -985,6 +991,7 @@ def make_converter() -> cattrs.Converter:
     converter = get_converter(cattrs.Converter(forbid_extra_keys=True))
     converter.register_structure_hook(str, _strict_str)
     converter.register_structure_hook(int, _strict_int)
+    converter.register_structure_hook(bool, _strict_bool)  # else bool, a subclass of int, dispatches to _strict_int
 
     def unstructure(cls: type) -> Callable[[Any], dict[str, Any]]:
         names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
