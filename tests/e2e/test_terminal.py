@@ -341,3 +341,41 @@ async def test_an_approval_waiting_shows_the_wait_below_the_prompt_and_leaves_th
     assert term.exit_code() == 0 and "waiting for your approval" not in shown, shown  # gone once answered
     assert f"{prompt} n not now\n" in shown and not (workspace / "ran.txt").exists()
     assert "not now" in result_text(result_for(model, bash_ids(model)[0]))  # the reason typed reached the model
+
+
+async def test_an_attached_terminal_asks_the_engine_runs_tool_question_with_its_wait_below_and_the_answer_runs_it(
+        place, model, workspace, tmux_of):  # noqa: F811
+    """`flower` attached to the engine's run (issue 31) asks its tool question on the screen as a foreground run does:
+    the question on its row, the wait counted below it, `y` runs the tool and the line goes."""
+    seed_frozen(workspace)
+    (workspace / ".flower.toml").write_text('allow = ["Read", "Write", "Edit", "Glob", "Grep"]\n')  # Bash is asked
+    command = 'sh -c "touch ran.txt"'  # short: the question on one row of the 100-column window
+    model.push(tool("Bash", {"command": command}, hold=True), text("carried on"), *judge())
+    assert (await place.serve()).returncode == 0
+    env = terminal_env(place)
+    started = await flower("--detach", env=env, cwd=workspace, timeout=TIMEOUT)
+    assert started.code == 0, started.err
+    await model.wait_for_requests(1, timeout=TIMEOUT)
+    term = tmux_of([str(FLOWER)], cli_env(env, TERM="xterm"), workspace)
+    try:
+        await shows(term, "attached to the run in the flower engine", "the terminal to attach")
+        model.release()  # the question comes to the terminal attached, not before
+        prompt = f"Allow Bash: {command}? [y]es/[a]lways/[N]o:"
+        await shows(term, prompt, "the approval question")
+        await until(lambda: (asked_for(term.screen()) or 0) >= 1, TIMEOUT, "the live line to count the wait")
+        first = asked_for(term.screen()) or 0
+        await until(lambda: (asked_for(term.screen()) or 0) > first, 10, "the count to move")
+        rows = term.screen().splitlines()
+        [at] = [i for i, row in enumerate(rows) if prompt in row]
+        assert rows[at].rstrip().endswith(prompt), rows[at]  # the question whole on its row, the cursor after it
+        assert ASKED.search(rows[at + 1]) and live_rows(term.screen()) == 1, term.screen()  # the wait below, once
+        assert not (workspace / "ran.txt").exists()  # nothing ran before the answer
+        term.type("y")
+        await shows(term, "done · the judge passed it", "the run's end", scrollback=True)
+        await until(lambda: term.exit_code() is not None, TIMEOUT, "flower to exit")
+    finally:
+        model.release()
+    shown = term.screen(scrollback=True)
+    assert term.exit_code() == 0, shown
+    assert f"{prompt} y\n" in shown and "waiting for your approval" not in shown, shown  # the answer stays, the wait goes
+    assert (workspace / "ran.txt").exists() and "Traceback" not in shown
