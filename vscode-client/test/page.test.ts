@@ -38,7 +38,7 @@ after(async () => {
 });
 
 /** A fresh page with the stub API; returns it once the script has said `ready`. */
-async function open(): Promise<Page> {
+async function open(parts: Partial<Parameters<typeof pageHtml>[0]> = {}): Promise<Page> {
     const nonce = 'n0nce';
     const stub = `<script nonce="${nonce}">
         window.__sent = []; window.__state = undefined;
@@ -56,6 +56,7 @@ async function open(): Promise<Page> {
         lang: 'en',
         toggleLabel: 'what the model sees',
         placeholder: 'say',
+        ...parts,
     }).replace('<script nonce', `${stub}<script nonce`);
     const file = join(dir, `page-${Math.random().toString(36).slice(2)}.html`);
     writeFileSync(file, html);
@@ -186,6 +187,29 @@ test('Enter says the sentence; the view message explains an untrusted folder', {
     assert.equal(await page.locator('#say-input').inputValue(), '');
     await post(page, reset([], { message: 'untrusted', enabled: false }));
     await page.waitForFunction(() => (document.getElementById('say-input') as HTMLTextAreaElement).disabled);
+    await page.close();
+});
+
+const WHOLE = 'Say something to flower (Enter sends, Shift+Enter for a new line)';
+const SHORT = 'Say something (Enter sends)';
+
+for (const [width, shown] of [[400, WHOLE], [170, SHORT]] as const) test(`the say box at ${width} px: its placeholder whole in its lines (${shown === WHOLE ? 'the whole one' : 'the short one'}), nothing wider than the page`, { skip }, async () => {
+    const page = await open({ placeholder: WHOLE, placeholderShort: SHORT });
+    await page.setViewportSize({ width, height: 640 });
+    const box = page.locator('#say-input');
+    await page.waitForFunction((p) => (document.getElementById('say-input') as HTMLTextAreaElement).placeholder === p, shown);
+    // Chromium counts the placeholder in an empty box's scrollHeight: more than it shows means lines cut off.
+    const fit = await box.evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight }));
+    assert.ok(fit.scroll <= fit.client, `the placeholder needs ${fit.scroll} px, the box shows ${fit.client}`);
+    assert.equal(await box.getAttribute('title'), WHOLE, 'the whole hint on hover');
+    const b = await box.boundingBox();
+    assert.ok(b !== null && b.x >= 0 && b.x + b.width <= width, `the box inside the page: ${JSON.stringify(b)}`);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'nothing wider than the page');
+    // Typed text and emptied again at the other width: the placeholder follows the width it has now.
+    await box.fill('x');
+    await page.setViewportSize({ width: width === 170 ? 400 : 170, height: 640 });
+    await box.fill('');
+    await page.waitForFunction((p) => (document.getElementById('say-input') as HTMLTextAreaElement).placeholder === p, shown === WHOLE ? SHORT : WHOLE);
     await page.close();
 });
 

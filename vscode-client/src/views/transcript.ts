@@ -116,6 +116,7 @@ class TranscriptPage implements vscode.Disposable {
             lang: vscode.env.language,
             toggleLabel: vscode.l10n.t('what the model sees'),
             placeholder: vscode.l10n.t('Say something to flower (Enter sends, Shift+Enter for a new line)'),
+            placeholderShort: vscode.l10n.t('Say something (Enter sends)'),
             wide,
         });
         this.subscriptions = [

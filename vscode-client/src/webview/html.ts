@@ -10,6 +10,8 @@ export interface PageParts {
     /** Localized labels. */
     toggleLabel: string;
     placeholder: string;
+    /** The say box's placeholder where the whole one would not fit its lines (a narrow side bar, issue 34). */
+    placeholderShort?: string;
     /** In an editor tab (the editor's background and a wider column), not the sidebar. */
     wide?: boolean;
 }
@@ -32,7 +34,7 @@ export function pageHtml(p: PageParts): string {
 <div id="view-message" hidden></div>
 <div id="rows" role="log" aria-live="polite"></div>
 <div id="approvals" aria-live="assertive" hidden></div>
-<form id="say-form"><textarea id="say-input" rows="2" placeholder="${e(p.placeholder)}"></textarea></form>
+<form id="say-form"><textarea id="say-input" rows="2" placeholder="${e(p.placeholder)}" title="${e(p.placeholder)}" data-short="${e(p.placeholderShort ?? p.placeholder)}"></textarea></form>
 <script nonce="${e(p.nonce)}" src="${e(p.scriptUri)}"></script>
 </body>
 </html>`;

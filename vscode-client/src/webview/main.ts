@@ -665,5 +665,19 @@ input.addEventListener('keydown', (e: KeyboardEvent) => {
 });
 (document.getElementById('say-form') as HTMLFormElement).addEventListener('submit', (e) => e.preventDefault());
 
+/**
+ * The whole placeholder where it fits the box's lines, else the short one (issue 34: at a 170 px side bar the whole
+ * one needs four lines and the box shows two, so it read "Say something to flower (Enter sends, Shift+"). The box
+ * measures its placeholder only while empty (Chromium counts it in scrollHeight), so it is fitted then.
+ */
+const wholePlaceholder = input.placeholder;
+function fitPlaceholder(): void {
+    if (input.value !== '') return;
+    input.placeholder = wholePlaceholder;
+    if (input.scrollHeight > input.clientHeight) input.placeholder = input.dataset.short ?? wholePlaceholder;
+}
+new ResizeObserver(fitPlaceholder).observe(input);
+input.addEventListener('input', fitPlaceholder);
+
 // A fresh page has nothing in its DOM: it asks for the newest rows (op null).
 send({ type: 'ready', epoch: null, op: null });
