@@ -34,6 +34,10 @@ async function scenario(
   try {
     ed = await Editor.start({ model, open: opts.open ?? folders[0], name, ...opts });
     await body(ed, model);
+    // The extension host flushes its log as it ends: read it once code-server has stopped.
+    await ed.close();
+    const errors = ed.requestErrors();
+    assert.deepEqual(errors, [], `flower requests answered with errors the scenario does not expect:\n${errors.join('\n')}`);
     passed = true;
   } catch (e) {
     if (ed) {
@@ -516,7 +520,11 @@ test('10 a bad setting: the server\'s own line in a notification whose Open Sett
       'the cursor on the line of rounds', secs(10));
     await ed.shot('10-settings-file-opened');
     assert.equal(model.requests.length, 0, 'no model request: every wake was refused');
-  }, { settings: { 'flower.handoffAt': 0 } });
+  }, {
+    settings: { 'flower.handoffAt': 0 },
+    // The wake refused with the setting's line, on purpose (asserted above); nothing else may fail.
+    expectedErrors: [{ method: 'wake', says: OPTION_LINE }],
+  });
 });
 
 /** A task started in the transcript's view, and its work step mid-reply: the model holds request 6 (the step's second). */

@@ -303,11 +303,51 @@ function editorEnv(/** @type {Model} */ model, /** @type {Record<string, string>
 }
 
 /**
+ * A request error a scenario causes on purpose: the request (`flower/status`, `wake`, …) and what its
+ * logged error says, exactly (a string) or matching. Anything else a request answered with fails the scenario.
+ * @typedef {{ method: string, says: string | RegExp }} ExpectedError
+ */
+
+/**
  * @typedef {{
  *   model: Model, open: string, name: string, withKey?: boolean, locale?: string,
  *   settings?: Record<string, unknown>, env?: Record<string, string>,
+ *   expectedErrors?: ExpectedError[],
  * }} EditorOptions
  */
+
+/**
+ * A line of the extension's log (its output channel) where a flower request was answered with an error:
+ * the client logs those as `<folder>: <method>: <error>` at warning or error level (server.ts, commands.ts,
+ * views/*.ts), `<method>` a flower/* request (`flower/answer <id>` with the question's id) or the palette's
+ * `wake`, `say` and `new`; the language client's own `[Error - …] Request flower/… failed.` too.
+ * Groups: the method, then what the error says.
+ */
+const REQUEST_ERROR = /^\S+ \S+ \[(?:warning|error)\] [^:]*: (flower\/[a-zA-Z]+|wake|say|new)(?: \S+)?: (.*)$|^\S+ \S+ \[\w+\] \[Error +- [^\]]*\] Request (flower\/[a-zA-Z]+) failed\.(.*)$/;
+
+/**
+ * The request errors in the flower logs under `userDir` (every window's extension host) that no entry of
+ * `expected` allows, as `file: line`. A bad parameter (issue 34: `fresh` refused in every session) shows
+ * only there; nothing on screen says it.
+ */
+export function requestErrors(/** @type {string} */ userDir, /** @type {ExpectedError[]} */ expected = []) {
+  const logs = path.join(userDir, 'logs');
+  if (!fs.existsSync(logs)) return [];
+  /** @type {string[]} */
+  const found = [];
+  for (const file of fs.readdirSync(logs, { recursive: true, encoding: 'utf8' })) {
+    if (!file.endsWith(path.join('flower.flower', 'flower.log'))) continue;
+    for (const line of fs.readFileSync(path.join(logs, file), 'utf8').split('\n')) {
+      const m = REQUEST_ERROR.exec(line);
+      if (m === null) continue;
+      const method = m[1] ?? m[3];
+      const says = m[2] ?? m[4];
+      const allowed = expected.some((e) => e.method === method && (typeof e.says === 'string' ? e.says === says : e.says.test(says)));
+      if (!allowed) found.push(`${file}: ${line}`);
+    }
+  }
+  return found;
+}
 
 /** One code-server + one browser page on it; `close()` stops both (call it in `finally`). */
 export class Editor {
@@ -580,6 +620,11 @@ export class Editor {
   /** The pid of this editor's flower engine (0: none runs). */
   engine() {
     return enginePid(this.dirs.engine);
+  }
+
+  /** The unexpected request errors in this editor's flower logs (see requestErrors); read them after close(). */
+  requestErrors() {
+    return requestErrors(this.dirs.user, this.opts.expectedErrors);
   }
 
   /** Stop everything this editor started: the page, code-server, and its flower engine (by pid). */
