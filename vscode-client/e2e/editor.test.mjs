@@ -916,6 +916,23 @@ async function commandShown(/** @type {import('playwright-core').Locator} */ car
   assert.ok(line > 0 && seen.shown >= 2 * line && seen.top <= 2, `the command in view ${when}: ${JSON.stringify(seen)}, a line ${line} px`);
 }
 
+/**
+ * The say box usable in the side bar `bar` (issue 34): inside it and in sight, its placeholder whole in the lines it
+ * shows (Chromium counts an empty box's placeholder in its scrollHeight; at 170 px the whole hint needed four lines
+ * of the two shown), and nothing in the page wider than the view. Returns the placeholder shown.
+ */
+async function sayBoxFits(/** @type {Editor} */ ed, /** @type {{x: number, y: number, width: number, height: number} | null} */ bar, /** @type {string} */ when) {
+  const box = ed.view().locator('#say-input');
+  assert.ok(inside(await box.boundingBox(), bar), `the say box inside the side bar ${when}`);
+  const seen = await box.evaluate(shownHeight);
+  assert.ok(seen.shown >= seen.height - 4, `the say box in sight ${when}: ${JSON.stringify(seen)}`);
+  const fit = await box.evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight, placeholder: /** @type {HTMLTextAreaElement} */ (el).placeholder }));
+  assert.ok(fit.scroll <= fit.client, `the placeholder "${fit.placeholder}" needs ${fit.scroll} px, the say box shows ${fit.client} ${when}`);
+  const wide = await box.evaluate(() => ({ scroll: document.documentElement.scrollWidth, view: window.innerWidth }));
+  assert.ok(wide.scroll <= wide.view, `nothing wider than the view ${when}: ${JSON.stringify(wide)}`);
+  return fit.placeholder;
+}
+
 test('19 a sidebar laid out for reading (issue 34): a long command card at the default width, Deny with a sentence, the denial marked live and in history, answered cards one line, the judge\'s prompt folded, English step names', { timeout: secs(300) }, async () => {
   const ws = tempDir('ws-reading');
   await scenario('19-reading', 'reading', [ws], async (ed, model) => {
@@ -939,6 +956,7 @@ test('19 a sidebar laid out for reading (issue 34): a long command card at the d
     for (const id of ['approval-allow', 'approval-deny']) {
       assert.ok(inside(await open.locator(`[data-testid="${id}"]`).boundingBox(), bar), `${id} in the side bar's viewport`);
     }
+    assert.match(await sayBoxFits(ed, bar, 'at the default width'), /^Say something/);
     await ed.shot('19-reading-long-command');
     // At VS Code's narrowest side bar (170 px) too: names break only at their own boundaries, Allow, Deny…, the reason
     // box, Deny and Cancel stay inside the side bar, the rows keep half of it. Then back to the width it had.
@@ -953,7 +971,10 @@ test('19 a sidebar laid out for reading (issue 34): a long command card at the d
     }
     const thinRows = await ed.view().locator('#rows').boundingBox();
     assert.ok(thin !== null && thinRows !== null && thinRows.height >= thin.height / 2, `the transcript keeps half the narrow side bar: ${thinRows?.height}`);
+    // The say box too: at 170 px its placeholder is the short one, whole (the long one showed two of its four lines).
+    assert.equal(await sayBoxFits(ed, thin, 'at 170 px'), 'Say something (Enter sends)');
     await ed.shot('19-reading-narrow-card');
+    if (thin !== null) await ed.shot('19-reading-narrow-say-box', { x: thin.x, y: thin.y + thin.height - 160, width: thin.width, height: 160 });
     await open.locator('[data-testid="approval-deny"]').click();
     await open.locator('[data-testid="approval-deny-text"]').fill('not now');
     for (const id of ['approval-deny-text', 'approval-deny-send', 'approval-deny-cancel']) {
