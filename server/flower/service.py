@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -32,19 +33,19 @@ from .core.events import (
     Waiting,
     emit_to,
 )
-from .core.forecast import Basis, Forecast, basis_of, forecast_of
-from .core.lineage import Lineage
+from .core.forecast import Basis, Forecast, forecast_of
+from .core.lineage import Lineage, task_began
 from .core.lock import WorkspaceLock, held
-from .core.manifest import in_work_session
+from .core.manifest import in_work_session, parsed_rows
 from .core.records import SENTENCES_FILE, WORK
 from .core.requirements import REQUIREMENTS_FILE
 from .core.resilience import Resilience
+from .core.tally import Tally
 from .core.text import megabytes
 from .core.trust import Trust
-from .core.verdicts import judged
 from .sessions import Sessions
 from .settings import Settings
-from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded
+from .status import WINDOW, Cost, Status, VerdictState, WaitingFor, WaitState, WakeOutcome, at_rest, recorded_of
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -141,6 +142,9 @@ class FlowerService:
         """The work session's context size, once seen in this process."""
         self._rest: _Rest | None = None
         """The last snapshot of the records status read (off the event loop), or None before the first."""
+        self._tally = Tally()
+        """The task's manifest rows folded: a refresh adds the rows appended since the last one (issue 35)."""
+        self._folding = threading.Lock()
         self._reading: asyncio.Future[None] | None = None
         self._read_since = self._read_at = float("-inf")
         self._dirty = True
@@ -382,13 +386,12 @@ class FlowerService:
         size = self.sessions.raw.size_on_disk() if sized or rest is None else rest.store_bytes
         if rest is not None and rest.stamp == stamp:
             return dataclasses.replace(rest, store_bytes=size)
-        found = recorded(self.workspace, self.run_dir, records)
-        st = at_rest(self.workspace, self.run_dir, records=records, found=found)
-        rows = found.rows
-        work = st.steps.get(WORK)
-        window = next((r.window for r in reversed(rows) if r.window), None)
-        return _Rest(stamp, st, self._stored_context(work) if work else None, window, judged(rows, WORK, work), size,
-                     basis_of(rows, rows[-1].run) if rows else None)
+        with self._folding:  # a refresh's worker thread and `status()` may both fold the one tally
+            tally = self._tally = self._tally.fold(parsed_rows(records), task_began(self.workspace))
+            st = at_rest(self.workspace, self.run_dir, records=records, found=recorded_of(tally))
+            work = st.steps.get(WORK)
+            verdict, window, basis = tally.judged(WORK, work), tally.window, tally.basis()
+        return _Rest(stamp, st, self._stored_context(work) if work else None, window, verdict, size, basis)
 
     async def refresh(self) -> None:
         """Read status's records again, off the event loop; callers at the same time share one read.

@@ -20,6 +20,7 @@ from .core.lineage import Lineage, task_began
 from .core.manifest import ManifestRow, parsed_rows
 from .core.records import FileRecords, Records
 from .core.requirements import REQUIREMENTS_FILE
+from .core.tally import Tally
 from .core.texts import Said
 
 WINDOW = 200_000
@@ -185,18 +186,13 @@ def recorded(workspace: Path, run_dir: Path, records: Records | None = None) -> 
     A terminal `flower` is one wake per process, so its newest process's rows are the last wake's cost.
     The rows come through the manifest's one cache (`parsed_rows`), shared with history (issue 33).
     """
-    began = task_began(workspace)
     rows = parsed_rows(records if records is not None else FileRecords(run_dir))
-    return _sum_rows(rows, began)
+    return recorded_of(Tally().fold(rows, task_began(workspace)))
 
 
-def _sum_rows(parsed: list[ManifestRow], began: float) -> Recorded:
-    rows = sorted((r for r in parsed if r.started_at >= began), key=lambda r: r.ended_at)
-    task = sum((r.cost_usd for r in rows), 0.0)
-    newest = rows[-1].run if rows else None
-    last = sum((r.cost_usd for r in rows if r.run == newest), 0.0)
-    return Recorded(task=round(task, 6), last=round(last, 6), model=next((r.model for r in reversed(rows) if r.model), None),
-                    rows=rows)
+def recorded_of(tally: Tally) -> Recorded:
+    """What a Tally of the task's rows says, as `recorded` returns it (the rows a copy: the tally goes on folding)."""
+    return Recorded(task=round(tally.task_cost, 6), last=round(tally.wake_cost, 6), model=tally.model, rows=list(tally.rows))
 
 
 def to_json(obj: Status | WakeOutcome) -> dict[str, Any]:

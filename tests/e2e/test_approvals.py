@@ -86,6 +86,15 @@ def folder(ws: Path, settings: str = NO_BASH) -> Path:
     return ws
 
 
+async def woken(clients: list, env: dict[str, str], workspace: Path, settings: str = NO_BASH) -> tuple[Approver, Any, Any]:
+    """A server on `workspace` (its settings `settings`), woken, and its first question with the future that answers it."""
+    client = await approver(env, folder(workspace, settings))
+    clients.append(client)
+    await client.request(p.WAKE, {"folder": uri(workspace)})
+    asked, answer = await client.question()
+    return client, asked, answer
+
+
 def result_for(model: ScriptedModel, tool_id: str) -> dict[str, Any]:
     """The tool_result the model received for `tool_id` (its first request carrying it)."""
     for request in model.requests:
@@ -109,10 +118,7 @@ async def test_a_tool_outside_allow_is_asked_and_allow_runs_it(clients: list, mo
                                                                  workspace: Path) -> None:
     marker = workspace / "ran.txt"
     model.push(tool("Bash", {"command": touch(marker)}), text("touched"), *judge())
-    client = await approver(env, folder(workspace))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    asked, answer = await client.question()
+    client, asked, answer = await woken(clients, env, workspace)
     assert (asked["tool"], asked["summary"], asked["detail"]) == ("Bash", touch(marker),
                                                                  {"kind": "command", "text": touch(marker)})
     assert asked["folder"] == uri(workspace) and asked["step"] == "干活" and asked["id"]
@@ -136,10 +142,7 @@ async def test_deny_with_a_sentence_reaches_the_model_and_a_bad_answer_is_a_deni
     marker = workspace / "ran.txt"
     model.push(tool("Bash", {"command": touch(marker)}), tool("Bash", {"command": touch(f"{marker}-2")}),
                text("gave up on the shell"), *judge())
-    client = await approver(env, folder(workspace))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    first, answer = await client.question()
+    client, first, answer = await woken(clients, env, workspace)
     answer.set_result({"decision": "deny", "message": "use the Write tool for files, not the shell"})
     second, answer = await client.question()
     answer.set_result({"decision": "yes please"})  # not a decision: never an allow
@@ -164,10 +167,7 @@ async def test_allow_always_keeps_the_rule_and_the_next_identical_call_is_not_as
         clients: list, model: ScriptedModel, env: dict[str, str], workspace: Path) -> None:
     command = 'sh -c "echo flower-approved"'
     model.push(tool("Bash", {"command": command}), tool("Bash", {"command": command}), text("twice"), *judge())
-    client = await approver(env, folder(workspace))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    asked, answer = await client.question()
+    client, asked, answer = await woken(clients, env, workspace)
     answer.set_result({"decision": "allowAlways"})
     assert (await client.ended(uri(workspace)))["ok"] is True
     assert client.questions.empty(), "the second identical call was not asked"
@@ -181,10 +181,8 @@ async def test_nobody_answering_denies_after_the_wait_and_the_run_goes_on(
         clients: list, model: ScriptedModel, env: dict[str, str], workspace: Path) -> None:
     marker = workspace / "ran.txt"
     model.push(tool("Bash", {"command": touch(marker)}), text("carried on without it"), *judge())
-    client = await approver(env, folder(workspace, NO_BASH + '[approvals]\nwait = 2\nunattended = "deny"\n'))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    asked, _never = await client.question()  # the person never answers
+    # The person never answers.
+    client, asked, _never = await woken(clients, env, workspace, NO_BASH + '[approvals]\nwait = 2\nunattended = "deny"\n')
     assert (await client.ended(uri(workspace)))["ok"] is True
     assert not marker.exists()
     assert AWAY.format(tool="Bash") in result_text(result_for(model, asked["id"]))
@@ -196,10 +194,7 @@ async def test_a_question_held_past_the_sdks_60_s_neither_aborts_the_run_nor_run
         clients: list, model: ScriptedModel, env: dict[str, str], workspace: Path) -> None:
     marker = workspace / "ran.txt"
     model.push(tool("Bash", {"command": touch(marker)}), text("fine, without it"), *judge())
-    client = await approver(env, folder(workspace))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    asked, answer = await client.question()
+    client, asked, answer = await woken(clients, env, workspace)
     requests = len(model.requests)
     await asyncio.sleep(70)  # the hold itself is what is tested: past the 60 s abort reported against the SDK
     assert not marker.exists(), "the tool did not run while the question was open"
@@ -240,10 +235,7 @@ async def test_a_card_withdrawn_by_a_reloading_window_stays_open_and_the_model_i
     person was away, and the dying CLI asked it again before the window's server exited."""
     marker = workspace / "ran.txt"
     model.push(tool("Bash", {"command": touch(marker)}), text("touched"), *judge())
-    client = await approver(env, folder(workspace))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    asked, card = await client.question()
+    client, asked, card = await woken(clients, env, workspace)
     requests = len(model.requests)
     card.set_exception(RuntimeError("this window gave no answer (it closed, reconnected, or the question was withdrawn)"))
     # What the old reading did within milliseconds (the CI log: 26 ms to the next request) must not happen at all.
@@ -263,10 +255,7 @@ async def test_flower_answer_from_another_client_closes_the_question(
         clients: list, model: ScriptedModel, env: dict[str, str], workspace: Path) -> None:
     marker = workspace / "ran.txt"
     model.push(tool("Bash", {"command": touch(marker)}), text("touched"), *judge())
-    client = await approver(env, folder(workspace))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    asked, card = await client.question()
+    client, asked, card = await woken(clients, env, workspace)
     # a window that attached later answers by id; the first answer wins, a second is refused
     done = await client.request(p.ANSWER, {"folder": uri(workspace), "id": asked["id"], "decision": "allow"})
     assert done == {"folder": uri(workspace), "id": asked["id"], "accepted": True}
@@ -311,10 +300,7 @@ async def test_a_subagents_question_is_put_to_the_editor_naming_it_and_the_answe
     model.push(*for_main(delegate("touch the marker", description="touch it"), text("waiting for the subagent"),
                          text("the subagent touched it"), *judge()),
                *for_subagent(tool("Bash", {"command": touch(marker)}), text("SUB: touched")))
-    client = await approver(env, folder(workspace))
-    clients.append(client)
-    await client.request(p.WAKE, {"folder": uri(workspace)})
-    asked, answer = await client.question()
+    client, asked, answer = await woken(clients, env, workspace)
     assert (asked["tool"], asked["agent"], asked["step"]) == ("Bash", "touch it (general-purpose)", "干活")
     [status] = (await client.request(p.STATUS, {"folder": uri(workspace)}))["folders"]
     assert status["background"] == ["touch it (general-purpose)"]

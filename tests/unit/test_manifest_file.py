@@ -5,9 +5,11 @@ lines by the next write."""
 from __future__ import annotations
 
 import json
+import random
 
 from flower.core.durable import write_atomic
 from flower.core.manifest import Manifest, StepResult
+from flower.core.manifest_file import ManifestFile
 from flower.core.records import FileRecords
 
 
@@ -130,3 +132,32 @@ def test_a_reader_starts_over_when_the_file_is_replaced_or_rewritten(tmp_path):
     assert [r["step"] for r in reader.manifest_rows()] == ["b", "a", "C"]
     path.write_bytes(lines[0])  # and shorter
     assert [r["step"] for r in reader.manifest_rows()] == ["a"]
+
+
+def test_a_reader_that_keeps_reading_sees_what_a_fresh_reader_sees_through_appends_rewrites_and_earlier_writers(tmp_path):
+    # A reader keeps its flattened rows and follows each change (issue 35: a change costs its own rows); every
+    # way a change can land (a new row of the newest writer, a row written again, a new row of an earlier writer,
+    # a new writer) must leave it where a reader starting afresh is.
+    run_dir = tmp_path / "runs"
+    run_dir.mkdir()
+    path = run_dir / "manifest.json"
+    keeper = ManifestFile(path)
+    rng = random.Random(7)
+    runs: list[str] = []
+    slots: dict[str, int] = {}
+    for i in range(400):
+        choice = rng.random()
+        if not runs or choice < 0.05:
+            runs.append(f"2026010{len(runs) % 10}-000000-{len(runs):06x}")
+            run = runs[-1]
+        elif choice < 0.15:
+            run = rng.choice(runs)  # an earlier writer (or the newest) adds or rewrites a row
+        else:
+            run = runs[-1]
+        slot = rng.randrange(slots.get(run, 0) + 1) if rng.random() < 0.2 else slots.get(run, 0)
+        slots[run] = max(slots.get(run, 0), slot + 1)
+        keeper.append(run, [(slot, {"step": f"s{i}", "run": run})])
+        if rng.random() < 0.3:  # the keeper reads now and then, so changes pile up between its reads
+            assert keeper.rows() == ManifestFile(path).rows()
+    assert keeper.rows() == ManifestFile(path).rows()
+    assert len(keeper.rows()) == sum(slots.values())

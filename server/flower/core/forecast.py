@@ -75,16 +75,28 @@ def rounds_of(rows: Sequence[ManifestRow]) -> list[Round]:
     """The task's work rounds in the order they ran."""
     out: list[Round] = []
     for row in sorted((r for r in rows if is_work_round(r)), key=lambda r: r.started_at):
-        moved = bool(out) and row.session_id is not None and row.session_id != out[-1].session
-        out.append(Round(len(out) + 1, row.context, row.session_id or (out[-1].session if out else None), moved,
-                         row.started_at))
+        out.append(next_round(out[-1] if out else None, row))
     return out
+
+
+def next_round(last: Round | None, row: ManifestRow) -> Round:
+    """The work round `row` ran, after `last` (None: the task's first)."""
+    moved = last is not None and row.session_id is not None and row.session_id != last.session
+    return Round(last.n + 1 if last else 1, row.context, row.session_id or (last.session if last else None), moved,
+                 row.started_at)
 
 
 def slope_of(rounds: Sequence[Round]) -> float | None:
     """Least-squares tokens per round over the current session's last RECENT rounds with a recorded context."""
-    since = max((i for i, r in enumerate(rounds) if r.handoff), default=0)
-    points = [(r.n, r.context) for r in rounds[since:] if r.context is not None][-RECENT:]
+    # From the newest back to the round the session began with (its handoff), at most RECENT points: a status refresh
+    # must not pass over the whole task (issue 35).
+    points: list[tuple[int, int]] = []
+    for r in reversed(rounds):
+        if r.context is not None:
+            points.append((r.n, r.context))
+        if len(points) == RECENT or r.handoff:
+            break
+    points.reverse()
     if len(points) < 2:
         return None
     mx = sum(n for n, _ in points) / len(points)
@@ -116,12 +128,17 @@ class Basis:
 
 def basis_of(rows: Sequence[ManifestRow], wake: str | None) -> Basis:
     """The forecast's part that depends on the task's manifest rows and the wake's run mark (`run`) only."""
-    rounds = rounds_of(rows)
     in_wake = [r for r in rows if wake is not None and r.run == wake]
+    return basis_from(rounds_of(rows), sum(r.cost_usd for r in in_wake), sum(1 for r in in_wake if is_work_round(r)),
+                      sum(r.cost_usd for r in rows))
+
+
+def basis_from(rounds: Sequence[Round], wake_cost: float, wake_rounds: int, task_cost: float) -> Basis:
+    """The Basis of the task's work rounds and its sums (what `basis_of` adds up, or a Tally keeps)."""
     return Basis(rounds=len(rounds), slope=slope_of(rounds),
                  last_context=next((r.context for r in reversed(rounds) if r.context is not None), None),
-                 wake_cost=sum(r.cost_usd for r in in_wake), wake_rounds=sum(1 for r in in_wake if is_work_round(r)),
-                 task_cost=sum(r.cost_usd for r in rows), points=tuple(ContextPoint(r.n, r.context, r.handoff) for r in rounds[-CHART:]))
+                 wake_cost=wake_cost, wake_rounds=wake_rounds, task_cost=task_cost,
+                 points=tuple(ContextPoint(r.n, r.context, r.handoff) for r in rounds[-CHART:]))
 
 
 def forecast(rows: Sequence[ManifestRow], context: int | None, handoff_at: int, window: int, wake: str | None) -> Forecast:

@@ -62,7 +62,10 @@ class _Fold:
     unterminated: bool = False
     """The file ends with a whole row and no newline (written by hand): a write adds the newline first."""
     rows: list[Any] | None = None
-    """The folded rows, flattened, until the next change."""
+    """The folded rows, flattened; kept up to date by what is appended (a change costs its rows, issue 35), or None
+    until the next `rows()` when a change was not at the end (a new slot of an earlier writer, the older form)."""
+    places: dict[tuple[Hashable, int], int] = field(default_factory=dict)
+    """(group, slot) → its index in `rows`, so a row written again replaces its place there."""
 
 
 class ManifestFile:
@@ -84,6 +87,8 @@ class ManifestFile:
                 log.warning("%s is not a valid manifest", self.path)
                 return []
             if fold.rows is None:
+                fold.places = {(key, slot): i for i, (key, slot) in
+                               enumerate((key, slot) for key, group in fold.groups.items() for slot in group)}
                 fold.rows = [row for group in fold.groups.values() for row in group.values()]
             return list(fold.rows)
 
@@ -197,14 +202,14 @@ def _fold_lines(fold: _Fold, data: bytes, st: os.stat_result) -> None:
             if value is _BAD:
                 fold.corrupt, fold.whole = st, (st.st_size, st.st_mtime_ns)
                 return
-            _put(fold.groups, value, at)
+            _put(fold, value, at)
         at += len(line) + 1
     rest = data[end:]
     fold.torn, fold.unterminated = 0, False
     if rest.strip():
         value = _parse(rest)
         if isinstance(value, dict):  # a whole row with no newline after it: a person's edit, not a cut
-            _put(fold.groups, value, at)
+            _put(fold, value, at)
             end, fold.unterminated = len(data), True
         elif rest[:2] == b'{"'[:len(rest[:2])]:  # how every line flower writes starts: a cut-off write
             fold.torn = len(rest)
@@ -216,7 +221,6 @@ def _fold_lines(fold: _Fold, data: bytes, st: os.stat_result) -> None:
     if end:
         fold.offset += end
         fold.check = (fold.check + data[:end])[-_CHECK:]
-        fold.rows = None
 
 
 _BAD = object()
@@ -230,15 +234,29 @@ def _parse(line: bytes) -> Any:
         return _BAD
 
 
-def _put(groups: dict[Hashable, dict[int, Any]], value: Any, at: int) -> None:
+def _put(fold: _Fold, value: Any, at: int) -> None:
     """Fold one line in: a row with its writer's run and slot replaces that slot's row; anything else stands alone."""
+    key: Hashable = ("line", at)
+    slot = 0
     if isinstance(value, dict):
-        slot, run = value.get(SLOT), value.get("run")
-        if isinstance(slot, int) and not isinstance(slot, bool) and isinstance(run, str):
+        given, run = value.get(SLOT), value.get("run")
+        if isinstance(given, int) and not isinstance(given, bool) and isinstance(run, str):
             del value[SLOT]
-            groups.setdefault(("run", run), {})[slot] = value
-            return
-    groups[("line", at)] = {0: value}
+            key, slot = ("run", run), given
+    group = fold.groups.setdefault(key, {})
+    group[slot] = value
+    if fold.rows is None:
+        return
+    # The flattened rows follow: a row written again takes its place; a new one of the last writer (the usual
+    # case: the current wake's) goes at the end; a new one of an earlier writer moves the rest, read whole next time.
+    place = fold.places.get((key, slot))
+    if place is not None:
+        fold.rows[place] = value
+    elif next(reversed(fold.groups)) == key:
+        fold.places[(key, slot)] = len(fold.rows)
+        fold.rows.append(value)
+    else:
+        fold.rows = None
 
 
 def _pread(fd: int, n: int, at: int) -> bytes:
