@@ -34,4 +34,4 @@ mkdir -p test-results
 # FLOWER_E2E_ONLY='^10 ' runs only the scenarios whose name matches (node's --test-name-pattern).
 only=()
 [[ -n "${FLOWER_E2E_ONLY:-}" ]] && only=(--test-name-pattern="$FLOWER_E2E_ONLY")
-exec timeout --kill-after=10 900 node --test --test-concurrency=1 "${only[@]}" "$E2E"/*.test.mjs
+exec timeout --kill-after=10 1800 node --test --test-concurrency=1 "${only[@]}" "$E2E"/*.test.mjs
