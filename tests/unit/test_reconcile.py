@@ -8,9 +8,11 @@ import logging
 import os
 import sqlite3
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 
+from flower.stores import reconcile as reconcile_module
 from flower.stores.prune import PruningSessionStore
 from flower.stores.reconcile import (
     ANCHOR,
@@ -298,6 +300,38 @@ async def test_a_resume_after_the_sweep_reads_no_file_twice(tmp_path: Path, monk
         assert remembered[str(own)][0] == own.stat().st_size
     finally:
         await raw.close()
+
+
+async def test_the_memory_of_every_transcript_is_read_and_written_off_the_event_loop(tmp_path: Path, monkeypatch):
+    # reconciled.json remembers every transcript the task ever had (a judge's session a round: 1,020 entries, 281 KB
+    # after the 1,000-round soak), and a sweep stats every one of them: on the event loop that was ~5 ms a resume,
+    # once a round, while status answers waited (issue 35). Where each part runs is what is checked.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    cfg, run_dir = tmp_path / "cfg", tmp_path / "runs"
+    env = {"CLAUDE_CONFIG_DIR": str(cfg)}
+    own = transcript_path(cfg, KEY["project_key"], SID)
+    own.parent.mkdir(parents=True)
+    own.write_bytes(jsonl(chat(4)))
+    loop_thread = threading.get_ident()
+    ran: dict[str, set[bool]] = {}
+    def watching(name: str):
+        real = getattr(reconcile_module, name)
+
+        def watched(*args, **kwargs):
+            ran.setdefault(name, set()).add(threading.get_ident() == loop_thread)
+            return real(*args, **kwargs)
+        return watched
+    for name in ("_load_memory", "_save_swept", "_changed"):  # `_changed`: the listing and a stat of every transcript
+        monkeypatch.setattr(reconcile_module, name, watching(name))
+    raw = SqliteSessionStore(tmp_path / "sessions.db")
+    try:
+        assert await sweep(raw, KEY["project_key"], run_dir, env) == len(chat(4))
+        own.write_bytes(jsonl(chat(6)))
+        assert await reconcile(raw, KEY["project_key"], SID, env, run_dir) == len(chat(6)) - len(chat(4))
+    finally:
+        await raw.close()
+    assert set(ran) == {"_load_memory", "_save_swept", "_changed"}
+    assert {name: on_loop for name, on_loop in ran.items() if True in on_loop} == {}, ran
 
 
 async def test_a_grown_file_is_read_from_where_the_last_read_stopped_against_what_was_stored_since(tmp_path: Path, monkeypatch):

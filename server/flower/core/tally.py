@@ -49,7 +49,7 @@ class Tally:
         tally = self
         # `map(operator.is_)` checks the rows folded before at C speed: a prefix kept means rows were only appended.
         if began != self._began or len(parsed) < len(self._seen) or not all(map(operator.is_, self._seen, parsed)):
-            tally = Tally()
+            tally = type(self)()
             tally._began = began
         for row in parsed[len(tally._seen):]:
             if row.started_at >= began:

@@ -34,6 +34,7 @@ into it, and only its own cleanup (which the kill skipped) would have removed th
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
@@ -419,9 +420,13 @@ async def reconcile(store: Target, project_key: str, session_id: str, env: Mappi
              *leftover_paths(project_key, session_id)]
     state: dict[str, Any] = {}
     if memory is None:
+        # The memory holds every transcript the task ever had (a judge's session a round): read and written in a
+        # worker thread, or each resume would hold the event loop, where status answers wait, for the whole task's
+        # files (issue 35: ~5 ms at 1,000 rounds, once a round).
         if run_dir is not None:
-            state = load_swept(run_dir / SWEPT_FILE)
-        known = remembered(state, project_key)
+            state, known = await asyncio.to_thread(_load_memory, run_dir / SWEPT_FILE, project_key)
+        else:
+            known = {}
     else:
         known = memory
     key: SessionKey = {"project_key": project_key, "session_id": session_id}
@@ -434,7 +439,7 @@ async def reconcile(store: Target, project_key: str, session_id: str, env: Mappi
     if imported:
         log.info("reconcile: imported %d entries of session %s from the CLI's own transcript", imported, session_id)
     if memory is None and run_dir is not None:
-        _save_swept(run_dir / SWEPT_FILE, state, project_key, known)
+        await asyncio.to_thread(_save_swept, run_dir / SWEPT_FILE, state, project_key, known)
     return imported
 
 
@@ -496,6 +501,22 @@ def _save_swept(path: Path, state: dict[str, Any], project_key: str, files: Mapp
         log.warning("reconcile: cannot write %s (%s)", path, err.strerror or err)
 
 
+def _load_memory(path: Path, project_key: str) -> tuple[dict[str, Any], dict[str, FileRead]]:
+    """The sweep's memory file, and what it remembers of `project_key`'s files."""
+    state = load_swept(path)
+    return state, remembered(state, project_key)
+
+
+def _changed(path: Path, project_key: str, config: Path) -> tuple[dict[str, Any], dict[str, FileRead], list[str]]:
+    """The memory, what it remembers of the files still there, and the sessions whose files changed since (a stat each)."""
+    state, known = _load_memory(path, project_key)
+    files = session_files(config, project_key)
+    present = {str(p) for p in files}
+    memory = {p: read for p, read in known.items() if p in present}
+    changed = sorted({p.stem for p in files if not ((read := memory.get(str(p))) is not None and read.unchanged(_stat(p)))})
+    return state, memory, changed
+
+
 def load_swept(path: Path) -> dict[str, Any]:
     """The sweep's memory; empty when absent or unreadable (the next sweep then rereads every file, which is only slower)."""
     try:
@@ -516,12 +537,8 @@ async def sweep(store: Target, project_key: str, run_dir: Path, env: Mapping[str
     read whole at the next sweep).
     """
     config = config_dir({**os.environ, **(env or {})})
-    state = load_swept(run_dir / SWEPT_FILE)
-    known = remembered(state, project_key)
-    files = session_files(config, project_key)
-    present = {str(p) for p in files}
-    memory = {p: read for p, read in known.items() if p in present}
-    changed = sorted({p.stem for p in files if not ((read := memory.get(str(p))) is not None and read.unchanged(_stat(p)))})
+    # A stat of every transcript the task ever had, and its memory read and written: in a worker thread (see reconcile).
+    state, memory, changed = await asyncio.to_thread(_changed, run_dir / SWEPT_FILE, project_key, config)
     imported = 0
     for sid in changed:
         try:
@@ -532,8 +549,8 @@ async def sweep(store: Target, project_key: str, run_dir: Path, env: Mapping[str
             log.exception("reconcile: importing the CLI's own transcript of session %s failed", sid)
             for p in [p for p in memory if Path(p).stem == sid]:
                 memory.pop(p)
-    for root in _spent_leftovers(project_key, memory):
-        shutil.rmtree(root, ignore_errors=True)
+    for root in await asyncio.to_thread(_spent_leftovers, project_key, memory):
+        await asyncio.to_thread(shutil.rmtree, root, ignore_errors=True)
         memory = {p: read for p, read in memory.items() if not Path(p).is_relative_to(root)}
-    _save_swept(run_dir / SWEPT_FILE, state, project_key, memory)
+    await asyncio.to_thread(_save_swept, run_dir / SWEPT_FILE, state, project_key, memory)
     return imported
