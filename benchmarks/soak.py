@@ -200,6 +200,11 @@ class Sample:
     """Rounds the measured engine had run (a kill starts a new one: each checkpoint's engine is a later one)."""
 
 
+def pct(ordered: list[float], q: float) -> float:
+    """The `q` quantile of `ordered` (sorted), NaN when empty."""
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
+
+
 def engine_pid(sock: Path) -> int | None:
     """The pid in the engine's lock file."""
     try:
@@ -423,13 +428,14 @@ class Soak:
         threads, fds = threads_and_fds(self.pid)
         window = max(1, self.target // 10)
         recent = sorted(ms for r, ms in self.status if at - window < r <= at)
-        p99 = recent[min(len(recent) - 1, int(len(recent) * 0.99))] if recent else float("nan")
+        p99 = pct(recent, 0.99)
         wakes = [await self.wake(cancel=True) for _ in range(PROBES)]
         self.model.hook = self.arrived
         sample = Sample(self.model.rounds, rss, fds, threads, p99, statistics.median(wakes), self.model.rounds - self.born)
         self.samples.append(sample)
         self.say(f"checkpoint at round {sample.round}: rss {rss:.1f} MB, fds {fds}, threads {threads}, "
-                 f"status p99 {p99:.1f} ms ({len(recent)} asked), wake {sample.wake_s:.2f} s "
+                 f"status p99 {p99:.1f} ms ({len(recent)} asked; p50 {pct(recent, 0.5):.1f}, p90 {pct(recent, 0.9):.1f}, "
+                 f"the 12 slowest {' '.join(f'{ms:.0f}' for ms in recent[-12:])}), wake {sample.wake_s:.2f} s "
                  f"({' '.join(f'{w:.2f}' for w in wakes)}); engine {sample.age} rounds old; "
                  f"{time.monotonic() - self.started:.0f} s, load {os.getloadavg()[0]:.1f}; fds: {fd_kinds(self.pid, self.root)}")
 
