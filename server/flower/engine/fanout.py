@@ -87,9 +87,9 @@ class FanProtocol:
         """Ask every attached client that declared it answers `method` (`flower/ask`, `flower/approve`): the first answer wins.
 
         None declared it can (issue 31: asking one that cannot left the question to nobody): MethodNotFound goes to
-        the folder, as from a stdio client that cannot ask, and the rule for nobody applies. Every client asked withdrew without an
-        answer (a window reloading answers with an error, a terminal's Ctrl-C leaves): `Left`, and a tool question
-        stays open for whoever attaches next (`FolderStatus.waitingFor`, `flower/answer`).
+        the folder, as from a stdio client that cannot ask, and the rule for nobody applies. Every client asked
+        withdrew without an answer (a window reloading answers with an error, a terminal's Ctrl-C leaves): `Left`,
+        and a tool question stays open for whoever attaches next (`FolderStatus.waitingFor`, `flower/answer`).
         """
         asking = {asyncio.ensure_future(self._ask(c, method, params)) for c in self.fan.live() if method in c.answers}
         if not asking:
