@@ -139,10 +139,11 @@ QUEUED = f"received; queued for the work session: {SENTENCE}"
 GIVEN = f"the work session gets it in this round: {SENTENCE}"
 
 
-async def attached_while_the_model_holds_a_round(place, model, workspace, tmux_of) -> Tmux:  # noqa: F811
-    """The engine runs a frozen folder's work round, its reply held by the model; `flower` attached to it under tmux."""
+async def attached_while_the_model_holds_a_round(place, model, workspace, tmux_of, *replies: Reply) -> Tmux:  # noqa: F811
+    """The engine runs a frozen folder's work round, its reply held by the model (`replies`, the first held; by default
+    "half way"); `flower` attached to it under tmux."""
     seed_frozen(workspace)
-    model.push(Reply(blocks=[say("half way")], hold=True))
+    model.push(*(replies or (Reply(blocks=[say("half way")], hold=True),)))
     assert (await place.serve()).returncode == 0
     env = terminal_env(place)
     started = await flower("--detach", env=env, cwd=workspace, timeout=TIMEOUT)
@@ -347,18 +348,11 @@ async def test_an_attached_terminal_asks_the_engine_runs_tool_question_with_its_
         place, model, workspace, tmux_of):  # noqa: F811
     """`flower` attached to the engine's run (issue 31) asks its tool question on the screen as a foreground run does:
     the question on its row, the wait counted below it, `y` runs the tool and the line goes."""
-    seed_frozen(workspace)
     (workspace / ".flower.toml").write_text('allow = ["Read", "Write", "Edit", "Glob", "Grep"]\n')  # Bash is asked
     command = 'sh -c "touch ran.txt"'  # short: the question on one row of the 100-column window
-    model.push(tool("Bash", {"command": command}, hold=True), text("carried on"), *judge())
-    assert (await place.serve()).returncode == 0
-    env = terminal_env(place)
-    started = await flower("--detach", env=env, cwd=workspace, timeout=TIMEOUT)
-    assert started.code == 0, started.err
-    await model.wait_for_requests(1, timeout=TIMEOUT)
-    term = tmux_of([str(FLOWER)], cli_env(env, TERM="xterm"), workspace)
+    term = await attached_while_the_model_holds_a_round(place, model, workspace, tmux_of,
+                                                        tool("Bash", {"command": command}, hold=True), text("carried on"), *judge())
     try:
-        await shows(term, "attached to the run in the flower engine", "the terminal to attach")
         model.release()  # the question comes to the terminal attached, not before
         prompt = f"Allow Bash: {command}? [y]es/[a]lways/[N]o:"
         await shows(term, prompt, "the approval question")

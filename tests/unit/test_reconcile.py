@@ -278,15 +278,20 @@ async def test_sweep_removes_a_killed_resumes_dir_once_imported_unless_in_use(tm
         await raw.close()
 
 
-async def test_a_resume_after_the_sweep_reads_no_file_twice(tmp_path: Path, monkeypatch):
-    # The sweep and the resumes of one wake share the memory: a file read as it is now is not read (nor the
-    # session loaded) again; once it changes, it is.
+def four_rows_transcribed(tmp_path: Path, monkeypatch) -> tuple[dict[str, str], Path, Path]:
+    """A CLI config dir holding one transcript of four rows (the temp dir under `tmp_path`): its env, file, run_dir."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    cfg, run_dir = tmp_path / "cfg", tmp_path / "runs"
-    env = {"CLAUDE_CONFIG_DIR": str(cfg)}
+    cfg = tmp_path / "cfg"
     own = transcript_path(cfg, KEY["project_key"], SID)
     own.parent.mkdir(parents=True)
     own.write_bytes(jsonl(chat(4)))
+    return {"CLAUDE_CONFIG_DIR": str(cfg)}, own, tmp_path / "runs"
+
+
+async def test_a_resume_after_the_sweep_reads_no_file_twice(tmp_path: Path, monkeypatch):
+    # The sweep and the resumes of one wake share the memory: a file read as it is now is not read (nor the
+    # session loaded) again; once it changes, it is.
+    env, own, run_dir = four_rows_transcribed(tmp_path, monkeypatch)
     raw = SqliteSessionStore(tmp_path / "sessions.db")
     try:
         assert await sweep(raw, KEY["project_key"], run_dir, env) == len(chat(4))
@@ -306,12 +311,7 @@ async def test_the_memory_of_every_transcript_is_read_and_written_off_the_event_
     # reconciled.json remembers every transcript the task ever had (a judge's session a round: 1,020 entries, 281 KB
     # after the 1,000-round soak), and a sweep stats every one of them: on the event loop that was ~5 ms a resume,
     # once a round, while status answers waited (issue 35). Where each part runs is what is checked.
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    cfg, run_dir = tmp_path / "cfg", tmp_path / "runs"
-    env = {"CLAUDE_CONFIG_DIR": str(cfg)}
-    own = transcript_path(cfg, KEY["project_key"], SID)
-    own.parent.mkdir(parents=True)
-    own.write_bytes(jsonl(chat(4)))
+    env, own, run_dir = four_rows_transcribed(tmp_path, monkeypatch)
     loop_thread = threading.get_ident()
     ran: dict[str, set[bool]] = {}
     def watching(name: str):
